@@ -1,0 +1,10 @@
+from django.apps import AppConfig
+
+
+class OrchestrationConfig(AppConfig):
+    name = "portal.orchestration"
+
+    def ready(self) -> None:
+        # Configure the Celery app in every Django process so `delay()` from the
+        # web or scheduler uses the settings' broker.
+        import portal.celery  # noqa: F401

@@ -1,0 +1,1 @@
+"""The PySpark ingestion runtime. Imports nothing from Django or Celery."""
