@@ -1,0 +1,3 @@
+"""REST API of the accounts app."""
+
+urlpatterns: list = []

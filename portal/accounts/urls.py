@@ -1,0 +1,4 @@
+"""Pages of the accounts app."""
+
+app_name = "accounts"
+urlpatterns: list = []

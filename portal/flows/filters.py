@@ -1,0 +1,29 @@
+"""One FilterSet drives the flow list page and `GET /api/flowconfigs` alike."""
+
+from __future__ import annotations
+
+import django_filters
+from django.db.models import Q
+
+from portal.flows.models import FlowConfig
+
+
+class FlowConfigFilterSet(django_filters.FilterSet):
+    flowGroup = django_filters.CharFilter(field_name="flow_group", label="Flow group")
+    owner = django_filters.CharFilter(field_name="owner__username", label="Owner")
+    compilationStatus = django_filters.ChoiceFilter(
+        field_name="compilation_status", choices=FlowConfig.Compilation.choices, label="Compilation"
+    )
+    q = django_filters.CharFilter(method="search", label="Search")
+
+    class Meta:
+        model = FlowConfig
+        fields: list[str] = []
+
+    def search(self, queryset, name, value):
+        return queryset.filter(
+            Q(flow_group__icontains=value)
+            | Q(flow_name__icontains=value)
+            | Q(description__icontains=value)
+            | Q(source__icontains=value)
+        )

@@ -1,0 +1,110 @@
+"""The flow catalog: FlowConfig is the seed's FlowSpec, keyed by (flowGroup, flowName)."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import models
+
+from portal.flows.schedules import to_unix_cron, validate_schedule
+from portal.flows.validators import (
+    split_template_uris,
+    validate_destinations,
+    validate_name,
+    validate_properties,
+    validate_template_uris,
+)
+
+# Gobblin flows named their endpoints in properties; honoured when the
+# User Request triplet's source/destinations are not given explicitly.
+SOURCE_PROPERTY = "gobblin.flow.sourceIdentifier"
+DESTINATION_PROPERTY = "gobblin.flow.destinationIdentifier"
+
+
+class FlowConfigQuerySet(models.QuerySet):
+    def visible_to(self, user) -> FlowConfigQuerySet:
+        """Flows a user may see. Every signed-in user sees the catalog; secret
+        values are ENC(...) ciphertext, so seeing a flow reveals no secret."""
+        if not user.is_authenticated:
+            return self.none()
+        return self
+
+    def restrict(self, user, action: str = "view") -> FlowConfigQuerySet:
+        """Row-level access: `view` for anyone signed in, `change`/`delete`
+        for the owner and staff."""
+        queryset = self.visible_to(user)
+        if action == "view" or user.is_staff:
+            return queryset
+        return queryset.filter(owner=user)
+
+
+class FlowConfig(models.Model):
+    class Compilation(models.TextChoices):
+        PENDING = "PENDING", "pending"
+        COMPILED = "COMPILED", "compiled"
+        FAILED = "FAILED", "failed"
+
+    flow_group = models.CharField(max_length=128, validators=[validate_name])
+    flow_name = models.CharField(max_length=128, validators=[validate_name])
+    description = models.TextField(blank=True)
+    schedule = models.CharField(
+        max_length=200,
+        blank=True,
+        validators=[validate_schedule],
+        help_text="Unix cron (5 fields) or Gobblin's Quartz form; empty runs once.",
+    )
+    run_immediately = models.BooleanField(default=False)
+    template_uris = models.TextField(
+        blank=True,
+        validators=[validate_template_uris],
+        help_text="Comma-separated pack://<pack>/<path>.template URIs.",
+    )
+    properties = models.JSONField(default=dict, blank=True, validators=[validate_properties])
+    source = models.CharField(max_length=128, blank=True, validators=[validate_name])
+    destinations = models.JSONField(default=list, blank=True, validators=[validate_destinations])
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="flows")
+    created = models.DateTimeField(auto_now_add=True)
+    updated = models.DateTimeField(auto_now=True)
+    compilation_status = models.CharField(
+        max_length=16, choices=Compilation.choices, default=Compilation.PENDING
+    )
+    compilation_message = models.TextField(blank=True)
+
+    objects = FlowConfigQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["flow_group", "flow_name"]
+        constraints = [
+            models.UniqueConstraint(fields=["flow_group", "flow_name"], name="flowconfig_unique_key"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.flow_group}/{self.flow_name}"
+
+    def clean(self) -> None:
+        # Stored once in unix form, so the scheduler never sees Quartz syntax.
+        self.schedule = to_unix_cron(self.schedule)
+        if not self.source and self.properties.get(SOURCE_PROPERTY):
+            self.source = self.properties[SOURCE_PROPERTY]
+        if not self.destinations and self.properties.get(DESTINATION_PROPERTY):
+            self.destinations = [
+                d.strip() for d in self.properties[DESTINATION_PROPERTY].split(",") if d.strip()
+            ]
+        errors = {}
+        for field, validator in (("source", validate_name), ("destinations", validate_destinations)):
+            value = getattr(self, field)
+            if value:
+                try:
+                    validator(value)
+                except ValidationError as error:
+                    errors[field] = error.messages
+        if errors:
+            raise ValidationError(errors)
+
+    @property
+    def template_uri_list(self) -> list[str]:
+        return split_template_uris(self.template_uris)
+
+    @property
+    def is_scheduled(self) -> bool:
+        return bool(self.schedule)

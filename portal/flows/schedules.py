@@ -1,0 +1,88 @@
+"""Flow schedules: unix cron (5 fields), with Gobblin's Quartz form accepted.
+
+Gobblin stored Quartz expressions (`0 0/5 * * * ?`: seconds first, `?` for
+"no specific value", day-of-week 1-7 from Sunday). Flows imported from Gobblin
+keep working because such an expression is converted to the unix form here,
+once, when the flow is saved.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from zoneinfo import ZoneInfo
+
+from croniter import croniter
+from django.conf import settings
+from django.core.exceptions import ValidationError
+
+_ALIASES = {"@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly"}
+_QUARTZ_DOW_NUMBER = re.compile(r"(?<![#/\d])([1-7])(?!\d)")
+
+
+def _quartz_dow_to_unix(field: str) -> str:
+    # Quartz counts Sunday as 1, unix cron as 0. Only day numbers move; step
+    # values after "/" and occurrence numbers after "#" keep their meaning.
+    return _QUARTZ_DOW_NUMBER.sub(lambda m: str(int(m.group(1)) - 1), field)
+
+
+def to_unix_cron(expression: str) -> str:
+    """Return the 5-field unix form of a unix or Quartz cron expression.
+
+    Raises ValidationError with a reason a person can act on.
+    """
+    expression = " ".join(expression.split())
+    if not expression:
+        return ""
+    if expression.lower() in _ALIASES:
+        return expression.lower()
+    fields = expression.split(" ")
+    if len(fields) in (6, 7):
+        seconds, minute, hour, dom, month, dow, *year = fields
+        if seconds not in {"0", "*"}:
+            raise ValidationError(
+                f"Quartz expression {expression!r} fires at second {seconds!r}; "
+                "Flowport schedules have minute resolution, use 0 for the seconds field."
+            )
+        if year and year[0] not in {"*", "?"}:
+            raise ValidationError(f"Quartz year field {year[0]!r} is not supported; use * or leave it out.")
+        dom = "*" if dom == "?" else dom
+        dow = "*" if dow == "?" else _quartz_dow_to_unix(dow)
+        fields = [minute, hour, dom, month, dow]
+    elif len(fields) != 5:
+        raise ValidationError(
+            f"{expression!r} has {len(fields)} fields; a unix cron expression has 5 "
+            "(minute hour day-of-month month day-of-week), a Quartz one 6 or 7."
+        )
+    unix = " ".join(fields)
+    if "?" in unix or not croniter.is_valid(unix):
+        raise ValidationError(f"{expression!r} is not a valid cron expression{_which_field(fields)}.")
+    return unix
+
+
+_FIELD_NAMES = ("minute", "hour", "day-of-month", "month", "day-of-week")
+_FIELD_RANGES = ((0, 59), (0, 23), (1, 31), (1, 12), (0, 7))
+
+
+def _which_field(fields: list[str]) -> str:
+    """Name the first field whose plain numbers are out of range, to say *why*."""
+    for name, (low, high), field in zip(_FIELD_NAMES, _FIELD_RANGES, fields, strict=True):
+        for number in re.findall(r"(?<![/#])\b\d+\b", field):
+            if not low <= int(number) <= high:
+                return f": {name} {number} is outside {low}-{high}"
+    return ""
+
+
+def validate_schedule(value: str) -> None:
+    to_unix_cron(value)
+
+
+def next_run_times(expression: str, count: int = 5, after: datetime | None = None) -> list[datetime]:
+    """The next `count` fire times, in the scheduler's time zone."""
+    unix = to_unix_cron(expression)
+    if not unix:
+        return []
+    tz = ZoneInfo(settings.TIME_ZONE)
+    start = (after or datetime.now(tz)).astimezone(tz)
+    itr = croniter(unix, start)
+    return [itr.get_next(datetime) for _ in range(count)]

@@ -1,0 +1,11 @@
+"""Flow catalog events: the one listener mechanism (Django signals).
+
+Sent by `flows.services` inside the saving transaction, so a listener that
+writes rows (the scheduler's actions, the compiler's job DAG) commits or rolls
+back together with the flow. Receivers get `action` ("add", "update",
+"delete") and `flow`.
+"""
+
+from django.dispatch import Signal
+
+flow_catalog_changed = Signal()

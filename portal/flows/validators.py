@@ -1,0 +1,70 @@
+"""Field rules of a FlowConfig. Model fields use them, so forms, the API and
+services can never disagree about what a valid flow is."""
+
+from __future__ import annotations
+
+import re
+
+from django.core.exceptions import ValidationError
+from django.core.validators import RegexValidator
+
+NAME_PATTERN = r"[A-Za-z0-9_.-]{1,128}"
+validate_name = RegexValidator(
+    rf"^{NAME_PATTERN}\Z",
+    "Use 1-128 letters, digits, '_', '.' or '-'.",
+)
+
+# pack://<pack>/<path>.template, or the seed's FS:///<path>.template form.
+_TEMPLATE_URI = re.compile(
+    r"^(?:pack://(?P<pack>[A-Za-z0-9_.-]{1,128})/(?P<path>[^\s,]+\.template)"
+    r"|[Ff][Ss]:///(?P<fspath>[^\s,]+\.template))\Z"
+)
+MAX_PROPERTY_KEY = 256
+MAX_PROPERTY_VALUE = 64 * 1024
+
+
+def split_template_uris(value: str) -> list[str]:
+    return [uri.strip() for uri in (value or "").split(",") if uri.strip()]
+
+
+def parse_template_uri(uri: str) -> tuple[str | None, str]:
+    """(pack name or None for FS:/// form, path inside the pack)."""
+    match = _TEMPLATE_URI.match(uri)
+    if not match or ".." in uri.split("/"):
+        raise ValidationError(
+            f"{uri!r} is not a template URI; use pack://<pack>/<path>.template or FS:///<path>.template."
+        )
+    if match["pack"]:
+        return match["pack"], match["path"]
+    return None, match["fspath"]
+
+
+def validate_template_uris(value: str) -> None:
+    for uri in split_template_uris(value):
+        parse_template_uri(uri)
+
+
+def validate_properties(value: object) -> None:
+    if not isinstance(value, dict):
+        raise ValidationError("Properties must be a map of string keys to string values.")
+    problems = []
+    for key, item in value.items():
+        if not isinstance(key, str) or not key.strip():
+            problems.append("keys must be non-empty strings")
+        elif len(key) > MAX_PROPERTY_KEY:
+            problems.append(f"key {key[:40]!r}… is longer than {MAX_PROPERTY_KEY} characters")
+        elif not isinstance(item, str):
+            problems.append(f"{key!r} must be a string, not {type(item).__name__}")
+        elif len(item) > MAX_PROPERTY_VALUE:
+            problems.append(f"{key!r} is longer than {MAX_PROPERTY_VALUE} characters")
+    if problems:
+        raise ValidationError("; ".join(problems))
+
+
+def validate_destinations(value: object) -> None:
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise ValidationError("Destinations must be a list of data node names.")
+    for item in value:
+        validate_name(item)
+    if len(set(value)) != len(value):
+        raise ValidationError("A destination is listed twice.")

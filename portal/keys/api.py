@@ -1,0 +1,3 @@
+"""REST API of the keys app."""
+
+urlpatterns: list = []

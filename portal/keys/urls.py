@@ -1,0 +1,4 @@
+"""Pages of the keys app."""
+
+app_name = "keys"
+urlpatterns: list = []

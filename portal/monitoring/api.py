@@ -1,0 +1,3 @@
+"""REST API of the monitoring app."""
+
+urlpatterns: list = []

@@ -1,0 +1,4 @@
+"""Pages of the monitoring app."""
+
+app_name = "monitoring"
+urlpatterns: list = []

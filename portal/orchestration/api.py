@@ -1,0 +1,3 @@
+"""REST API of the orchestration app."""
+
+urlpatterns: list = []

@@ -1,0 +1,4 @@
+"""Pages of the orchestration app."""
+
+app_name = "orchestration"
+urlpatterns: list = []

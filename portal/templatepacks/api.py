@@ -1,0 +1,3 @@
+"""REST API of the templatepacks app."""
+
+urlpatterns: list = []

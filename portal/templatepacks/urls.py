@@ -1,0 +1,4 @@
+"""Pages of the templatepacks app."""
+
+app_name = "templatepacks"
+urlpatterns: list = []

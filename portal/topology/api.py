@@ -1,0 +1,3 @@
+"""REST API of the topology app."""
+
+urlpatterns: list = []

@@ -1,0 +1,4 @@
+"""Pages of the topology app."""
+
+app_name = "topology"
+urlpatterns: list = []

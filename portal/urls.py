@@ -1,0 +1,42 @@
+"""URL map: each app brings its pages (`<app>/urls.py`) and its API (`<app>/api.py`)."""
+
+from django.contrib import admin
+from django.contrib.auth import views as auth_views
+from django.urls import include, path
+from django.views.generic import RedirectView
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+from portal.accounts import api as accounts_api
+from portal.flows import api as flows_api
+from portal.keys import api as keys_api
+from portal.monitoring import api as monitoring_api
+from portal.orchestration import api as orchestration_api
+from portal.templatepacks import api as templatepacks_api
+from portal.topology import api as topology_api
+
+api_urlpatterns = [
+    *flows_api.urlpatterns,
+    *accounts_api.urlpatterns,
+    *templatepacks_api.urlpatterns,
+    *topology_api.urlpatterns,
+    *orchestration_api.urlpatterns,
+    *keys_api.urlpatterns,
+    *monitoring_api.urlpatterns,
+    path("schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="swagger-ui"),
+]
+
+urlpatterns = [
+    path("", RedirectView.as_view(pattern_name="flows:list", permanent=False), name="home"),
+    path("login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
+    path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("flows/", include("portal.flows.urls")),
+    path("account/", include("portal.accounts.urls")),
+    path("packs/", include("portal.templatepacks.urls")),
+    path("topology/", include("portal.topology.urls")),
+    path("executions/", include("portal.orchestration.urls")),
+    path("keys/", include("portal.keys.urls")),
+    path("monitoring/", include("portal.monitoring.urls")),
+    path("api/", include(api_urlpatterns)),
+    path("admin/", admin.site.urls),
+]
