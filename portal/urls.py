@@ -8,6 +8,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from portal.accounts import api as accounts_api
 from portal.flows import api as flows_api
+from portal.flows import compile_api as flows_compile_api
 from portal.keys import api as keys_api
 from portal.monitoring import api as monitoring_api
 from portal.orchestration import api as orchestration_api
@@ -15,6 +16,7 @@ from portal.templatepacks import api as templatepacks_api
 from portal.topology import api as topology_api
 
 api_urlpatterns = [
+    *flows_compile_api.urlpatterns,
     *flows_api.urlpatterns,
     *accounts_api.urlpatterns,
     *templatepacks_api.urlpatterns,

@@ -1,0 +1,3 @@
+"""Compile endpoints of the flow catalog (dry-run compile, compiled job DAG)."""
+
+urlpatterns: list = []
