@@ -41,7 +41,7 @@ class FlowKeyChange(Exception):
 
 def create_flow(*, owner: AbstractBaseUser, data: dict[str, Any]) -> FlowConfig:
     flow = FlowConfig(owner=owner, **{k: v for k, v in data.items() if k in (*KEY_FIELDS, *EDITABLE_FIELDS)})
-    flow.full_clean(validate_unique=False)
+    flow.full_clean(validate_unique=False, validate_constraints=False)
     try:
         with transaction.atomic():
             flow.save()
@@ -62,7 +62,7 @@ def update_flow(flow: FlowConfig, *, data: dict[str, Any]) -> FlowConfig:
     for field in EDITABLE_FIELDS:
         if field in data:
             setattr(flow, field, data[field])
-    flow.full_clean(validate_unique=False)
+    flow.full_clean(validate_unique=False, validate_constraints=False)
     with transaction.atomic():
         flow.save()
         flow_catalog_changed.send(sender=FlowConfig, action="update", flow=flow)

@@ -1,0 +1,50 @@
+"""Schedules people type, and Gobblin's Quartz ones they import."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+from django.core.exceptions import ValidationError
+
+from portal.flows.schedules import next_run_times, to_unix_cron
+
+
+@pytest.mark.parametrize(
+    ("given", "stored"),
+    [
+        ("*/5 * * * *", "*/5 * * * *"),
+        ("  0   3 * * 1-5 ", "0 3 * * 1-5"),
+        ("0 0/5 * * * ?", "0/5 * * * *"),  # Quartz: seconds first, ? for "any"
+        ("0 0 12 ? * 2-6", "0 12 * * 1-5"),  # Quartz Monday=2 → unix Monday=1
+        ("0 0 12 ? * MON-FRI *", "0 12 * * MON-FRI"),  # with the year field
+        ("0 0 12 ? * 1#2", "0 12 * * 0#2"),  # second Sunday
+        ("@daily", "@daily"),
+        ("", ""),
+    ],
+)
+def test_a_schedule_is_stored_in_unix_form(given, stored):
+    assert to_unix_cron(given) == stored
+
+
+@pytest.mark.parametrize(
+    ("given", "reason"),
+    [
+        ("61 * * * *", "minute 61 is outside 0-59"),
+        ("0 25 * * *", "hour 25 is outside 0-23"),
+        ("* * *", "has 3 fields"),
+        ("15 0 12 * * ?", "fires at second '15'"),
+        ("0 0 12 ? * * 2027", "year field"),
+        ("every day", "has 2 fields"),
+    ],
+)
+def test_a_bad_schedule_says_why(given, reason):
+    with pytest.raises(ValidationError) as error:
+        to_unix_cron(given)
+    assert reason in error.value.messages[0]
+
+
+def test_next_run_times_follow_the_schedule():
+    after = datetime(2026, 1, 1, 10, 7, tzinfo=UTC)
+    times = next_run_times("*/15 * * * *", count=3, after=after)
+    assert [t.strftime("%H:%M") for t in times] == ["10:15", "10:30", "10:45"]
