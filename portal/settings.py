@@ -147,6 +147,7 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
+# LDAP is put in front of this in the Identity section below when configured.
 AUTHENTICATION_BACKENDS = ["django.contrib.auth.backends.ModelBackend"]
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "flows:list"
@@ -178,9 +179,12 @@ LARGE_UPLOAD_PATHS = ("/api/templatepacks", "/packs/")
 FILE_UPLOAD_MAX_MEMORY_SIZE = env_int("MAX_UPLOAD_BYTES", 20 * 1024 * 1024)
 
 REST_FRAMEWORK = {
+    # Token first: its WWW-Authenticate header turns anonymous calls into 401s.
+    # Each class also honours X-Flowport-Proxy-User (portal.accounts.authentication).
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.SessionAuthentication",
-        "rest_framework.authentication.BasicAuthentication",
+        "portal.accounts.authentication.TokenAuthentication",
+        "portal.accounts.authentication.SessionAuthentication",
+        "portal.accounts.authentication.BasicAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
@@ -233,3 +237,45 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
     "loggers": {"django.db.backends": {"level": "WARNING"}},
 }
+
+# --- Identity: LDAP, API tokens, proxy users -----------------------------------
+# No LDAP_SERVER_URI = Django's own users only (the embedded default).
+LDAP_SERVER_URI = env("LDAP_SERVER_URI")
+LDAP_DIRECTORY_NAME = env("LDAP_DIRECTORY_NAME")  # shown on the login page, e.g. "ACME corporate LDAP"
+if LDAP_SERVER_URI:
+    from portal.accounts.ldap_config import auth_ldap_settings
+
+    globals().update(
+        auth_ldap_settings(
+            server_uri=LDAP_SERVER_URI,
+            bind_dn=env("LDAP_BIND_DN"),
+            bind_password=env_secret("LDAP_BIND_PASSWORD"),
+            user_search_base=env("LDAP_USER_SEARCH_BASE"),
+            user_filter=env("LDAP_USER_FILTER", "(uid=%(user)s)"),
+            group_search_base=env("LDAP_GROUP_SEARCH_BASE"),
+            group_type=env("LDAP_GROUP_TYPE", "groupOfNames"),
+            require_group=env("LDAP_REQUIRE_GROUP"),
+            staff_group=env("LDAP_STAFF_GROUP"),
+            superuser_group=env("LDAP_SUPERUSER_GROUP"),
+            start_tls=env_bool("LDAP_START_TLS", False),
+            timeout=env_int("LDAP_TIMEOUT", 5),
+        )
+    )
+    AUTHENTICATION_BACKENDS = [
+        "portal.accounts.backends.DirectoryBackend",
+        *(AUTHENTICATION_BACKENDS if env_bool("LDAP_ALLOW_LOCAL_USERS", True) else []),
+    ]
+# Members of this Django group (mirrored from LDAP, or local) may send
+# X-Flowport-Proxy-User on API calls to act as another user; empty = nobody.
+FLOWPORT_PROXY_GROUP = env("FLOWPORT_PROXY_GROUP")
+# Template pack archives: refused beyond these, whatever their headers claim.
+TEMPLATEPACK_MAX_FILES = env_int("TEMPLATEPACK_MAX_FILES", 500)
+TEMPLATEPACK_MAX_UNCOMPRESSED_BYTES = env_int("TEMPLATEPACK_MAX_UNCOMPRESSED_BYTES", 16 * 1024 * 1024)
+
+# --- Scheduler ------------------------------------------------------------------
+SCHEDULER_POLL_SECONDS = env_int("SCHEDULER_POLL_SECONDS", 5)
+SCHEDULER_DEFAULT_CATCH_UP = env("SCHEDULER_CATCH_UP", "skip")
+if SCHEDULER_DEFAULT_CATCH_UP not in ("skip", "latest", "all"):
+    raise ImproperlyConfigured("SCHEDULER_CATCH_UP must be skip, latest or all")
+# With catch-up "all", at most this many missed ticks per flow are run.
+SCHEDULER_MAX_CATCH_UP = env_int("SCHEDULER_MAX_CATCH_UP", 100)

@@ -7,6 +7,7 @@ from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from portal.accounts import api as accounts_api
+from portal.accounts import views as accounts_views
 from portal.flows import api as flows_api
 from portal.flows import compile_api as flows_compile_api
 from portal.keys import api as keys_api
@@ -30,7 +31,7 @@ api_urlpatterns = [
 
 urlpatterns = [
     path("", RedirectView.as_view(pattern_name="flows:list", permanent=False), name="home"),
-    path("login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
+    path("login/", accounts_views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("flows/", include("portal.flows.urls")),
     path("account/", include("portal.accounts.urls")),

@@ -1,4 +1,12 @@
 """Pages of the accounts app."""
 
+from django.urls import path
+
+from portal.accounts import views
+
 app_name = "accounts"
-urlpatterns: list = []
+urlpatterns = [
+    path("", views.profile, name="profile"),
+    path("tokens/new/", views.token_create, name="token-create"),
+    path("tokens/<int:token_id>/revoke/", views.token_revoke, name="token-revoke"),
+]

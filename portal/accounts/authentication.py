@@ -1,0 +1,51 @@
+"""DRF authentication: personal API tokens, session and HTTP Basic (which goes
+through AUTHENTICATION_BACKENDS, so against LDAP when configured), each
+honouring the proxy header."""
+
+from __future__ import annotations
+
+from rest_framework import authentication, exceptions
+
+from portal.accounts import proxy, tokens
+
+
+class ProxyMixin:
+    def authenticate(self, request):
+        result = super().authenticate(request)
+        if result is None:
+            return None
+        user, auth = result
+        return proxy.apply_proxy(request._request, user), auth
+
+
+class TokenAuthentication(authentication.BaseAuthentication):
+    """`Authorization: Token fp_…`. First in the list, so its
+    WWW-Authenticate header makes unauthenticated calls 401."""
+
+    keyword = "Token"
+
+    def authenticate(self, request):
+        header = authentication.get_authorization_header(request).split()
+        if not header or header[0].lower() != self.keyword.lower().encode():
+            return None
+        if len(header) != 2:
+            raise exceptions.AuthenticationFailed("Invalid token header: use 'Token <key>'.")
+        try:
+            key = header[1].decode()
+        except UnicodeDecodeError:
+            raise exceptions.AuthenticationFailed("Invalid token.") from None
+        token = tokens.authenticate_key(key)
+        if token is None:
+            raise exceptions.AuthenticationFailed("Invalid, expired or revoked token.")
+        return proxy.apply_proxy(request._request, token.user), token
+
+    def authenticate_header(self, request) -> str:
+        return f'{self.keyword} realm="api"'
+
+
+class SessionAuthentication(ProxyMixin, authentication.SessionAuthentication):
+    pass
+
+
+class BasicAuthentication(ProxyMixin, authentication.BasicAuthentication):
+    pass
