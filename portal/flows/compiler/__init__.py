@@ -1,0 +1,110 @@
+"""The FlowCompiler (the seed's SpecCompiler): a FlowConfig → a job DAG of
+JobSpecs, each bound to one SpecExecutor.
+
+`compile_flow` is pure: it reads the topology snapshot and the template
+packs, and writes nothing. `portal.flows.compiler.record` stores its verdict.
+
+Properties of each job, later layers winning: resolved templates (parent <
+template < flow, done by templatepacks) → the hop keys below. The hop keys
+are documented in docs/topology.md.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from portal.flows.compiler.paths import Hop, search
+from portal.flows.compiler.plans import COMPILED, FAILED, PENDING, CompiledFlow, JobSpecPlan
+from portal.flows.compiler.templates import required_attributes, resolve_flow_templates
+from portal.topology.graph import TopologySnapshot, current_snapshot
+
+__all__ = ["COMPILED", "FAILED", "PENDING", "CompiledFlow", "JobSpecPlan", "compile_flow", "job_name"]
+
+
+def job_name(flow_group: str, flow_name: str, hop: Hop) -> str:
+    """Stable across recompiles while the path stays the same."""
+    return f"{flow_group}.{flow_name}.{hop.index}-{hop.source}-to-{hop.destination}"
+
+
+def hop_properties(flow: Any, hop: Hop, snapshot: TopologySnapshot, name: str) -> dict[str, str]:
+    executor = snapshot.executors[hop.executor]
+    props = {
+        "flow.group": flow.flow_group,
+        "flow.name": flow.flow_name,
+        "job.name": name,
+        "flowport.hop.index": str(hop.index),
+        "flowport.hop.source": hop.source,
+        "flowport.hop.destination": hop.destination,
+        "flowport.executor": executor.name,
+        "flowport.executor.technology": executor.technology,
+        "flowport.executor.location": executor.location,
+        "flowport.executor.queue": executor.queue,
+        "spark.master": executor.spark_master,
+    }
+    for role, node_name in (("source", hop.source), ("destination", hop.destination)):
+        node = snapshot.nodes[node_name]
+        props[f"flowport.hop.{role}.kind"] = node.kind
+        for key, value in node.properties.items():
+            props[f"flowport.hop.{role}.{key}"] = value
+    return props
+
+
+def compile_flow(flow: Any, *, topology: TopologySnapshot | None = None, user: Any = None) -> CompiledFlow:
+    """Compile a (saved or unsaved) FlowConfig. `user` is whose pack access
+    counts for templates; the flow's owner by default."""
+    snapshot = topology if topology is not None else current_snapshot()
+    compiled = CompiledFlow(
+        flow_group=flow.flow_group,
+        flow_name=flow.flow_name,
+        source=flow.source,
+        destinations=list(flow.destinations),
+        topology_token=str(snapshot.token) if snapshot.token else None,
+    )
+    if not flow.source:
+        compiled.errors.append("The flow has no source; set its source data node.")
+    if not flow.destinations:
+        compiled.errors.append("The flow has no destinations; set at least one destination data node.")
+    if compiled.errors:
+        return compiled
+
+    resolution = resolve_flow_templates(flow, user if user is not None else getattr(flow, "owner", None))
+    compiled.pinned_versions = resolution.pinned_versions
+    compiled.errors.extend(resolution.errors)
+    required = set(resolution.missing_required) | required_attributes(resolution.properties)
+
+    result = search(snapshot, flow.source, list(flow.destinations))
+    compiled.pending_reasons = [result.pending[d] for d in flow.destinations if d in result.pending]
+
+    jobs: dict[tuple[str, str], JobSpecPlan] = {}
+    for destination in flow.destinations:
+        parent_name: str | None = None
+        for hop in result.paths.get(destination, ()):
+            key = (hop.source, hop.destination)
+            job = jobs.get(key)
+            if job is None:
+                name = job_name(flow.flow_group, flow.flow_name, hop)
+                executor = snapshot.executors[hop.executor]
+                properties = {**resolution.properties, **hop_properties(flow, hop, snapshot, name)}
+                job = jobs[key] = JobSpecPlan(
+                    job_name=name,
+                    hop_index=hop.index,
+                    source_node=hop.source,
+                    destination_node=hop.destination,
+                    executor=executor.name,
+                    technology=executor.technology,
+                    location=executor.location,
+                    queue=executor.queue,
+                    spark_master=executor.spark_master,
+                    spark_conf=dict(executor.spark_conf),
+                    parents=[parent_name] if parent_name else [],
+                    properties=properties,
+                    errors=[
+                        f"required attribute {key!r} is not set"
+                        for key in sorted(required)
+                        if not properties.get(key)
+                    ],
+                )
+            job.serves_destinations.append(destination)
+            parent_name = job.job_name
+    compiled.jobs = sorted(jobs.values(), key=lambda job: (job.hop_index, job.job_name))
+    return compiled

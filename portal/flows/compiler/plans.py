@@ -1,0 +1,101 @@
+"""What the compiler hands to the orchestrator: plain dataclasses, JSON-able
+through `to_dict()` with the API's camelCase names."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+COMPILED, PENDING, FAILED = "COMPILED", "PENDING", "FAILED"
+
+
+@dataclass
+class JobSpecPlan:
+    """One JobSpec bound to one SpecExecutor: a hop of the flow."""
+
+    job_name: str
+    hop_index: int
+    source_node: str
+    destination_node: str
+    executor: str
+    technology: str
+    location: str
+    queue: str
+    spark_master: str
+    spark_conf: dict[str, str]
+    parents: list[str]
+    properties: dict[str, str]
+    serves_destinations: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "jobName": self.job_name,
+            "hopIndex": self.hop_index,
+            "sourceNode": self.source_node,
+            "destinationNode": self.destination_node,
+            "executor": self.executor,
+            "technology": self.technology,
+            "location": self.location,
+            "queue": self.queue,
+            "sparkMaster": self.spark_master,
+            "sparkConf": dict(self.spark_conf),
+            "parents": list(self.parents),
+            "servesDestinations": list(self.serves_destinations),
+            "properties": dict(self.properties),
+            "errors": list(self.errors),
+        }
+
+
+@dataclass
+class CompiledFlow:
+    flow_group: str
+    flow_name: str
+    source: str
+    destinations: list[str]
+    jobs: list[JobSpecPlan] = field(default_factory=list)
+    pinned_versions: dict[str, int] = field(default_factory=dict)
+    pending_reasons: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    topology_token: str | None = None
+
+    @property
+    def job_errors(self) -> list[str]:
+        return [f"{job.job_name}: {error}" for job in self.jobs for error in job.errors]
+
+    @property
+    def status(self) -> str:
+        if self.errors or self.job_errors:
+            return FAILED
+        if self.pending_reasons:
+            return PENDING
+        return COMPILED
+
+    @property
+    def message(self) -> str:
+        """The one-paragraph verdict stored on the flow and shown to its owner."""
+        lines = [*self.errors, *self.job_errors, *self.pending_reasons]
+        if lines:
+            return "\n".join(lines)
+        hops = "; ".join(f"{j.source_node} → {j.destination_node} on {j.executor}" for j in self.jobs)
+        return f"{len(self.jobs)} job{'s' if len(self.jobs) != 1 else ''}: {hops}"
+
+    @property
+    def executors(self) -> list[str]:
+        return sorted({job.executor for job in self.jobs})
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "flowGroup": self.flow_group,
+            "flowName": self.flow_name,
+            "source": self.source,
+            "destinations": list(self.destinations),
+            "status": self.status,
+            "message": self.message,
+            "executors": self.executors,
+            "jobs": [job.to_dict() for job in self.jobs],
+            "pinnedVersions": dict(self.pinned_versions),
+            "pendingReasons": list(self.pending_reasons),
+            "errors": list(self.errors),
+            "topologyToken": self.topology_token,
+        }

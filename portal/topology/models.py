@@ -1,0 +1,161 @@
+"""The topology catalog: data nodes, SpecExecutors and their capabilities.
+
+A capability is one edge (source node → destination node) that one executor
+can move data along; the flow compiler searches paths over these edges.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from django.core.exceptions import ValidationError
+from django.db import models
+
+from portal.topology.validators import (
+    MASTERS_FOR_TECHNOLOGY,
+    spark_master_kind,
+    validate_connection_properties,
+    validate_node_name,
+    validate_queue_name,
+    validate_spark_conf,
+    validate_spark_master,
+)
+
+
+class DataNode(models.Model):
+    class Kind(models.TextChoices):
+        JDBC = "jdbc", "JDBC database"
+        FILES = "files", "Files (local / HDFS / object store path)"
+        HIVE = "hive", "Hive"
+        KAFKA = "kafka", "Kafka"
+        OTHER = "other", "Other"
+
+    name = models.CharField(max_length=128, unique=True, validators=[validate_node_name])
+    kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.FILES)
+    description = models.TextField(blank=True)
+    properties = models.JSONField(
+        default=dict,
+        blank=True,
+        validators=[validate_connection_properties],
+        help_text="Connection properties (e.g. url, path). Secrets only as ENC(...) values.",
+    )
+    origin = models.CharField(max_length=500, blank=True, help_text="Topology file it was loaded from.")
+    created = models.DateTimeField(auto_now_add=True)
+    updated = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class SpecExecutor(models.Model):
+    class Technology(models.TextChoices):
+        SPARK_LOCAL = "spark-local", "Spark local"
+        SPARK_STANDALONE = "spark-standalone", "Spark standalone"
+        YARN = "yarn", "YARN"
+        K8S = "k8s", "Kubernetes"
+
+    class Health(models.TextChoices):
+        UNKNOWN = "UNKNOWN", "unknown"
+        HEALTHY = "HEALTHY", "healthy"
+        DEGRADED = "DEGRADED", "degraded"
+        UNHEALTHY = "UNHEALTHY", "unhealthy"
+
+    name = models.CharField(max_length=128, unique=True, validators=[validate_node_name])
+    uri = models.CharField(
+        max_length=500,
+        unique=True,
+        blank=True,
+        help_text="The TopologySpec URI; flowport://executors/<name> if empty.",
+    )
+    technology = models.CharField(max_length=32, choices=Technology.choices, default=Technology.SPARK_LOCAL)
+    location = models.CharField(max_length=128, blank=True, help_text="Fabric or site name.")
+    queue = models.CharField(
+        max_length=200,
+        blank=True,
+        validators=[validate_queue_name],
+        help_text="Communication mechanism: the Celery queue its workers consume; executor.<name> if empty.",
+    )
+    spark_master = models.CharField(max_length=500, default="local[*]", validators=[validate_spark_master])
+    spark_conf = models.JSONField(default=dict, blank=True, validators=[validate_spark_conf])
+    description = models.TextField(blank=True)
+    enabled = models.BooleanField(default=True)
+    cost = models.PositiveIntegerField(
+        default=100, help_text="Preference when several paths have as many hops: lower wins."
+    )
+    health_status = models.CharField(max_length=16, choices=Health.choices, default=Health.UNKNOWN)
+    health_message = models.TextField(blank=True)
+    last_heartbeat = models.DateTimeField(null=True, blank=True)
+    origin = models.CharField(max_length=500, blank=True, help_text="Topology file it was loaded from.")
+    created = models.DateTimeField(auto_now_add=True)
+    updated = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def clean(self) -> None:
+        if not self.uri and self.name:
+            self.uri = f"flowport://executors/{self.name}"
+        if not self.queue and self.name:
+            self.queue = f"executor.{self.name}"
+        kind = spark_master_kind(self.spark_master)
+        allowed = MASTERS_FOR_TECHNOLOGY.get(self.technology, ())
+        if kind is not None and kind not in allowed:
+            raise ValidationError(
+                {"spark_master": f"{self.spark_master!r} does not fit technology {self.technology!r}."}
+            )
+
+    @property
+    def usable(self) -> bool:
+        """The compiler only routes through enabled executors that are not known unhealthy."""
+        return self.enabled and self.health_status != self.Health.UNHEALTHY
+
+
+class Capability(models.Model):
+    executor = models.ForeignKey(SpecExecutor, on_delete=models.CASCADE, related_name="capabilities")
+    source = models.ForeignKey(DataNode, on_delete=models.PROTECT, related_name="outgoing")
+    destination = models.ForeignKey(DataNode, on_delete=models.PROTECT, related_name="incoming")
+
+    class Meta:
+        ordering = ["executor__name", "source__name", "destination__name"]
+        constraints = [
+            models.UniqueConstraint(fields=["executor", "source", "destination"], name="capability_unique"),
+            models.CheckConstraint(
+                condition=~models.Q(source=models.F("destination")), name="capability_not_loop"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.executor.name}: {self.source.name} → {self.destination.name}"
+
+
+class TopologyRevision(models.Model):
+    """One row whose token changes with every topology change, in the same
+    transaction. Compilers cache their adjacency index per token; a random
+    token (not a counter) means a rolled-back change can never reuse a token
+    that some process already cached for other contents."""
+
+    token = models.UUIDField(default=uuid.uuid4)
+    changed = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return str(self.token)
+
+
+class CompiledJobDag(models.Model):
+    """The latest compiled job DAG of a flow (CompiledFlow.to_dict()), read by
+    `GET /api/flowconfigs/{group}/{name}/jobs` and the orchestrator."""
+
+    flow = models.OneToOneField("flows.FlowConfig", on_delete=models.CASCADE, related_name="compiled_dag")
+    status = models.CharField(max_length=16)
+    dag = models.JSONField(default=dict)
+    topology_token = models.UUIDField(null=True, blank=True)
+    compiled_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"{self.flow} ({self.status})"

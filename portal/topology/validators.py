@@ -1,0 +1,88 @@
+"""Field rules of the topology. The models use them, so forms, the API, the
+topology file loader and the services can never disagree."""
+
+from __future__ import annotations
+
+import re
+
+from django.core.exceptions import ValidationError
+from django.core.validators import RegexValidator
+
+NAME_PATTERN = r"[A-Za-z0-9_.-]{1,128}"
+validate_node_name = RegexValidator(rf"^{NAME_PATTERN}\Z", "Use 1-128 letters, digits, '_', '.' or '-'.")
+validate_queue_name = RegexValidator(
+    r"^[A-Za-z0-9_.:-]{1,200}\Z", "Use letters, digits, '_', '.', ':' or '-' (a Celery queue name)."
+)
+
+_HOST_PORT = r"[A-Za-z0-9](?:[A-Za-z0-9.-]{0,252})(?::[0-9]{1,5})"
+_SPARK_MASTERS = {
+    "local": re.compile(r"^local(?:\[(?:\*|[1-9][0-9]{0,3})(?:,[0-9]{1,3})?\])?\Z"),
+    "standalone": re.compile(rf"^spark://{_HOST_PORT}(?:,{_HOST_PORT})*\Z"),
+    "yarn": re.compile(r"^yarn\Z"),
+    "k8s": re.compile(r"^k8s://https?://[A-Za-z0-9.-]+(?::[0-9]{1,5})?(?:/[^\s]*)?\Z"),
+}
+# Which master forms fit which executor technology: a spark-local executor
+# pointing at a cluster would silently run jobs somewhere nobody expects.
+MASTERS_FOR_TECHNOLOGY = {
+    "spark-local": ("local",),
+    "spark-standalone": ("standalone",),
+    "yarn": ("yarn",),
+    "k8s": ("k8s",),
+}
+
+# Connection properties are stored in the clear; a value under a key that
+# names a secret must already be ciphertext (ENC(...), the keys app's form).
+_SECRET_KEY = re.compile(r"(pass(word|wd)?|secret|token|credential|private[._-]?key|api[._-]?key)", re.I)
+_ENCRYPTED = re.compile(r"^ENC\(.+\)\Z", re.S)
+MAX_KEY = 256
+MAX_VALUE = 16 * 1024
+
+
+def spark_master_kind(value: str) -> str | None:
+    """'local', 'standalone', 'yarn' or 'k8s'; None when the URL does not parse."""
+    for kind, pattern in _SPARK_MASTERS.items():
+        if pattern.match(value or ""):
+            if kind == "standalone" and any(
+                int(part.rsplit(":", 1)[1]) > 65535 for part in value[len("spark://") :].split(",")
+            ):
+                return None
+            return kind
+    return None
+
+
+def validate_spark_master(value: str) -> None:
+    if spark_master_kind(value) is None:
+        raise ValidationError(
+            f"{value!r} is not a Spark master URL; use local, local[N], local[*], "
+            "spark://host:port[,host:port], yarn or k8s://https://host:port."
+        )
+
+
+def validate_string_map(value: object, *, secrets_allowed: bool = False) -> None:
+    if not isinstance(value, dict):
+        raise ValidationError("Must be a map of string keys to string values.")
+    problems = []
+    for key, item in value.items():
+        if not isinstance(key, str) or not key.strip():
+            problems.append("keys must be non-empty strings")
+        elif len(key) > MAX_KEY:
+            problems.append(f"key {key[:40]!r}… is longer than {MAX_KEY} characters")
+        elif not isinstance(item, str):
+            problems.append(f"{key!r} must be a string, not {type(item).__name__}")
+        elif len(item) > MAX_VALUE:
+            problems.append(f"{key!r} is longer than {MAX_VALUE} characters")
+        elif not secrets_allowed and item and _SECRET_KEY.search(key) and not _ENCRYPTED.match(item):
+            problems.append(f"{key!r} looks like a secret; store it encrypted as ENC(...), not in the clear")
+    if problems:
+        raise ValidationError("; ".join(problems))
+
+
+def validate_connection_properties(value: object) -> None:
+    validate_string_map(value)
+
+
+def validate_spark_conf(value: object) -> None:
+    validate_string_map(value)
+    bad = [key for key in value if not key.startswith("spark.")]  # type: ignore[union-attr]
+    if bad:
+        raise ValidationError(f"Spark conf keys start with 'spark.': {', '.join(sorted(bad)[:5])}")
