@@ -1,0 +1,49 @@
+"""Schemathesis throws generated requests at every documented operation: the
+API must answer each with a 2xx/4xx, never a 500. Bounded to a few hundred
+examples so the suite stays quick."""
+
+from __future__ import annotations
+
+import base64
+
+import pytest
+import schemathesis
+from hypothesis import HealthCheck, settings
+
+from tests.factories import PASSWORD, FlowConfigFactory, UserFactory
+
+
+@pytest.fixture
+def api_schema(db):
+    from portal.wsgi import application
+
+    return schemathesis.openapi.from_wsgi("/api/schema/", application)
+
+
+schema = schemathesis.pytest.from_fixture("api_schema")
+
+
+@pytest.fixture
+def fuzzer_headers(db) -> dict[str, str]:
+    user = UserFactory(username="fuzzer", is_staff=True)
+    FlowConfigFactory(flow_group="sales", flow_name="orders", owner=user)
+    token = base64.b64encode(f"fuzzer:{PASSWORD}".encode()).decode()
+    return {"Authorization": f"Basic {token}"}
+
+
+@schema.parametrize()
+@settings(
+    max_examples=12,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[
+        HealthCheck.too_slow,
+        HealthCheck.filter_too_much,
+        HealthCheck.function_scoped_fixture,
+    ],
+)
+def test_no_operation_answers_with_a_server_error(case, fuzzer_headers):
+    response = case.call(headers=fuzzer_headers)
+    assert response.status_code < 500, (
+        f"{case.method} {case.formatted_path} → {response.status_code}: {response.text[:500]}"
+    )

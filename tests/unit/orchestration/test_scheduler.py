@@ -1,0 +1,62 @@
+"""Stories of cron ticks becoming executions."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from portal.orchestration.models import FlowExecution, ScheduleCursor
+from portal.orchestration.scheduler import db_epoch_millis, schedule_due_ticks
+from tests.factories import FlowConfigFactory
+
+pytestmark = pytest.mark.django_db
+T0 = datetime(2026, 3, 1, 12, 0, 30, tzinfo=UTC)
+ON_TIME = timedelta(seconds=32)  # a scheduler polling every few seconds sees 12:01 at 12:01:02
+
+
+def test_each_due_tick_becomes_one_execution(owner):
+    flow = FlowConfigFactory(schedule="* * * * *", owner=owner)
+    assert schedule_due_ticks(T0).created == 0  # first sight: start counting
+    report = schedule_due_ticks(T0 + ON_TIME)
+    assert report.created == 1
+    execution = FlowExecution.objects.get()
+    assert execution.flow == flow and execution.status == "PENDING"
+    assert execution.scheduled_at == datetime(2026, 3, 1, 12, 1, tzinfo=UTC)
+    # A second scheduler passing over the same moment adds nothing.
+    assert schedule_due_ticks(T0 + ON_TIME).created == 0
+    assert FlowExecution.objects.count() == 1
+
+
+def test_a_flow_without_schedule_is_never_ticked(owner):
+    FlowConfigFactory(schedule="", owner=owner)
+    schedule_due_ticks(T0)
+    schedule_due_ticks(T0 + timedelta(hours=1))
+    assert not FlowExecution.objects.exists()
+
+
+@pytest.mark.parametrize(("policy", "expected"), [("skip", 0), ("latest", 1), ("all", 10)])
+def test_ticks_missed_while_no_scheduler_ran_follow_the_catch_up_policy(owner, policy, expected):
+    FlowConfigFactory(schedule="* * * * *", owner=owner, properties={"flow.catchUpPolicy": policy})
+    schedule_due_ticks(T0)
+    report = schedule_due_ticks(T0 + timedelta(minutes=10, seconds=15))  # down until 12:10:45
+    assert report.created == expected
+    assert FlowExecution.objects.count() == expected
+
+
+def test_a_changed_schedule_counts_from_the_change(owner):
+    flow = FlowConfigFactory(schedule="0 * * * *", owner=owner)
+    schedule_due_ticks(T0)
+    flow.schedule = "* * * * *"
+    flow.save()
+    schedule_due_ticks(T0 + timedelta(minutes=5))
+    assert ScheduleCursor.objects.get().schedule == "* * * * *"
+    assert not FlowExecution.objects.exists()
+    assert schedule_due_ticks(T0 + timedelta(minutes=5) + ON_TIME).created == 1
+
+
+def test_execution_ids_are_epoch_milliseconds_from_the_database():
+    before = int(datetime.now(UTC).timestamp() * 1000)
+    value = db_epoch_millis()
+    after = int(datetime.now(UTC).timestamp() * 1000)
+    assert before - 2000 <= value <= after + 2000
