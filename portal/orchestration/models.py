@@ -71,3 +71,6 @@ class ScheduleCursor(models.Model):
     schedule = models.CharField(max_length=200)
     last_tick = models.DateTimeField()
     updated = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"{self.flow} at {self.last_tick:%Y-%m-%d %H:%M}"
