@@ -1,3 +1,95 @@
-"""Compile endpoints of the flow catalog (dry-run compile, compiled job DAG)."""
+"""Compile endpoints of the flow catalog: the seed's "logical flow → Gobblin
+jobs mapping" (`GET /api/flowconfigs/{group}/{name}/jobs`) and a dry-run
+compile (`POST /api/flowconfigs/compile`) that saves nothing."""
 
-urlpatterns: list = []
+from __future__ import annotations
+
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.shortcuts import get_object_or_404
+from django.urls import path
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from portal.api_fields import StringMapField
+from portal.flows.api import FlowConfigSerializer, api_validation_error
+from portal.flows.compiler import compile_flow
+from portal.flows.models import FlowConfig
+from portal.topology.models import CompiledJobDag
+
+
+class JobSpecPlanSerializer(serializers.Serializer):
+    jobName = serializers.CharField(help_text="<flowGroup>.<flowName>.<hopIndex>-<source>-to-<destination>")
+    hopIndex = serializers.IntegerField()
+    sourceNode = serializers.CharField()
+    destinationNode = serializers.CharField()
+    executor = serializers.CharField()
+    technology = serializers.CharField()
+    location = serializers.CharField()
+    queue = serializers.CharField()
+    sparkMaster = serializers.CharField()
+    sparkConf = StringMapField()
+    parents = serializers.ListField(child=serializers.CharField())
+    servesDestinations = serializers.ListField(child=serializers.CharField())
+    properties = StringMapField(help_text="Resolved: templates, then flow, then hop keys.")
+    errors = serializers.ListField(child=serializers.CharField())
+
+
+class CompiledFlowSerializer(serializers.Serializer):
+    flowGroup = serializers.CharField()
+    flowName = serializers.CharField()
+    source = serializers.CharField()
+    destinations = serializers.ListField(child=serializers.CharField())
+    status = serializers.ChoiceField(choices=FlowConfig.Compilation.choices)
+    message = serializers.CharField()
+    executors = serializers.ListField(child=serializers.CharField())
+    jobs = JobSpecPlanSerializer(many=True, help_text="In topological order.")
+    pinnedVersions = serializers.DictField(child=serializers.IntegerField())
+    pendingReasons = serializers.ListField(child=serializers.CharField())
+    errors = serializers.ListField(child=serializers.CharField())
+    topologyToken = serializers.CharField(allow_null=True)
+    compiledAt = serializers.DateTimeField(allow_null=True, required=False)
+
+
+class FlowJobsView(APIView):
+    """The compiled job DAG of a flow, as stored by the last compile."""
+
+    @extend_schema(responses=CompiledFlowSerializer, operation_id="flowconfigs_jobs")
+    def get(self, request: Request, flowGroup: str, flowName: str) -> Response:
+        flow = get_object_or_404(
+            FlowConfig.objects.visible_to(request.user).select_related("owner"),
+            flow_group=flowGroup,
+            flow_name=flowName,
+        )
+        stored = CompiledJobDag.objects.filter(flow=flow).first()
+        if stored is None:  # a flow saved before the compiler existed
+            return Response({**compile_flow(flow).to_dict(), "compiledAt": None})
+        return Response({**stored.dag, "compiledAt": stored.compiled_at})
+
+
+class CompileFlowView(APIView):
+    """Compile a flow config without saving it, to preview jobs, executors
+    and resolved properties (or the reasons it would be pending)."""
+
+    serializer_class = FlowConfigSerializer
+
+    @extend_schema(
+        request=FlowConfigSerializer, responses=CompiledFlowSerializer, operation_id="flowconfigs_compile"
+    )
+    def post(self, request: Request) -> Response:
+        serializer = FlowConfigSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        flow = FlowConfig(owner=request.user, **serializer.validated_data)
+        try:
+            flow.full_clean(validate_unique=False)
+        except DjangoValidationError as error:
+            raise api_validation_error(error) from None
+        return Response({**compile_flow(flow, user=request.user).to_dict(), "compiledAt": None})
+
+
+urlpatterns = [
+    path("flowconfigs/compile", CompileFlowView.as_view(), name="flowconfig-compile"),
+    path("flowconfigs/<str:flowGroup>/<str:flowName>/jobs", FlowJobsView.as_view(), name="flowconfig-jobs"),
+]

@@ -107,7 +107,7 @@ class SpecExecutor(models.Model):
         allowed = MASTERS_FOR_TECHNOLOGY.get(self.technology, ())
         if kind is not None and kind not in allowed:
             raise ValidationError(
-                {"spark_master": f"{self.spark_master!r} does not fit technology {self.technology!r}."}
+                {"spark_master": f"{self.spark_master!r} does not fit technology {str(self.technology)!r}."}
             )
 
     @property

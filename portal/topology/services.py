@@ -10,8 +10,10 @@ flows) see exactly the committed topology or nothing.
 from __future__ import annotations
 
 import logging
+import threading
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -40,12 +42,37 @@ EXECUTOR_FIELDS = (
 )
 
 
+_batch = threading.local()
+
+
+@contextmanager
+def batched_changes() -> Iterator[None]:
+    """Many changes, one event: the topology file sync (and anything else
+    that changes several entries at once) notifies listeners once at the end
+    instead of recompiling every flow per entry. Use inside a transaction."""
+    if getattr(_batch, "depth", 0):
+        yield
+        return
+    _batch.depth, _batch.dirty = 1, False
+    try:
+        yield
+        dirty = _batch.dirty
+    finally:
+        _batch.depth = 0
+    if dirty:
+        _changed("topology", "update", None)
+
+
 def _changed(kind: str, action: str, instance: Any) -> None:
     """Move the revision token and tell listeners; call inside the transaction."""
+    if getattr(_batch, "depth", 0):
+        _batch.dirty = True
+        return
     updated = TopologyRevision.objects.filter(pk=1).update(token=uuid.uuid4(), changed=timezone.now())
     if not updated:
         TopologyRevision.objects.get_or_create(pk=1)
-    topology_catalog_changed.send(sender=type(instance), action=action, kind=kind, instance=instance)
+    sender = type(instance) if instance is not None else TopologyRevision
+    topology_catalog_changed.send(sender=sender, action=action, kind=kind, instance=instance)
 
 
 def current_revision() -> uuid.UUID | None:
@@ -77,6 +104,7 @@ def create_data_node(data: dict[str, Any], *, origin: str = "") -> DataNode:
 
 
 def update_data_node(node: DataNode, data: dict[str, Any]) -> DataNode:
+    """All fields but the name, which capabilities and flows refer to."""
     if "name" in data and data["name"] != node.name:
         raise ValidationError({"name": "A data node's name cannot change; capabilities and flows use it."})
     for field in DATA_NODE_FIELDS:
@@ -260,3 +288,12 @@ def load_topology_file(path: str | Path) -> dict[str, int]:
     from portal.topology.loader import sync_topology_file
 
     return sync_topology_file(Path(path))
+
+
+def load_configured_topology() -> dict[str, int] | None:
+    """Start-up hook for the web and scheduler processes: sync TOPOLOGY_FILE
+    when it is set. Raises TopologyFileError (file:line: reason) on a bad file."""
+    from django.conf import settings
+
+    path = getattr(settings, "TOPOLOGY_FILE", "")
+    return load_topology_file(path) if path else None
