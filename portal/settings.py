@@ -279,3 +279,8 @@ if SCHEDULER_DEFAULT_CATCH_UP not in ("skip", "latest", "all"):
     raise ImproperlyConfigured("SCHEDULER_CATCH_UP must be skip, latest or all")
 # With catch-up "all", at most this many missed ticks per flow are run.
 SCHEDULER_MAX_CATCH_UP = env_int("SCHEDULER_MAX_CATCH_UP", 100)
+
+# --- Topology -----------------------------------------------------------------
+# YAML or HOCON topology file synced at start-up (`manage.py load_topology`);
+# empty = topology managed only through the pages and API.
+TOPOLOGY_FILE = env("TOPOLOGY_FILE", "")
