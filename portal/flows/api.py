@@ -61,7 +61,7 @@ class FlowConfigSerializer(serializers.Serializer):
     properties = StringMapField(required=False, default=dict)
     source = StrictCharField(allow_blank=True, required=False, default="")
     destinations = serializers.ListField(child=StrictCharField(), required=False, default=list)
-    owner = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    owner = serializers.CharField(source="owner.username", read_only=True)
     created = serializers.DateTimeField(read_only=True)
     updated = serializers.DateTimeField(read_only=True)
     compilation = CompilationSerializer(source="*", read_only=True)

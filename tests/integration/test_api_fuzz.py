@@ -13,14 +13,9 @@ from hypothesis import HealthCheck, settings
 from tests.factories import PASSWORD, FlowConfigFactory, UserFactory
 
 
-@pytest.fixture
-def api_schema(db):
-    from portal.wsgi import application
+from portal.wsgi import application  # noqa: E402  (Django is set up by pytest-django)
 
-    return schemathesis.openapi.from_wsgi("/api/schema/", application)
-
-
-schema = schemathesis.pytest.from_fixture("api_schema")
+schema = schemathesis.openapi.from_wsgi("/api/schema/", application)
 
 
 @pytest.fixture
