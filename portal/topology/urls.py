@@ -1,4 +1,24 @@
 """Pages of the topology app."""
 
+from django.urls import path
+
+from portal.topology import views
+
 app_name = "topology"
-urlpatterns: list = []
+urlpatterns = [
+    path("", views.overview, name="overview"),
+    path("executors/new/", views.executor_create, name="executor_create"),
+    path("executors/<str:name>/", views.executor_detail, name="executor"),
+    path("executors/<str:name>/edit/", views.executor_edit, name="executor_edit"),
+    path("executors/<str:name>/toggle/", views.executor_toggle, name="executor_toggle"),
+    path("executors/<str:name>/delete/", views.executor_delete, name="executor_delete"),
+    path("executors/<str:name>/capabilities/", views.capability_add, name="capability_add"),
+    path(
+        "executors/<str:name>/capabilities/<int:pk>/remove/",
+        views.capability_remove,
+        name="capability_remove",
+    ),
+    path("datanodes/new/", views.datanode_create, name="datanode_create"),
+    path("datanodes/<str:name>/edit/", views.datanode_edit, name="datanode_edit"),
+    path("datanodes/<str:name>/delete/", views.datanode_delete, name="datanode_delete"),
+]
