@@ -1,0 +1,71 @@
+"""Forms of the template pack pages; validation itself lives in services."""
+
+from __future__ import annotations
+
+from django import forms
+from django.core.exceptions import ValidationError
+
+
+class ServiceErrorsMixin:
+    def add_service_errors(self, error: ValidationError) -> None:
+        if not hasattr(error, "error_dict"):
+            self.add_error(None, error.messages)
+            return
+        for field, messages in error.message_dict.items():
+            self.add_error(field if field in self.fields else None, messages)
+
+
+class PackCreateForm(ServiceErrorsMixin, forms.Form):
+    name = forms.CharField(
+        max_length=128, help_text="Letters, digits, '_', '.', '-'. Used in pack://<name>/… URIs."
+    )
+    description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
+    archive = forms.FileField(required=False, help_text="Optional .zip or .tar.gz of .template files.")
+
+
+class ArchiveForm(ServiceErrorsMixin, forms.Form):
+    archive = forms.FileField(help_text=".zip or .tar.gz of .template files; replaces the pack's templates.")
+
+
+class TemplateForm(ServiceErrorsMixin, forms.Form):
+    path = forms.CharField(max_length=500, help_text="e.g. jobs/jdbc-to-lake.template")
+    text = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 18, "spellcheck": "false", "class": "code"}),
+        strip=False,
+        required=False,
+        help_text="HOCON. gobblin.template.inherit names a parent; required_attributes are enforced.",
+    )
+
+
+class AclForm(ServiceErrorsMixin, forms.Form):
+    owners = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 3}),
+        help_text="One per line: user:<name> or group:<name>. Owners edit the pack and this list.",
+    )
+    readers = forms.CharField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 3}),
+        help_text="One per line: user:<name> or group:<name>. Readers use the templates in flows.",
+    )
+
+    @staticmethod
+    def initial_for(entries: list[dict[str, str]]) -> dict[str, str]:
+        lines: dict[str, list[str]] = {"owner": [], "reader": []}
+        for entry in entries:
+            kind = "user" if "user" in entry else "group"
+            lines[entry["role"]].append(f"{kind}:{entry[kind]}")
+        return {"owners": "\n".join(lines["owner"]), "readers": "\n".join(lines["reader"])}
+
+    def entries(self) -> list[dict[str, str]]:
+        result = []
+        for field, role in (("owners", "owner"), ("readers", "reader")):
+            for line in self.cleaned_data.get(field, "").splitlines():
+                line = line.strip()
+                if not line:
+                    continue
+                kind, _, name = line.partition(":")
+                if kind not in ("user", "group") or not name.strip():
+                    self.add_error(field, f"{line!r}: write user:<name> or group:<name>.")
+                    continue
+                result.append({"role": role, kind: name.strip()})
+        return result

@@ -1,0 +1,181 @@
+"""Gobblin-style HOCON templates, parsed safely and resolved to flat properties.
+
+pyhocon alone would read `include` files and URLs from the server and fill
+unknown `${…}` from the process environment (leaking SECRET_KEY and friends
+into job properties). The sandboxed parser below runs pyhocon's own code with
+an empty environment and includes refused.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import re
+import types
+from typing import Any
+
+from pyhocon import ConfigTree
+from pyhocon import config_parser as _pyhocon_parser
+from pyhocon.config_tree import ConfigList
+from pyhocon.exceptions import ConfigException, ConfigSubstitutionException
+from pyparsing import ParseBaseException
+
+INHERIT_KEY = "gobblin.template.inherit"
+REQUIRED_KEY = "gobblin.template.required_attributes"
+# A flat key that is also the prefix of others (`converter.classes` next to
+# `converter.classes.0`) sits under this leaf in the tree; flattening undoes it.
+VALUE_LEAF = "__flowport_value__"
+MAX_SUBSTITUTION_ROUNDS = 100
+_VARIABLE = re.compile(r"\$\{\??([^}]+)\}")
+
+
+class HoconError(Exception):
+    """A template that is not valid HOCON; the message has line and column."""
+
+
+class IncludeRefused(ConfigException):
+    pass
+
+
+class _EmptyEnvironment:
+    """`os` as pyhocon sees it inside the sandbox: no environment variables."""
+
+    environ: dict[str, str] = {}
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(os, name)
+
+
+class _NoIncludes:
+    """`ConfigFactory` as pyhocon's include handling sees it in the sandbox."""
+
+    def __getattr__(self, name: str) -> Any:
+        raise IncludeRefused("'include' is not allowed in templates; use gobblin.template.inherit.")
+
+
+def _sandboxed(method: Any) -> classmethod:
+    func = method.__func__
+    sandbox_globals = {**vars(_pyhocon_parser), "os": _EmptyEnvironment(), "ConfigFactory": _NoIncludes()}
+    clone = types.FunctionType(
+        func.__code__, sandbox_globals, func.__name__, func.__defaults__, func.__closure__
+    )
+    clone.__kwdefaults__ = func.__kwdefaults__
+    return classmethod(clone)
+
+
+class SandboxedParser(_pyhocon_parser.ConfigParser):
+    parse = _sandboxed(_pyhocon_parser.ConfigParser.parse)
+    _resolve_variable = _sandboxed(_pyhocon_parser.ConfigParser._resolve_variable)
+    _fixup_self_references = _sandboxed(_pyhocon_parser.ConfigParser._fixup_self_references)
+
+
+def parse_template(text: str, name: str) -> ConfigTree:
+    """The unresolved tree of one template (substitutions resolve later,
+    once the parent chain and the flow's properties are known)."""
+    try:
+        tree = SandboxedParser.parse(text, resolve=False)
+    except ParseBaseException as error:
+        raise HoconError(
+            f"{name}: invalid HOCON at line {error.lineno}, column {error.col}: {error.msg}"
+        ) from None
+    except ConfigException as error:
+        raise HoconError(f"{name}: {error}") from None
+    except RecursionError:
+        raise HoconError(f"{name}: nested too deeply.") from None
+    if not isinstance(tree, ConfigTree):
+        raise HoconError(f"{name}: a template must be an object of properties, not a list.")
+    return tree
+
+
+def plain_value(tree: ConfigTree, key: str) -> str | None:
+    """A scalar setting read before resolution (inherit URI, required list)."""
+    try:
+        value = tree.get(key, None)
+    except ConfigException:
+        return None
+    if isinstance(value, (ConfigList, list)):
+        return ",".join(str(item) for item in value)
+    return value if isinstance(value, (str, int, float)) else None
+
+
+def required_attributes(tree: ConfigTree) -> list[str]:
+    value = plain_value(tree, REQUIRED_KEY) or ""
+    return [item.strip() for item in value.split(",") if item.strip()]
+
+
+def tree_from_flat(properties: dict[str, str]) -> ConfigTree:
+    """A tree of flat properties, keeping both `a` and `a.b` (see VALUE_LEAF).
+    Keys are set directly, never parsed, so any characters are safe."""
+    root = ConfigTree(root=True)
+    for key in sorted(properties, key=lambda k: k.count(".")):
+        node = root
+        parts = key.split(".")
+        for part in parts[:-1]:
+            child = node.get(part) if part in node else None
+            if not isinstance(child, ConfigTree):
+                subtree = ConfigTree()
+                if child is not None:
+                    subtree[VALUE_LEAF] = child
+                node[part] = subtree
+                child = subtree
+            node = child
+        leaf = parts[-1]
+        if isinstance(node.get(leaf) if leaf in node else None, ConfigTree):
+            node[leaf][VALUE_LEAF] = properties[key]
+        else:
+            node[leaf] = properties[key]
+    return root
+
+
+def _to_string(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (list, ConfigList)):
+        # Gobblin's convention: a HOCON list becomes a comma-separated property.
+        return ",".join(
+            _to_string(item) if not isinstance(item, dict) else json.dumps(item) for item in value
+        )
+    return str(value)
+
+
+def flatten(tree: ConfigTree, prefix: str = "") -> dict[str, str]:
+    flat: dict[str, str] = {}
+    for key, value in tree.items():
+        full = prefix if key == VALUE_LEAF else (f"{prefix}.{key}" if prefix else key)
+        if isinstance(value, ConfigTree):
+            flat.update(flatten(value, full))
+        else:
+            flat[full] = _to_string(value)
+    return flat
+
+
+def resolve_layers(layers: list[ConfigTree]) -> tuple[dict[str, str], list[str]]:
+    """Merge layers (lowest precedence first), resolve `${…}`, flatten.
+
+    Returns the flat properties and the variables no layer supplies: those
+    are missing attributes, reported to the user instead of failing."""
+    missing: list[str] = []
+    for _round in range(MAX_SUBSTITUTION_ROUNDS):
+        merged = ConfigTree(root=True)
+        for layer in layers:
+            ConfigTree.merge_configs(merged, copy.deepcopy(layer))
+        if missing:
+            ConfigTree.merge_configs(merged, tree_from_flat(dict.fromkeys(missing, "")))
+        try:
+            SandboxedParser.resolve_substitutions(merged)
+        except ConfigSubstitutionException as error:
+            match = _VARIABLE.search(str(error))
+            if match is None or match.group(1) in missing or "Cannot resolve variable" not in str(error):
+                raise HoconError(str(error)) from None
+            missing.append(match.group(1))
+            continue
+        except ConfigException as error:
+            raise HoconError(f"cannot resolve a substitution: {error}") from None
+        flat = flatten(merged)
+        for placeholder in missing:  # not a real value: keep it out of the job
+            flat.pop(placeholder, None)
+        return flat, missing
+    raise HoconError("Too many unresolved substitutions.")

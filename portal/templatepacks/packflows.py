@@ -1,0 +1,50 @@
+"""Flows that use a pack's templates, re-checked whenever the pack changes,
+so a flow whose owner lost access (or whose template vanished) is flagged
+FAILED with a clear message and will not run."""
+
+from __future__ import annotations
+
+import logging
+
+from django.core.exceptions import ValidationError
+from django.db.models import Q, QuerySet
+
+from portal.flows.models import FlowConfig
+from portal.templatepacks.models import JobTemplate, TemplatePack
+
+logger = logging.getLogger(__name__)
+ACCESS_PREFIX = "Template access: "
+
+
+def flows_using_pack(pack: TemplatePack) -> QuerySet[FlowConfig]:
+    """Flows naming the pack (pack://<name>/…) or a path it holds (FS:///<path>)."""
+    condition = Q(template_uris__contains=f"pack://{pack.name}/")
+    paths = set(JobTemplate.objects.filter(version__pack=pack).values_list("path", flat=True))
+    for path in paths:
+        condition |= Q(template_uris__icontains=f"fs:///{path}")
+    return FlowConfig.objects.filter(condition).select_related("owner")
+
+
+def recheck_flows(pack: TemplatePack | None, *, flows: list[FlowConfig] | None = None) -> list[FlowConfig]:
+    """Flag flows that can no longer use their templates; un-flag (back to
+    PENDING, for the compiler) flows this check had flagged that now pass.
+    Returns the flows flagged."""
+    from portal.flows.services import set_compilation
+    from portal.templatepacks.resolution import validate_template_uris_for
+
+    flagged = []
+    for flow in flows if flows is not None else flows_using_pack(pack):
+        try:
+            validate_template_uris_for(flow.owner, flow.template_uri_list)
+        except ValidationError as error:
+            message = ACCESS_PREFIX + " ".join(error.message_dict.get("template_uris", error.messages))
+            message += " The flow will not run until its owner can read these templates again."
+            set_compilation(flow, FlowConfig.Compilation.FAILED, message)
+            flagged.append(flow)
+            logger.warning("flow %s flagged: %s", flow, message)
+        else:
+            if flow.compilation_message.startswith(ACCESS_PREFIX):
+                set_compilation(
+                    flow, FlowConfig.Compilation.PENDING, "Template access restored; to be compiled."
+                )
+    return flagged

@@ -1,0 +1,266 @@
+"""Template pack services: the only code that changes packs, for pages and
+API alike. Every change is one transaction that validates everything first,
+makes a new immutable version where templates change, and writes an audit row.
+
+The flow compiler's seam is re-exported here: `resolve_templates`,
+`ResolvedTemplates`, `TemplateResolutionError`, `validate_template_uris_for`.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.db import IntegrityError, transaction
+from django.db.models import Max
+
+from portal.accounts import access
+from portal.templatepacks import audit, hocon
+from portal.templatepacks.archives import ArchiveError, read_archive
+from portal.templatepacks.models import (
+    JobTemplate,
+    PackAuditEvent,
+    PackVersion,
+    TemplatePack,
+    validate_pack_name,
+)
+from portal.templatepacks.packflows import flows_using_pack, recheck_flows
+from portal.templatepacks.resolution import (
+    PendingPack,
+    ResolvedTemplates,
+    TemplateLoader,
+    TemplateResolutionError,
+    resolve_templates,
+    resolve_with,
+    validate_template_uris_for,
+)
+
+__all__ = [
+    "PackExists",
+    "ResolvedTemplates",
+    "TemplateResolutionError",
+    "create_pack",
+    "delete_pack",
+    "delete_template",
+    "flows_using_pack",
+    "preview",
+    "resolve_templates",
+    "rollback",
+    "save_template",
+    "set_acl",
+    "upload_version",
+    "validate_template_uris_for",
+]
+
+logger = logging.getLogger(__name__)
+Action = PackAuditEvent.Action
+
+
+class PackExists(Exception):
+    def __init__(self, name: str) -> None:
+        super().__init__(f"A template pack named {name!r} already exists.")
+
+
+def _require_edit(user, pack: TemplatePack) -> None:
+    if not access.can_edit(user, pack):
+        raise PermissionDenied(f"Only owners of {pack.name} may change it.")
+
+
+def validate_template_path(path: str) -> str:
+    path = (path or "").strip().lstrip("/")
+    parts = path.split("/")
+    if not path.endswith(".template") or any(p in ("", ".", "..") for p in parts) or "\\" in path:
+        raise ValidationError(
+            {"path": [f"{path!r} must be a relative path ending in .template, without '..'."]}
+        )
+    if len(path) > 500:
+        raise ValidationError({"path": ["At most 500 characters."]})
+    return path
+
+
+def check_templates(pack_name: str, templates: dict[str, str], user, number: int, field: str) -> None:
+    """Every template parses, and its parents exist, are readable and not cyclic."""
+    pending = PendingPack(pack_name, templates, number)
+    loader = TemplateLoader(user, pending)
+    problems = []
+    for path in sorted(templates):
+        try:
+            loader.chain(f"pack://{pack_name}/{path}")
+        except TemplateResolutionError as error:
+            problems.append(error.message if error.message.startswith("pack://") else str(error))
+    if problems:
+        raise ValidationError({field: problems})
+
+
+def _current_templates(pack: TemplatePack) -> dict[str, str]:
+    if pack.current_version_id is None:
+        return {}
+    return dict(JobTemplate.objects.filter(version_id=pack.current_version_id).values_list("path", "text"))
+
+
+def _new_version(pack: TemplatePack, user, templates: dict[str, str], kind: str, message: str) -> PackVersion:
+    number = (pack.versions.aggregate(n=Max("number"))["n"] or 0) + 1
+    version = PackVersion.objects.create(
+        pack=pack, number=number, kind=kind, message=message[:500], created_by=user
+    )
+    JobTemplate.objects.bulk_create(
+        JobTemplate(version=version, path=p, text=t) for p, t in templates.items()
+    )
+    TemplatePack.objects.filter(pk=pack.pk).update(current_version=version)
+    pack.current_version = version
+    return version
+
+
+def _change_templates(
+    pack: TemplatePack,
+    user,
+    templates: dict[str, str],
+    *,
+    kind: str,
+    action: str,
+    summary: str,
+    request,
+    field: str,
+) -> PackVersion:
+    _require_edit(user, pack)
+    with transaction.atomic():
+        pack = TemplatePack.objects.select_for_update().get(pk=pack.pk)
+        before = _current_templates(pack)
+        number = (pack.versions.aggregate(n=Max("number"))["n"] or 0) + 1
+        check_templates(pack.name, templates, user, number, field)
+        version = _new_version(pack, user, templates, kind, summary)
+        audit.record(
+            pack_name=pack.name,
+            action=action,
+            user=user,
+            request=request,
+            summary=summary,
+            diff=audit.templates_diff(before, templates),
+            version_number=version.number,
+        )
+    recheck_flows(pack)
+    return version
+
+
+def read_upload(upload, field: str = "archive") -> dict[str, str]:
+    try:
+        return read_archive(upload, getattr(upload, "name", ""))
+    except ArchiveError as error:
+        raise ValidationError({field: [str(error)]}) from None
+
+
+def create_pack(*, user, name: str, description: str = "", upload=None, request=None) -> TemplatePack:
+    """A new pack owned by its creator; from an archive, or empty (templates
+    are then added in the UI)."""
+    try:
+        validate_pack_name(name)
+    except ValidationError as error:
+        raise ValidationError({"name": error.messages}) from None
+    templates = read_upload(upload) if upload is not None else {}
+    try:
+        with transaction.atomic():
+            if TemplatePack.objects.filter(name=name).exists():
+                raise PackExists(name)
+            pack = TemplatePack.objects.create(name=name, description=description, created_by=user)
+            pack.acl.create(role="owner", user=user)
+            check_templates(name, templates, user, 1, "archive")
+            audit.record(
+                pack_name=name, action=Action.CREATE, user=user, request=request, summary=f"created {name}"
+            )
+            if templates:
+                version = _new_version(pack, user, templates, PackVersion.Kind.UPLOAD, "initial upload")
+                audit.record(
+                    pack_name=name,
+                    action=Action.UPLOAD,
+                    user=user,
+                    request=request,
+                    summary=f"uploaded {len(templates)} templates",
+                    diff=audit.templates_diff({}, templates),
+                    version_number=version.number,
+                )
+    except IntegrityError:
+        raise PackExists(name) from None
+    logger.info("template pack %s created by %s", name, user)
+    return pack
+
+
+def upload_version(pack: TemplatePack, *, user, upload, request=None) -> PackVersion:
+    """An archive replaces the pack's whole template set, as a new version."""
+    templates = read_upload(upload)
+    return _change_templates(
+        pack, user, templates, kind=PackVersion.Kind.UPLOAD, action=Action.UPLOAD,
+        summary=f"uploaded {len(templates)} templates", request=request, field="archive",
+    )  # fmt: skip
+
+
+def save_template(pack: TemplatePack, *, user, path: str, text: str, request=None) -> PackVersion:
+    """Create or edit one template (a new version with everything else kept)."""
+    path = validate_template_path(path)
+    try:
+        hocon.parse_template(text, path)
+    except hocon.HoconError as error:
+        raise ValidationError({"text": [str(error)]}) from None
+    templates = _current_templates(pack)
+    verb = "edited" if path in templates else "added"
+    templates[path] = text
+    return _change_templates(
+        pack, user, templates, kind=PackVersion.Kind.EDIT, action=Action.EDIT,
+        summary=f"{verb} {path}", request=request, field="text",
+    )  # fmt: skip
+
+
+def delete_template(pack: TemplatePack, *, user, path: str, request=None) -> PackVersion:
+    templates = _current_templates(pack)
+    if path not in templates:
+        raise ValidationError({"path": [f"{pack.name} has no template {path!r}."]})
+    del templates[path]
+    return _change_templates(
+        pack, user, templates, kind=PackVersion.Kind.EDIT, action=Action.EDIT,
+        summary=f"removed {path}", request=request, field="path",
+    )  # fmt: skip
+
+
+def rollback(pack: TemplatePack, *, user, number: int, request=None) -> PackVersion:
+    """A new version whose templates are those of version `number`."""
+    old = pack.versions.filter(number=number).first()
+    if old is None:
+        raise ValidationError({"version": [f"{pack.name} has no version {number}."]})
+    templates = dict(old.templates.values_list("path", "text"))
+    return _change_templates(
+        pack, user, templates, kind=PackVersion.Kind.ROLLBACK, action=Action.ROLLBACK,
+        summary=f"rolled back to version {number}", request=request, field="version",
+    )  # fmt: skip
+
+
+def delete_pack(pack: TemplatePack, *, user, request=None) -> None:
+    _require_edit(user, pack)
+    name = pack.name
+    flows = list(flows_using_pack(pack))
+    with transaction.atomic():
+        audit.record(
+            pack_name=name,
+            action=Action.DELETE,
+            user=user,
+            request=request,
+            summary=f"deleted {name}",
+            diff=audit.templates_diff(_current_templates(pack), {}),
+        )
+        TemplatePack.objects.filter(pk=pack.pk).update(current_version=None)
+        pack.delete()
+    recheck_flows(None, flows=flows)
+    logger.info("template pack %s deleted by %s", name, user)
+
+
+def set_acl(pack: TemplatePack, *, user, entries: list[dict], request=None) -> None:
+    """Replace the ACL. entries: [{"role": "owner"|"reader", "user"|"group": name}]."""
+    from portal.templatepacks.acl import apply_acl
+
+    _require_edit(user, pack)
+    before, after = apply_acl(pack, entries, user=user, request=request)
+    recheck_flows(pack)
+    logger.info("ACL of %s changed by %s: %s → %s", pack.name, user, before, after)
+
+
+def preview(*, user, template_uri: str, properties: dict[str, str]) -> ResolvedTemplates:
+    """`POST /api/templates/resolve`: what a flow with these properties gets."""
+    return resolve_with(TemplateLoader(user), [template_uri], properties)

@@ -1,0 +1,195 @@
+"""Template pack pages. Thin: access via TemplatePack.objects.visible_to
+(invisible = 404) and changes via services (which check edit rights)."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_http_methods, require_POST
+from django.views.decorators.vary import vary_on_headers
+
+from portal.accounts import access
+from portal.templatepacks import services
+from portal.templatepacks.acl import acl_entries
+from portal.templatepacks.forms import AclForm, ArchiveForm, PackCreateForm, TemplateForm
+from portal.templatepacks.models import JobTemplate, PackAuditEvent, TemplatePack
+
+HISTORY_ON_DETAIL = 10
+
+
+def _pack(request: HttpRequest, name: str) -> TemplatePack:
+    return get_object_or_404(TemplatePack.objects.visible_to(request.user), name=name)
+
+
+def _to_detail(pack: TemplatePack) -> HttpResponse:
+    return redirect("templatepacks:detail", name=pack.name)
+
+
+@login_required
+def pack_list(request: HttpRequest) -> HttpResponse:
+    packs = TemplatePack.objects.visible_to(request.user).select_related("current_version", "created_by")
+    return render(request, "templatepacks/pack_list.html", {"packs": packs})
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def pack_create(request: HttpRequest) -> HttpResponse:
+    form = PackCreateForm(request.POST or None, request.FILES or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            pack = services.create_pack(user=request.user, request=request, **form.cleaned_data)
+        except ValidationError as error:
+            form.add_service_errors(error)
+        except services.PackExists as error:
+            form.add_error("name", str(error))
+        else:
+            messages.success(request, f"Template pack {pack.name} created.")
+            return _to_detail(pack)
+    status = 400 if request.method == "POST" else 200
+    return render(request, "templatepacks/pack_form.html", {"form": form}, status=status)
+
+
+@login_required
+def pack_detail(request: HttpRequest, name: str) -> HttpResponse:
+    pack = _pack(request, name)
+    can_edit = access.can_edit(request.user, pack)
+    entries = acl_entries(pack)
+    context = {
+        "pack": pack,
+        "can_edit": can_edit,
+        "templates": JobTemplate.objects.filter(version_id=pack.current_version_id).only("path"),
+        "versions": pack.versions.select_related("created_by"),
+        "acl": entries,
+        "acl_form": AclForm(initial=AclForm.initial_for(entries)) if can_edit else None,
+        "events": _history(pack)[:HISTORY_ON_DETAIL],
+        "flows": services.flows_using_pack(pack).count(),
+    }
+    return render(request, "templatepacks/pack_detail.html", context)
+
+
+def _history(pack: TemplatePack):
+    return PackAuditEvent.objects.filter(pack_name=pack.name).select_related("actor", "on_behalf_of")
+
+
+@login_required
+@vary_on_headers("HX-Request")
+def pack_history(request: HttpRequest, name: str) -> HttpResponse:
+    pack = _pack(request, name)
+    context = {"pack": pack, "events": _history(pack)}
+    if request.htmx:
+        return render(request, "templatepacks/partials/history.html", context)
+    return render(request, "templatepacks/pack_history.html", context)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def pack_upload(request: HttpRequest, name: str) -> HttpResponse:
+    pack = _pack(request, name)
+    form = ArchiveForm(request.POST or None, request.FILES or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            version = services.upload_version(
+                pack, user=request.user, request=request, upload=form.cleaned_data["archive"]
+            )
+        except ValidationError as error:
+            form.add_service_errors(error)
+        else:
+            messages.success(request, f"Uploaded as version {version.number}.")
+            return _to_detail(pack)
+    status = 400 if request.method == "POST" else 200
+    return render(request, "templatepacks/upload_form.html", {"form": form, "pack": pack}, status=status)
+
+
+@login_required
+def template_detail(request: HttpRequest, name: str, path: str) -> HttpResponse:
+    pack = _pack(request, name)
+    version = request.GET.get("version")
+    templates = JobTemplate.objects.select_related("version").filter(version__pack=pack, path=path)
+    if version and version.isdigit():
+        template = get_object_or_404(templates, version__number=int(version))
+    else:
+        template = get_object_or_404(templates, version_id=pack.current_version_id)
+    context = {"pack": pack, "template": template, "can_edit": access.can_edit(request.user, pack)}
+    return render(request, "templatepacks/template_detail.html", context)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def template_edit(request: HttpRequest, name: str, path: str | None = None) -> HttpResponse:
+    pack = _pack(request, name)
+    initial = {}
+    if path is not None:
+        current = get_object_or_404(JobTemplate, version_id=pack.current_version_id, path=path)
+        initial = {"path": current.path, "text": current.text}
+    form = TemplateForm(request.POST or None, initial=initial)
+    if path is not None:
+        form.fields["path"].disabled = True
+    if request.method == "POST" and form.is_valid():
+        try:
+            version = services.save_template(
+                pack,
+                user=request.user,
+                request=request,
+                path=form.cleaned_data["path"],
+                text=form.cleaned_data["text"],
+            )
+        except ValidationError as error:
+            form.add_service_errors(error)
+        else:
+            messages.success(request, f"Saved as version {version.number}.")
+            return _to_detail(pack)
+    elif request.method == "GET" and not access.can_edit(request.user, pack):
+        messages.info(request, "You can read this pack but only its owners can change it.")
+    status = 400 if request.method == "POST" else 200
+    return render(
+        request, "templatepacks/template_form.html", {"form": form, "pack": pack, "path": path}, status=status
+    )
+
+
+@login_required
+@require_POST
+def pack_acl(request: HttpRequest, name: str) -> HttpResponse:
+    pack = _pack(request, name)
+    form = AclForm(request.POST)
+    if form.is_valid():
+        entries = form.entries()
+        if form.is_valid():
+            try:
+                services.set_acl(pack, user=request.user, entries=entries, request=request)
+            except ValidationError as error:
+                form.add_service_errors(error)
+            else:
+                messages.success(request, "Access list saved.")
+                return _to_detail(pack)
+    return render(request, "templatepacks/acl_form.html", {"form": form, "pack": pack}, status=400)
+
+
+@login_required
+@require_POST
+def pack_rollback(request: HttpRequest, name: str, number: int) -> HttpResponse:
+    pack = _pack(request, name)
+    try:
+        version = services.rollback(pack, user=request.user, request=request, number=number)
+    except ValidationError as error:
+        messages.error(request, " ".join(error.messages))
+    else:
+        messages.success(
+            request, f"Rolled back: version {version.number} has the templates of version {number}."
+        )
+    return _to_detail(pack)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def pack_delete(request: HttpRequest, name: str) -> HttpResponse:
+    pack = _pack(request, name)
+    if request.method == "POST":
+        services.delete_pack(pack, user=request.user, request=request)
+        messages.success(request, f"Template pack {name} deleted; its history is kept.")
+        return redirect("templatepacks:list")
+    if not access.can_edit(request.user, pack):
+        raise PermissionDenied(f"Only owners of {pack.name} may delete it.")
+    return render(request, "templatepacks/pack_confirm_delete.html", {"pack": pack})
