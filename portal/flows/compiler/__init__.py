@@ -69,7 +69,6 @@ def compile_flow(flow: Any, *, topology: TopologySnapshot | None = None, user: A
 
     resolution = resolve_flow_templates(flow, user if user is not None else getattr(flow, "owner", None))
     compiled.pinned_versions = resolution.pinned_versions
-    compiled.errors.extend(resolution.errors)
     required = set(resolution.missing_required) | required_attributes(resolution.properties)
 
     result = search(snapshot, flow.source, list(flow.destinations))
@@ -99,12 +98,17 @@ def compile_flow(flow: Any, *, topology: TopologySnapshot | None = None, user: A
                     parents=[parent_name] if parent_name else [],
                     properties=properties,
                     errors=[
-                        f"required attribute {key!r} is not set"
-                        for key in sorted(required)
-                        if not properties.get(key)
+                        *resolution.errors,
+                        *(
+                            f"required attribute {attribute!r} is not set"
+                            for attribute in sorted(required)
+                            if not properties.get(attribute)
+                        ),
                     ],
                 )
             job.serves_destinations.append(destination)
             parent_name = job.job_name
     compiled.jobs = sorted(jobs.values(), key=lambda job: (job.hop_index, job.job_name))
+    if not compiled.jobs:  # nothing to attach template errors to: report them for the flow
+        compiled.errors.extend(resolution.errors)
     return compiled

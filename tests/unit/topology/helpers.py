@@ -7,9 +7,13 @@ from portal.topology.models import DataNode, SpecExecutor
 
 
 def nodes(*names: str, kind: str = "files") -> list[DataNode]:
+    def connection(name: str) -> dict[str, str]:
+        if kind == "jdbc":
+            return {"url": f"jdbc:postgresql://127.0.0.1:5432/{name}"}
+        return {"path": f"var/data/{name}"}
+
     return [
-        services.create_data_node({"name": name, "kind": kind, "properties": {"path": f"var/data/{name}"}})
-        for name in names
+        services.create_data_node({"name": name, "kind": kind, "properties": connection(name)}) for name in names
     ]
 
 

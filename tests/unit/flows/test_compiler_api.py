@@ -1,0 +1,79 @@
+"""`GET /api/flowconfigs/{group}/{name}/jobs` and the dry-run compile."""
+
+from __future__ import annotations
+
+import pytest
+
+from portal.flows.models import FlowConfig
+from tests.conftest import api_client_for
+from tests.unit.topology.helpers import executor, nodes
+
+pytestmark = pytest.mark.django_db
+
+FLOW = {"flowGroup": "demo", "flowName": "f", "source": "landing", "destinations": ["archive"]}
+
+
+@pytest.fixture
+def demo_topology():
+    nodes("landing", "lake", "archive")
+    executor("ingest", "landing>lake")
+    executor("replicate", "lake>archive")
+
+
+def test_created_flow_reports_compilation_and_its_jobs(api, demo_topology):
+    created = api.post("/api/flowconfigs", FLOW, format="json")
+    assert created.status_code == 201
+    assert created.json()["compilation"] == {
+        "status": "COMPILED",
+        "message": "2 jobs: landing → lake on ingest; lake → archive on replicate",
+    }
+    jobs = api.get("/api/flowconfigs/demo/f/jobs").json()
+    assert jobs["status"] == "COMPILED"
+    assert jobs["executors"] == ["ingest", "replicate"]
+    assert [(j["jobName"], j["parents"], j["queue"]) for j in jobs["jobs"]] == [
+        ("demo.f.1-landing-to-lake", [], "executor.ingest"),
+        ("demo.f.2-lake-to-archive", ["demo.f.1-landing-to-lake"], "executor.replicate"),
+    ]
+    assert jobs["compiledAt"]
+
+
+def test_pending_flow_jobs_say_why(api):
+    nodes("landing", "archive")
+    assert api.post("/api/flowconfigs", FLOW, format="json").json()["compilation"]["status"] == "PENDING"
+    jobs = api.get("/api/flowconfigs/demo/f/jobs").json()
+    assert jobs["jobs"] == []
+    assert jobs["pendingReasons"] == [
+        "landing → archive: missing hop out of landing (no enabled executor reads from it)"
+    ]
+    assert api.get("/api/flowconfigs/demo/nope/jobs").status_code == 404
+
+
+def test_dry_run_compiles_without_saving(api, demo_topology):
+    response = api.post("/api/flowconfigs/compile", {**FLOW, "properties": {"k": "v"}}, format="json")
+    assert response.status_code == 200
+    body = response.json()
+    assert body["status"] == "COMPILED"
+    assert body["jobs"][1]["properties"]["k"] == "v"
+    assert body["jobs"][1]["properties"]["flowport.hop.destination.path"] == "var/data/archive"
+    assert not FlowConfig.objects.exists()
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ({"schedule": "61 * * * *"}, "schedule"),
+        ({"destinations": "lake"}, "destinations"),
+        ({"flowName": ""}, "flowName"),
+    ],
+)
+def test_dry_run_bad_input_is_400_with_the_field(api, change, field):
+    response = api.post("/api/flowconfigs/compile", {**FLOW, **change}, format="json")
+    assert response.status_code == 400
+    assert field in response.json()
+    assert not FlowConfig.objects.exists()
+
+
+def test_compile_endpoints_need_a_signed_in_user(demo_topology):
+    anonymous = api_client_for(None)
+    assert anonymous.post("/api/flowconfigs/compile", FLOW, format="json").status_code in (401, 403)
+    assert anonymous.get("/api/flowconfigs/demo/f/jobs").status_code in (401, 403)
