@@ -1,0 +1,268 @@
+"""CommitSteps: idempotent publish actions the orchestration layer stores and runs (exactly-once seed).
+
+Each step is JSON (``to_dict``/``CommitStep.from_dict``) so it can sit in the CommitStepStore, and
+has ``verify() -> bool`` ("already done?") and ``execute()``.  :class:`CommitSequence` runs
+``if not step.verify(): step.execute()`` for each step, so running it again after a crash finishes
+the remaining steps and a second complete run changes nothing.
+
+* ``fs_rename`` (:class:`FsRenameCommitStep`): task output file -> job output.  Local paths via
+  ``os``, Hadoop URIs (and ``file://``) via the active Spark JVM's FileSystem.  verify: destination
+  present with the same content (same bytes as a still-present source, or the recorded size) ->
+  True; destination present with different content -> :class:`CommitConflictError` (never
+  overwritten); neither present -> CommitConflictError (the task output was lost).
+* ``jdbc_publish`` (:class:`JdbcPublishCommitStep`): appends the rows of the staging table(s) to the
+  target table and records a marker row keyed by (execution id, job, dataset, branch) in the marker
+  table, in ONE PostgreSQL transaction, then drops the staging tables in it.  verify: the marker
+  exists (with the same target and row count -> True; otherwise CommitConflictError).  The password
+  is not in the step: ``password_property`` names the job property holding it, and
+  ``from_dict(data, properties)`` resolves it.
+* ``high_watermark``: executed by the state store on the orchestration side — register its class
+  with :func:`register_step_type`; ``from_dict`` refuses unknown types.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+from psycopg import sql
+
+from portal.pipeline import fs, pgconn
+from portal.pipeline.errors import CommitConflictError, ConfigError
+
+_REGISTRY: dict[str, type[CommitStep]] = {}
+
+
+def register_step_type(cls: type[CommitStep]) -> type[CommitStep]:
+    """Make ``cls`` (with a ``type`` class attribute) loadable by :meth:`CommitStep.from_dict`."""
+    _REGISTRY[cls.type] = cls
+    return cls
+
+
+class CommitStep(ABC):
+    """One idempotent publish action."""
+
+    type: ClassVar[str] = ""
+
+    @abstractmethod
+    def verify(self) -> bool:
+        """True when the step's effect is already in place."""
+
+    @abstractmethod
+    def execute(self) -> None:
+        """Do the step (callers run it only when :meth:`verify` is False)."""
+
+    @abstractmethod
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form, with a ``type`` key."""
+
+    @classmethod
+    def build(cls, data: Mapping[str, Any], properties: Mapping[str, str] | None) -> CommitStep:
+        raise NotImplementedError
+
+    @staticmethod
+    def from_dict(data: Mapping[str, Any], properties: Mapping[str, str] | None = None) -> CommitStep:
+        """Rebuild a step; ``properties`` (the job's resolved properties) supply secrets."""
+        step_type = data.get("type")
+        cls = _REGISTRY.get(str(step_type))
+        if cls is None:
+            raise ConfigError(
+                f"unknown commit step type '{step_type}' (known: {', '.join(sorted(_REGISTRY))}; "
+                "register others with register_step_type)"
+            )
+        return cls.build(data, properties)
+
+
+@register_step_type
+class FsRenameCommitStep(CommitStep):
+    type = "fs_rename"
+
+    def __init__(
+        self, src: str, dst: str, size: int | None = None, extra: dict[str, Any] | None = None
+    ) -> None:
+        self.src, self.dst, self.size = src, dst, size
+        self.extra = extra or {}
+
+    @classmethod
+    def build(cls, data: Mapping[str, Any], properties: Mapping[str, str] | None) -> CommitStep:
+        extra = {k: v for k, v in data.items() if k not in ("type", "src", "dst", "size")}
+        return cls(data["src"], data["dst"], data.get("size"), extra)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**self.extra, "type": self.type, "src": self.src, "dst": self.dst, "size": self.size}
+
+    def verify(self) -> bool:
+        if fs.exists(self.dst):
+            if fs.exists(self.src):
+                if fs.digest(self.src) == fs.digest(self.dst):
+                    return True
+                raise CommitConflictError(
+                    f"cannot publish {self.src}: {self.dst} exists with different content"
+                )
+            if self.size is not None and fs.size(self.dst) != int(self.size):
+                raise CommitConflictError(
+                    f"{self.dst} exists with {fs.size(self.dst)} bytes, expected {self.size} from {self.src}"
+                )
+            return True
+        if not fs.exists(self.src):
+            raise CommitConflictError(
+                f"cannot publish {self.src}: it does not exist and {self.dst} was not written"
+            )
+        return False
+
+    def execute(self) -> None:
+        if self.verify():
+            return
+        fs.rename(self.src, self.dst)
+
+
+@register_step_type
+class JdbcPublishCommitStep(CommitStep):
+    type = "jdbc_publish"
+    FIELDS = (
+        "dataset_urn",
+        "branch",
+        "url",
+        "user",
+        "password_property",
+        "target_table",
+        "marker_table",
+        "staging_tables",
+        "rows",
+        "execution_id",
+        "job_name",
+    )
+
+    def __init__(self, data: Mapping[str, Any], password: str | None = None) -> None:
+        missing = [
+            k for k in ("url", "target_table", "staging_tables", "execution_id", "job_name") if k not in data
+        ]
+        if missing:
+            raise ConfigError(f"jdbc_publish step is missing {', '.join(missing)}")
+        self.data = {k: data.get(k) for k in self.FIELDS}
+        self.data["marker_table"] = self.data["marker_table"] or "flowport_publish_marker"
+        self.data["branch"] = int(self.data["branch"] or 0)
+        self.password = password
+
+    @classmethod
+    def build(cls, data: Mapping[str, Any], properties: Mapping[str, str] | None) -> CommitStep:
+        key = data.get("password_property")
+        return cls(data, (properties or {}).get(key) if key else None)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": self.type, **self.data}
+
+    def _connect(self) -> Any:
+        return pgconn.connect(self.data["url"], self.data["user"], self.password)
+
+    def _key(self) -> tuple[int, str, str, int]:
+        d = self.data
+        return int(d["execution_id"]), str(d["job_name"]), str(d["dataset_urn"]), int(d["branch"])
+
+    def _marker(self, conn: Any) -> tuple[str, int] | None:
+        exists = conn.execute("SELECT to_regclass(%s)", (self.data["marker_table"],)).fetchone()[0]
+        if exists is None:
+            return None
+        row = conn.execute(
+            sql.SQL(
+                "SELECT target_table, rows FROM {} WHERE execution_id=%s AND job_name=%s AND dataset_urn=%s AND branch=%s"
+            ).format(pgconn.table_ident(self.data["marker_table"])),
+            self._key(),
+        ).fetchone()
+        return (row[0], int(row[1])) if row else None
+
+    def _same(self, marker: tuple[str, int]) -> bool:
+        target, rows = marker
+        if target == self.data["target_table"] and (
+            self.data["rows"] is None or rows == int(self.data["rows"])
+        ):
+            return True
+        raise CommitConflictError(
+            f"publish marker {self._key()} in {self.data['marker_table']} records {rows} row(s) into {target}, "
+            f"but this step publishes {self.data['rows']} row(s) into {self.data['target_table']}"
+        )
+
+    def verify(self) -> bool:
+        with self._connect() as conn:
+            marker = self._marker(conn)
+            return marker is not None and self._same(marker)
+
+    def execute(self) -> None:
+        d = self.data
+        marker_table = pgconn.table_ident(d["marker_table"])
+        target = pgconn.table_ident(d["target_table"])
+        with self._connect() as conn, conn.transaction():
+            conn.execute(
+                sql.SQL(
+                    "CREATE TABLE IF NOT EXISTS {} (execution_id bigint NOT NULL, job_name text NOT NULL, "
+                    "dataset_urn text NOT NULL, branch int NOT NULL, target_table text NOT NULL, rows bigint NOT NULL, "
+                    "published_at timestamptz NOT NULL DEFAULT now(), "
+                    "PRIMARY KEY (execution_id, job_name, dataset_urn, branch))"
+                ).format(marker_table)
+            )
+            conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (repr(self._key()),))
+            marker = self._marker(conn)
+            if marker is not None and self._same(marker):
+                return
+            total = 0
+            for staging in d["staging_tables"]:
+                if conn.execute("SELECT to_regclass(%s)", (staging,)).fetchone()[0] is None:
+                    raise CommitConflictError(f"staging table {staging} is gone and no publish marker exists")
+                staging_ident = pgconn.table_ident(staging)
+                conn.execute(sql.SQL("CREATE TABLE IF NOT EXISTS {} (LIKE {})").format(target, staging_ident))
+                columns = [
+                    r[0]
+                    for r in conn.execute(
+                        sql.SQL("SELECT * FROM {} LIMIT 0").format(staging_ident)
+                    ).description
+                    or []
+                ]
+                column_list = sql.SQL(", ").join(sql.Identifier(c) for c in columns)
+                cur = conn.execute(
+                    sql.SQL("INSERT INTO {} ({}) SELECT {} FROM {}").format(
+                        target, column_list, column_list, staging_ident
+                    )
+                )
+                total += cur.rowcount
+                conn.execute(sql.SQL("DROP TABLE {}").format(staging_ident))
+            if d["rows"] is not None and total != int(d["rows"]):
+                raise CommitConflictError(
+                    f"staging tables of {d['dataset_urn']} hold {total} row(s), expected {d['rows']}; not published"
+                )
+            conn.execute(
+                sql.SQL(
+                    "INSERT INTO {} (execution_id, job_name, dataset_urn, branch, target_table, rows) "
+                    "VALUES (%s, %s, %s, %s, %s, %s)"
+                ).format(marker_table),
+                (*self._key(), d["target_table"], total),
+            )
+
+
+class CommitSequence:
+    """The steps of one dataset, run in order; safe to run again (each step is verified first)."""
+
+    def __init__(self, steps: list[CommitStep], dataset_urn: str = "") -> None:
+        self.steps = steps
+        self.dataset_urn = dataset_urn
+
+    @classmethod
+    def from_dicts(
+        cls,
+        steps: list[Mapping[str, Any]],
+        properties: Mapping[str, str] | None = None,
+        dataset_urn: str = "",
+    ) -> CommitSequence:
+        return cls([CommitStep.from_dict(s, properties) for s in steps], dataset_urn)
+
+    def to_dicts(self) -> list[dict[str, Any]]:
+        return [s.to_dict() for s in self.steps]
+
+    def run(self) -> int:
+        """Execute every step not yet done; returns how many were executed."""
+        executed = 0
+        for step in self.steps:
+            if not step.verify():
+                step.execute()
+                executed += 1
+        return executed

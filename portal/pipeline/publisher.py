@@ -1,0 +1,179 @@
+"""Commit planning: which task outputs to publish and which watermark to check in, per dataset.
+
+The pipeline only *computes* the commit; the orchestration layer stores the steps in its
+CommitStepStore and executes them (:mod:`portal.pipeline.commit_steps`), so publish + watermark
+become atomic (the exactly-once seed).
+
+``plan_commit(jobspec, task_states) -> dict[dataset_urn, list[step dict]]``.  Steps, in order:
+``{"type": "fs_rename", "src", "dst", "size", "dataset_urn", "branch"}`` for every task-output file
+of a committed task (to ``data.publisher.final.dir(.N)/<dataset_urn>/<relative path>``; set
+``data.publisher.dataset.subdir(.N)=false`` to drop the ``<dataset_urn>`` level),
+``{"type": "jdbc_publish", ...}`` once per (dataset, JDBC branch), and last
+``{"type": "high_watermark", "dataset_urn", "value"}``.
+
+``job.commit.policy`` (default ``full``):
+
+* ``full``: any task of the job not SUCCEEDED -> nothing is published for any dataset.
+* ``partial``: a dataset is published when all of its tasks SUCCEEDED (dataset-level).
+* ``successful``: task-level — a dataset's ranges are committed in watermark order up to the first
+  task that did not succeed; later ranges are not published even if they succeeded, because the
+  watermark cannot move past the failed range (the next run re-reads from there, exactly once).
+
+A task with a failed fork branch is a failed task: none of its branches is published under any
+policy.  A dataset with nothing committed still gets its ``high_watermark`` step, with its previous
+(low) watermark, so its state is saved and the next run retries exactly those work units.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections import defaultdict
+from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlparse, urlunparse
+
+from portal.pipeline import fs, watermarks
+from portal.pipeline.errors import ConfigError
+from portal.pipeline.jobspec import JobSpec
+from portal.pipeline.properties import Properties
+from portal.pipeline.taskstate import SUCCEEDED
+
+POLICIES = ("full", "partial", "successful")
+
+
+def commit_policy(props: Properties) -> str:
+    policy = (props.get("job.commit.policy") or "full").lower()
+    aliases = {
+        "commit_on_full_success": "full",
+        "commit_on_partial_success": "partial",
+        "commit_successful_tasks": "successful",
+    }
+    policy = aliases.get(policy, policy)
+    if policy not in POLICIES:
+        raise ConfigError(f"job.commit.policy must be one of {', '.join(POLICIES)}, got '{policy}'")
+    return policy
+
+
+def _by_dataset(states: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    grouped: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for state in states:
+        grouped[state["dataset_urn"]].append(state)
+    for tasks in grouped.values():
+        tasks.sort(key=lambda t: ((t.get("work_unit") or {}).get("range_index", 0), t["task_id"]))
+    return dict(grouped)
+
+
+def apply_commit_policy(
+    jobspec: dict[str, Any] | JobSpec, task_states: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """Copies of the TaskStates with ``committed`` set, and the actual high watermark of every task
+    that will not be committed set back to its low watermark."""
+    spec = JobSpec.from_dict(jobspec)
+    policy = commit_policy(Properties(spec.properties))
+    states = copy.deepcopy(task_states)
+    job_ok = all(s["status"] == SUCCEEDED for s in states)
+    for tasks in _by_dataset(states).values():
+        dataset_ok = all(t["status"] == SUCCEEDED for t in tasks)
+        prefix_ok = True
+        for task in tasks:
+            ok = task["status"] == SUCCEEDED
+            prefix_ok = prefix_ok and ok
+            task["committed"] = {"full": job_ok, "partial": dataset_ok, "successful": prefix_ok}[policy]
+            if not task["committed"]:
+                task["actual_high_watermark"] = task.get("low_watermark")
+    return states
+
+
+def _strip_password(url: str) -> str:
+    if "?" not in url:
+        return url
+    parsed = urlparse(url[len("jdbc:") :]) if url.startswith("jdbc:") else urlparse(url)
+    query = urlencode([(k, v) for k, v in parse_qsl(parsed.query) if k.lower() != "password"])
+    rebuilt = urlunparse(parsed._replace(query=query))
+    return "jdbc:" + rebuilt if url.startswith("jdbc:") else rebuilt
+
+
+def _branch_props(props: Properties, branch: dict[str, Any], count: int) -> Properties:
+    return props.for_branch(branch["index"], count, branch["name"])
+
+
+def _existing_key(props: Properties, key: str) -> str | None:
+    for name in props.candidates(key):
+        if props.raw.get(name):
+            return name
+    return None
+
+
+def plan_commit(
+    jobspec: dict[str, Any] | JobSpec, task_states: list[dict[str, Any]]
+) -> dict[str, list[dict[str, Any]]]:
+    """Commit steps per dataset URN (see the module docstring)."""
+    spec = JobSpec.from_dict(jobspec)
+    props = Properties(spec.properties)
+    plan: dict[str, list[dict[str, Any]]] = {}
+    for urn, tasks in _by_dataset(apply_commit_policy(spec, task_states)).items():
+        steps: list[dict[str, Any]] = []
+        jdbc: dict[int, dict[str, Any]] = {}
+        committed = [t for t in tasks if t["committed"]]
+        for task in committed:
+            count = len(task["branches"])
+            for branch in task["branches"]:
+                if branch["status"] != SUCCEEDED:
+                    continue
+                bprops = _branch_props(props, branch, count)
+                if branch.get("staging_table"):
+                    step = jdbc.setdefault(
+                        branch["index"],
+                        {
+                            "type": "jdbc_publish",
+                            "dataset_urn": urn,
+                            "branch": branch["index"],
+                            "url": _strip_password(bprops.require("writer.jdbc.url")),
+                            "user": bprops.get("writer.jdbc.username"),
+                            "password_property": _existing_key(bprops, "writer.jdbc.password"),
+                            "target_table": bprops.require("writer.jdbc.table"),
+                            "marker_table": bprops.get("writer.jdbc.marker.table", "flowport_publish_marker"),
+                            "staging_tables": [],
+                            "rows": 0,
+                            "execution_id": spec.execution_id,
+                            "job_name": spec.job_name,
+                        },
+                    )
+                    step["staging_tables"].append(branch["staging_table"])
+                    step["rows"] += int(branch["records_written"])
+                    continue
+                final = branch.get("final_dir") or bprops.require("data.publisher.final.dir")
+                if bprops.get_bool("data.publisher.dataset.subdir", True):
+                    final = fs.join(final, urn)
+                base = branch["output_dir"].rstrip("/")
+                for f in branch["output_files"]:
+                    relative = f["path"][len(base) :].lstrip("/\\")
+                    steps.append(
+                        {
+                            "type": "fs_rename",
+                            "src": f["path"],
+                            "dst": fs.join(final, relative),
+                            "size": f.get("size"),
+                            "dataset_urn": urn,
+                            "branch": branch["index"],
+                        }
+                    )
+        steps.extend(jdbc[i] for i in sorted(jdbc))
+        if committed:
+            value = watermarks.merge([t["actual_high_watermark"] for t in committed])
+        else:
+            value = tasks[0].get("low_watermark")
+        if value is not None:
+            steps.append({"type": "high_watermark", "dataset_urn": urn, "value": value})
+        plan[urn] = steps
+    return plan
+
+
+def cleanup_task_output(jobspec: dict[str, Any] | JobSpec) -> None:
+    """Delete this execution's task-staging/task-output/extract folders under the work dir (call it
+    after the commit steps ran; custom ``writer.*.dir`` locations are left to their owners)."""
+    spec = JobSpec.from_dict(jobspec)
+    work_dir = spec.work_dir or Properties(spec.properties).get("job.work.dir") or ""
+    if not work_dir:
+        return
+    for leaf in ("task-staging", "task-output", "extract"):
+        fs.delete(fs.join(work_dir, leaf, spec.job_name, str(spec.execution_id)))

@@ -1,0 +1,144 @@
+"""``run_job``: plan WorkUnits with the Source, pack them, run them as tasks, return TaskStates.
+
+Contract: ``run_job(spark, jobspec) -> list[dict]`` — one TaskState dict per WorkUnit (see
+:mod:`portal.pipeline.taskstate`), in task order.  It never raises for a job-level problem either:
+an unloadable source or a planning error comes back as one FAILED TaskState
+(``task_id`` ending in ``_planning``) so the caller has a single shape to handle.  It reads and
+writes only the source, the work dir and the writers' staging/output locations; publishing is the
+caller's job, through :func:`portal.pipeline.publisher.plan_commit`.
+
+Optional keyword arguments: ``cancel_event`` (a ``threading.Event``; set it to cancel — running
+Spark jobs are cancelled, unstarted work units come back CANCELLED) and ``on_task_state`` (called
+with each TaskState dict as soon as its task ends, for live status).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from pyspark.sql import SparkSession
+
+from portal.pipeline.errors import PipelineError
+from portal.pipeline.jobspec import JobSpec
+from portal.pipeline.loader import load_class
+from portal.pipeline.properties import Properties
+from portal.pipeline.sources.base import Source, SourceContext
+from portal.pipeline.task import JobContext, TaskRunner, describe_exception
+from portal.pipeline.taskstate import CANCELLED, SUCCEEDED, TaskState
+from portal.pipeline.workunits import MultiWorkUnit, WorkUnit, pack
+
+
+def _planning_failure(spec: JobSpec, props: Properties, message: str) -> dict[str, Any]:
+    urn = props.get("dataset.urn") or spec.job_name
+    low = spec.previous_watermarks.get(urn)
+    state = TaskState(
+        task_id=f"task_{spec.job_name}_{spec.execution_id}_planning",
+        job_name=spec.job_name,
+        execution_id=spec.execution_id,
+        dataset_urn=urn,
+        low_watermark=low,
+        expected_high_watermark=low,
+        actual_high_watermark=low,
+    )
+    state.fail(message)
+    return state.to_dict()
+
+
+def plan_work_units(
+    spark: SparkSession, spec: JobSpec, props: Properties, work_dir: str
+) -> tuple[Source, list[WorkUnit]]:
+    source_cls = load_class(props.require("source.class"), "source.class", Source)
+    source = source_cls(SourceContext(spark, spec, props.pre_fork(), work_dir))
+    units = source.get_work_units()
+    for index, wu in enumerate(units):
+        wu.task_id = f"task_{spec.job_name}_{spec.execution_id}_{index}"
+    return source, units
+
+
+def run_job(
+    spark: SparkSession,
+    jobspec: dict[str, Any] | JobSpec,
+    *,
+    cancel_event: threading.Event | None = None,
+    on_task_state: Callable[[dict[str, Any]], None] | None = None,
+) -> list[dict[str, Any]]:
+    """Run every WorkUnit of the job and return the TaskState dicts (see the module docstring)."""
+    try:
+        spec = JobSpec.from_dict(jobspec)
+    except PipelineError as exc:
+        name = jobspec.get("job_name", "job") if isinstance(jobspec, dict) else "job"
+        return [_planning_failure(JobSpec(job_name=str(name) or "job"), Properties({}), str(exc))]
+    props = Properties(spec.properties)
+    work_dir = spec.work_dir or props.get("job.work.dir") or ""
+    try:
+        if not work_dir:
+            raise PipelineError("jobspec field 'work_dir' (or property job.work.dir) is required")
+        source, units = plan_work_units(spark, spec, props, work_dir)
+    except Exception as exc:
+        return [_planning_failure(spec, props, describe_exception(exc, props))]
+    if not units:
+        return []
+    job = JobContext(spark, spec, props, source, work_dir, cancel_event or threading.Event())
+    max_groups = props.get_int("mr.job.max.mappers") or spark.sparkContext.defaultParallelism
+    groups = pack(units, max_groups, prefix=f"mwu_{spec.job_name}_{spec.execution_id}")
+    results: dict[str, dict[str, Any]] = {}
+    lock = threading.Lock()
+
+    def report(state: dict[str, Any]) -> None:
+        with lock:
+            results[state["task_id"]] = state
+        if on_task_state is not None:
+            on_task_state(state)
+
+    def run_group(group: MultiWorkUnit) -> None:
+        failed_datasets: set[str] = set()
+        for index, wu in enumerate(group.work_units):
+            info = {
+                "id": group.id,
+                "index": index,
+                "size": len(group.work_units),
+                "estimated_bytes": group.estimated_bytes,
+                "groups": len(groups),
+            }
+            if wu.dataset_urn in failed_datasets:
+                state = TaskRunner(job, wu, info).state
+                state.status = CANCELLED
+                state.error = "not run: an earlier range of this dataset failed in the same task"
+                report(state.to_dict())
+                continue
+            state = TaskRunner(job, wu, info).run()
+            if state.status != SUCCEEDED:
+                failed_datasets.add(wu.dataset_urn)
+            report(state.to_dict())
+
+    watcher = _CancelWatcher(spark, job) if cancel_event is not None else None
+    try:
+        with ThreadPoolExecutor(max_workers=len(groups), thread_name_prefix="task") as pool:
+            list(pool.map(run_group, groups))
+    finally:
+        if watcher:
+            watcher.stop()
+    order = {wu.task_id: i for i, wu in enumerate(units)}
+    return [results[k] for k in sorted(results, key=order.__getitem__)]
+
+
+class _CancelWatcher:
+    """Cancels the job's running Spark jobs (by job group) as soon as the cancel event is set."""
+
+    def __init__(self, spark: SparkSession, job: JobContext) -> None:
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, args=(spark, job), daemon=True)
+        self._thread.start()
+
+    def _watch(self, spark: SparkSession, job: JobContext) -> None:
+        while not self._stop.is_set():
+            if job.cancel_event.wait(0.2):
+                for group in sorted(job.active_groups):
+                    spark.sparkContext.cancelJobGroup(group)
+                self._stop.wait(0.5)
+
+    def stop(self) -> None:
+        self._stop.set()

@@ -1,0 +1,88 @@
+"""The Source contract (Gobblin's Source + Extractor, on Spark DataFrames).
+
+A Source is constructed once per job with a :class:`SourceContext` and asked for WorkUnits; then
+:meth:`Source.extract` is called once per WorkUnit and returns an :class:`Extraction` — a *lazy*
+DataFrame bounded by the work unit's watermark range (nothing is read until the writers run).
+
+Write your own by subclassing :class:`Source` and naming it in ``source.class``::
+
+    class NumbersSource(Source):
+        def get_work_units(self):
+            low = int(self.previous_watermark("numbers") or 0)
+            high = low + self.props.get_int("numbers.per.run", 100)
+            return [WorkUnit("numbers", str(low), str(high))]
+
+        def extract(self, wu):
+            return Extraction(self.spark.range(int(wu.low_watermark) + 1, int(wu.expected_high_watermark) + 1))
+
+Rules a Source must follow: the DataFrame holds exactly the rows in (low, expected high]; planning
+errors that concern one dataset are returned as a WorkUnit with ``error`` set (so that dataset's task
+fails with the message while the other datasets run); a dataset with nothing new still gets an
+``empty`` WorkUnit (low = expected high) so its state is carried forward.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pyspark.sql import Column, DataFrame, SparkSession
+
+from portal.pipeline.jobspec import JobSpec
+from portal.pipeline.properties import Properties
+from portal.pipeline.workunits import WorkUnit
+
+
+@dataclass
+class SourceContext:
+    """What a Source gets: the session, the JobSpec and the pre-fork property view."""
+
+    spark: SparkSession
+    jobspec: JobSpec
+    props: Properties
+    work_dir: str
+
+
+@dataclass
+class Extraction:
+    """A bounded, lazy extract of one WorkUnit.
+
+    ``metrics`` are aggregations observed on ``df`` during the (single) pass that reads it;
+    ``keep`` filters the rows to deliver after the metrics saw them (look-back de-duplication);
+    ``helper_columns`` are dropped after ``keep``; ``finish`` computes the actual high watermark from
+    the observed metrics once the work unit succeeded (default: the expected high); ``stage`` asks the
+    runtime to read the extract once into Parquet before any branch consumes it (a database must not
+    be queried once per branch, and two queries may see different rows).
+    """
+
+    df: DataFrame
+    metrics: dict[str, Column] = field(default_factory=dict)
+    keep: Column | None = None
+    helper_columns: list[str] = field(default_factory=list)
+    finish: Callable[[dict[str, Any]], str | None] | None = None
+    stage: bool = False
+
+
+class Source(ABC):
+    """Base class of all sources; see the module docstring."""
+
+    def __init__(self, context: SourceContext) -> None:
+        self.context = context
+        self.spark = context.spark
+        self.props = context.props
+        self.jobspec = context.jobspec
+
+    def previous_watermark(self, dataset_urn: str) -> str | None:
+        """The actual high watermark the last committed run checked in for this dataset."""
+        value = self.jobspec.previous_watermarks.get(dataset_urn)
+        return value if value not in (None, "") else None
+
+    @abstractmethod
+    def get_work_units(self) -> list[WorkUnit]:
+        """One or more WorkUnits per dataset (see the rules in the module docstring)."""
+
+    @abstractmethod
+    def extract(self, work_unit: WorkUnit) -> Extraction:
+        """The lazy DataFrame of one WorkUnit's watermark range."""

@@ -1,0 +1,380 @@
+"""Run one WorkUnit as a task: extract -> converters -> quality -> fork -> branches -> writers.
+
+Everything up to the writers is a lazy DataFrame; each branch is one Spark write.  Branches are fed
+by re-deriving their DataFrame from the bounded extract (the work unit's fixed file list or staged
+database extract), which was measured cheaper than ``cache()`` and is a consistent snapshot: every
+branch sees exactly the same records.  Counts come from ``DataFrame.observe`` during those writes,
+so checking and counting costs no extra pass.  Configuration of every branch (writer format,
+required keys, class paths) is validated before any data is read.
+
+Failure semantics (the fork seed's): a failing branch does not stop the others; the task succeeds
+only if every branch does; a failed task's task output is removed, so nothing of it can be
+published, and its actual high watermark is its low watermark.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from pyspark.sql import Column, DataFrame, Observation, SparkSession
+from pyspark.sql import functions as F
+
+from portal.pipeline import fs
+from portal.pipeline.converters import Converter, ConverterContext, apply_converters, build_converters
+from portal.pipeline.errors import CancelledError, PipelineError, QualityCheckError
+from portal.pipeline.fork import as_column, build_fork_operator, checked
+from portal.pipeline.jobspec import JobSpec
+from portal.pipeline.properties import Properties, branch_names, check_branch_keys
+from portal.pipeline.quality import (
+    RowChecker,
+    TaskCheckContext,
+    TaskPolicy,
+    build_task_policies,
+    parse_schema,
+    run_task_policies,
+)
+from portal.pipeline.sources.base import Source
+from portal.pipeline.taskstate import CANCELLED, FAILED, SKIPPED, SUCCEEDED, BranchState, TaskState
+from portal.pipeline.workunits import WorkUnit
+from portal.pipeline.writers import DataWriter, WriterContext, build_writer
+
+SECRET_MARKERS = ("password", "secret", "token", "credential")
+
+
+@dataclass
+class JobContext:
+    """Job-wide objects shared by all tasks of one run."""
+
+    spark: SparkSession
+    jobspec: JobSpec
+    props: Properties
+    source: Source
+    work_dir: str
+    cancel_event: threading.Event = field(default_factory=threading.Event)
+    active_groups: set[str] = field(default_factory=set)
+
+
+def describe_exception(exc: BaseException, props: Properties) -> str:
+    """A short, secret-free message for an unexpected (Spark/JDBC) exception."""
+    text = str(exc).strip() or type(exc).__name__
+    text = text.split("\n== ")[0].split("\n\tat ")[0].strip()
+    text = " ".join(text.split())[:800]
+    for key, value in props.items():
+        if value and len(value) >= 3 and any(marker in key.lower() for marker in SECRET_MARKERS):
+            text = text.replace(value, "***")
+    return f"{type(exc).__name__}: {text}" if not isinstance(exc, PipelineError) else text
+
+
+def observed(obs: Observation, timeout: float = 120.0) -> dict[str, Any]:
+    """Metrics of an Observation without risking a hang.
+
+    ``Observation.get`` blocks until the observed plan ran; when the optimizer pruned the plan (a
+    branch whose route is constant false) the metrics never fill in properly.  Poll the JVM future,
+    and read nothing (all counts 0) when it did not complete or holds no row.
+    """
+    jo = getattr(obs, "_jo", None)
+    if jo is None:
+        return {}
+    deadline = time.time() + timeout
+    future = jo.future()
+    while not future.isCompleted():
+        if time.time() > deadline:
+            return {}
+        time.sleep(0.01)
+    try:
+        return dict(obs.get)
+    except Exception:
+        return {}
+
+
+def _thread_setup(spark: SparkSession, group: str, pool: str) -> None:
+    sc = spark.sparkContext
+    sc.setJobGroup(group, group, interruptOnCancel=True)
+    sc.setLocalProperty("spark.scheduler.pool", pool)
+
+
+def stage_progress(spark: SparkSession, group: str) -> dict[str, Any]:
+    tracker = spark.sparkContext.statusTracker()
+    jobs = list(tracker.getJobIdsForGroup(group))
+    stages = tasks_total = tasks_done = tasks_failed = 0
+    for job_id in jobs:
+        info = tracker.getJobInfo(job_id)
+        for stage_id in info.stageIds if info else []:
+            stage = tracker.getStageInfo(stage_id)
+            if stage is None:
+                continue
+            stages += 1
+            tasks_total += stage.numTasks
+            tasks_done += stage.numCompletedTasks
+            tasks_failed += stage.numFailedTasks
+    return {
+        "jobs": len(jobs),
+        "stages": stages,
+        "tasks_total": tasks_total,
+        "tasks_completed": tasks_done,
+        "tasks_failed": tasks_failed,
+    }
+
+
+@dataclass
+class _Branch:
+    state: BranchState
+    props: Properties
+    converters: list[Converter]
+    checker: RowChecker
+    policies: list[TaskPolicy]
+    writer: DataWriter
+
+
+class TaskRunner:
+    """Runs one WorkUnit; :meth:`run` never raises, it returns the TaskState."""
+
+    def __init__(self, job: JobContext, wu: WorkUnit, mwu_info: dict[str, Any]) -> None:
+        self.job = job
+        self.wu = wu
+        spec = job.jobspec
+        self.group = f"flowport:{spec.job_name}:{spec.execution_id}:{wu.task_id}"
+        self.pool = f"flowport-{wu.task_id}"
+        self.state = TaskState(
+            task_id=wu.task_id,
+            job_name=spec.job_name,
+            execution_id=spec.execution_id,
+            dataset_urn=wu.dataset_urn,
+            low_watermark=wu.low_watermark,
+            expected_high_watermark=wu.expected_high_watermark,
+            actual_high_watermark=wu.low_watermark,
+            multi_work_unit=mwu_info,
+            work_unit=wu.describe(),
+        )
+        self.branches: list[_Branch] = []
+        self.extract_dir: str | None = None
+
+    def run(self) -> TaskState:
+        started = time.time()
+        self.state.timings["started_at"] = _iso(started)
+        _thread_setup(self.job.spark, self.group, self.pool)
+        self.job.active_groups.add(self.group)
+        try:
+            if self.wu.error:
+                raise PipelineError(self.wu.error)
+            if self.job.cancel_event.is_set():
+                raise CancelledError("job cancelled before this work unit started")
+            if self.wu.empty:
+                self.state.status = SUCCEEDED
+            else:
+                self._execute(dt.datetime.fromtimestamp(int(started), dt.UTC))
+        except BaseException as exc:
+            if isinstance(exc, CancelledError) or self.job.cancel_event.is_set():
+                self.state.status = CANCELLED
+                self.state.error = str(exc) if isinstance(exc, CancelledError) else "job cancelled"
+                self.state.actual_high_watermark = self.state.low_watermark
+            else:
+                self.state.fail(describe_exception(exc, self.job.props))
+            for branch in self.branches:
+                branch.writer.abort()
+                if branch.state.status == SUCCEEDED:
+                    branch.state.output_files, branch.state.bytes_written = [], 0
+            if not isinstance(exc, Exception):
+                raise
+        finally:
+            self.job.active_groups.discard(self.group)
+            if self.extract_dir:
+                fs.delete(self.extract_dir)
+            finished = time.time()
+            self.state.timings.update(
+                finished_at=_iso(finished), duration_seconds=round(finished - started, 3)
+            )
+            self.state.stage_progress = stage_progress(self.job.spark, self.group)
+        return self.state
+
+    # -- the pipeline -------------------------------------------------------------------------------
+
+    def _execute(self, ingestion_time: dt.datetime) -> None:
+        job, wu, spec = self.job, self.wu, self.job.jobspec
+        pre = job.props.pre_fork()
+        ctx = ConverterContext(wu.task_id, wu.dataset_urn, ingestion_time)
+        operator = build_fork_operator(pre)
+        count = operator.get_branches()
+        check_branch_keys(job.props, count)
+        names = branch_names(pre, count)
+        for index, name in enumerate(names):
+            props = job.props.for_branch(index, count, name)
+            writer_ctx = WriterContext(
+                job.spark,
+                spec,
+                wu.task_id,
+                wu.dataset_urn,
+                index,
+                name,
+                job.work_dir,
+                ingestion_time,
+                wu.estimated_bytes,
+            )
+            writer = build_writer(props, writer_ctx)
+            state = BranchState(index, name, format=writer.format, final_dir=writer.final_dir)
+            self.branches.append(
+                _Branch(
+                    state,
+                    props,
+                    build_converters(props, ctx),
+                    RowChecker(props),
+                    build_task_policies(props),
+                    writer,
+                )
+            )
+        self.state.branches = [b.state for b in self.branches]
+        pre_converters = build_converters(pre, ctx)
+        pre_checker = RowChecker(pre)
+        pre_policies = build_task_policies(pre)
+
+        extraction = job.source.extract(wu)
+        schema = extraction.df.drop(*extraction.helper_columns).schema
+        self.state.source_schema = schema.json()
+        previous_schema = parse_schema(spec.previous_schemas.get(wu.dataset_urn))
+        check = TaskCheckContext(wu.dataset_urn, "pre-fork", schema, previous_schema, None)
+        failure = run_task_policies(pre_policies, check, "before", self.state.quality)
+        if failure:
+            raise QualityCheckError(failure)
+        forward = checked(operator, operator.fork_schema(schema), "fork_schema")
+        routes = [
+            as_column(d) for d in checked(operator, operator.fork_data_records(schema), "fork_data_records")
+        ]
+
+        extract_obs = Observation()
+        records = (
+            F.count(F.lit(1)) if extraction.keep is None else F.sum(F.when(extraction.keep, 1).otherwise(0))
+        )
+        extract_metrics = [records.alias("fp_records")] + [c.alias(n) for n, c in extraction.metrics.items()]
+
+        def extracted(observe: bool) -> DataFrame:
+            df = extraction.df.observe(extract_obs, *extract_metrics) if observe else extraction.df
+            if extraction.keep is not None:
+                df = df.where(extraction.keep)
+            return df.drop(*extraction.helper_columns)
+
+        metrics: dict[str, Any] = {}
+        if extraction.stage:
+            self.extract_dir = fs.join(
+                job.work_dir, "extract", spec.job_name, str(spec.execution_id), wu.task_id
+            )
+            extracted(True).write.mode("overwrite").parquet(self.extract_dir)
+            metrics.update(observed(extract_obs))
+            staged = self.extract_dir
+
+            def base(observe: bool) -> DataFrame:
+                return job.spark.read.parquet(staged)
+        else:
+            base = extracted
+
+        pre_obs = Observation()
+
+        def pre_fork(observe: bool) -> DataFrame:
+            df = pre_checker.tag(apply_converters(base(observe and not extraction.stage), pre_converters))
+            if observe and pre_checker.active:
+                df = df.observe(pre_obs, *[c.alias(n) for n, c in pre_checker.metrics("pre").items()])
+            return df
+
+        active = [b for b in self.branches if forward[b.state.index]]
+        for b in self.branches:
+            if not forward[b.state.index]:
+                b.state.status = SKIPPED
+        first = active[0] if active else None
+
+        def run_branch(branch: _Branch) -> None:
+            _thread_setup(job.spark, self.group, self.pool)
+            self._run_branch(
+                branch, pre_fork(branch is first), pre_checker, routes[branch.state.index], previous_schema
+            )
+
+        if len(active) > 1:
+            with ThreadPoolExecutor(max_workers=len(active), thread_name_prefix="fork") as pool:
+                list(pool.map(run_branch, active))
+        elif active:
+            run_branch(active[0])
+
+        failed = [b.state for b in active if b.state.status != SUCCEEDED]
+        if failed:
+            raise PipelineError("; ".join(f"branch {s.index} ({s.name}) failed: {s.error}" for s in failed))
+        if not extraction.stage and first is not None:
+            metrics.update(observed(extract_obs))
+        self.state.records_extracted = int(metrics.get("fp_records") or 0)
+        if pre_checker.active and first is not None:
+            reports, rejected, err, fail = pre_checker.outcome(observed(pre_obs), "pre", "pre-fork")
+            self.state.quality.extend(reports)
+            self.state.records_rejected = rejected
+            if err:
+                self.state.err_dir = self._err_dir(pre, "pre_fork")
+                pre_checker.err_rows(pre_fork(False)).write.mode("overwrite").json(self.state.err_dir)
+            if fail:
+                raise QualityCheckError(fail)
+        check.records = self.state.records_extracted
+        failure = run_task_policies(pre_policies, check, "after", self.state.quality)
+        if failure:
+            raise QualityCheckError(failure)
+        finish = extraction.finish
+        self.state.actual_high_watermark = finish(metrics) if finish else wu.expected_high_watermark
+        self.state.status = SUCCEEDED
+
+    def _err_dir(self, props: Properties, leaf: str) -> str:
+        spec = self.job.jobspec
+        root = props.get("qualitychecker.row.err.file") or fs.join(self.job.work_dir, "err")
+        return fs.join(root, spec.job_name, str(spec.execution_id), self.wu.task_id, leaf)
+
+    def _run_branch(
+        self, branch: _Branch, df: DataFrame, pre_checker: RowChecker, route: Column, previous_schema: Any
+    ) -> None:
+        state = branch.state
+        started = time.time()
+        try:
+            df = pre_checker.good(df).where(route)
+            df = apply_converters(df, branch.converters)
+            scope = f"branch {state.index} ({state.name})"
+            check = TaskCheckContext(self.wu.dataset_urn, scope, df.schema, previous_schema, None)
+            failure = run_task_policies(branch.policies, check, "before", self.state.quality)
+            if failure:
+                raise QualityCheckError(failure)
+            tagged = branch.checker.tag(df)
+            obs = Observation()
+            written = (
+                F.count(F.lit(1))
+                if not branch.checker.active
+                else F.sum(F.when(F.col("fp_reject_index").isNull(), 1).otherwise(0))
+            )
+            metrics = [written.alias("fp_written")] + [
+                c.alias(n) for n, c in branch.checker.metrics("row").items()
+            ]
+            result = branch.writer.write(branch.checker.good(tagged.observe(obs, *metrics)))
+            values = observed(obs)
+            state.output_dir, state.output_files = result.output_dir, result.output_files
+            state.bytes_written, state.staging_table = result.bytes_written, result.staging_table
+            state.records_written = int(values.get("fp_written") or 0)
+            reports, state.records_rejected, state.records_err_file, fail = branch.checker.outcome(
+                values, "row", scope
+            )
+            self.state.quality.extend(reports)
+            if state.records_err_file:
+                state.err_dir = self._err_dir(branch.props, f"branch_{state.index}")
+                branch.checker.err_rows(tagged).write.mode("overwrite").json(state.err_dir)
+            if fail:
+                raise QualityCheckError(fail)
+            check.records = state.records_written
+            failure = run_task_policies(branch.policies, check, "after", self.state.quality)
+            if failure:
+                raise QualityCheckError(failure)
+            state.status = SUCCEEDED
+        except Exception as exc:
+            state.status = CANCELLED if self.job.cancel_event.is_set() else FAILED
+            state.error = describe_exception(exc, self.job.props)
+            branch.writer.abort()
+            state.output_files, state.bytes_written = [], 0
+        finally:
+            state.duration_seconds = round(time.time() - started, 3)
+
+
+def _iso(epoch: float) -> str:
+    return dt.datetime.fromtimestamp(epoch, dt.UTC).isoformat(timespec="milliseconds")

@@ -1,0 +1,219 @@
+"""Writers: each branch writes its records to a staging location, then moves them to task output.
+
+``writer.output.format(.N)`` picks the writer: ``PARQUET`` (default), ``ORC``, ``JSON`` (JSON lines),
+``CSV`` (with header) or ``JDBC``; ``writer.builder.class(.N)`` names a custom
+:class:`DataWriter` subclass instead.  AVRO is refused with a clear message: Spark's Avro support is
+the separate ``spark-avro`` package, which is not installed here.
+
+File writers write with Spark to ``<writer.staging.dir>/<job>/<execution>/<task>/branch_<N>``
+(default ``<work_dir>/task-staging``), then rename every data file to the same relative path under
+``<writer.output.dir>/...`` (default ``<work_dir>/task-output``); a failed write leaves no task output.
+Options: ``writer.partition.columns`` (Hive-style folders; the name ``ingestion_date`` adds the task's
+ingestion date when the records have no such field), ``writer.file.max.records`` and
+``writer.target.file.size`` (bytes; approximate — output files = estimated input bytes / target,
+by coalescing, never by a shuffle), ``writer.codec``.  ``data.publisher.final.dir(.N)`` is required:
+it is where the publisher will move the files (checked before any data is read).
+
+The JDBC writer (``writer.jdbc.url``, ``writer.jdbc.table``, ``writer.jdbc.username``,
+``writer.jdbc.password``, ``writer.jdbc.marker.table``) writes the branch into its own staging table
+next to the target; publishing appends it to the target in one transaction
+(:class:`portal.pipeline.commit_steps.JdbcPublishCommitStep`).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from psycopg import sql
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from portal.pipeline import fs, pgconn
+from portal.pipeline.errors import ConfigError
+from portal.pipeline.jobspec import JobSpec
+from portal.pipeline.loader import load_class
+from portal.pipeline.properties import Properties
+
+FILE_FORMATS = {"PARQUET": "parquet", "ORC": "orc", "JSON": "json", "CSV": "csv"}
+ALL_FORMATS = (*FILE_FORMATS, "JDBC")
+
+
+@dataclass
+class WriterContext:
+    """Where a branch of a task writes, and facts for sizing/partitioning."""
+
+    spark: SparkSession
+    jobspec: JobSpec
+    task_id: str
+    dataset_urn: str
+    branch_index: int
+    branch_name: str
+    work_dir: str
+    ingestion_time: dt.datetime
+    estimated_input_bytes: int = 0
+
+
+@dataclass
+class WriteResult:
+    output_dir: str | None = None
+    output_files: list[dict[str, Any]] = field(default_factory=list)
+    bytes_written: int = 0
+    staging_table: str | None = None
+
+
+class DataWriter:
+    """Base class: validate configuration in ``__init__`` (before any read), write in :meth:`write`."""
+
+    format = "CUSTOM"
+
+    def __init__(self, props: Properties, ctx: WriterContext) -> None:
+        self.props = props
+        self.ctx = ctx
+
+    @property
+    def final_dir(self) -> str | None:
+        return None
+
+    def write(self, df: DataFrame) -> WriteResult:
+        raise NotImplementedError
+
+    def abort(self) -> None:
+        """Remove whatever a failed or unpublishable write left behind."""
+
+    def _task_path(self, key: str, default_leaf: str) -> str:
+        root = self.props.get(key) or fs.join(self.ctx.work_dir, default_leaf)
+        spec = self.ctx.jobspec
+        return fs.join(
+            root, spec.job_name, str(spec.execution_id), self.ctx.task_id, f"branch_{self.ctx.branch_index}"
+        )
+
+
+class FileDataWriter(DataWriter):
+    """PARQUET / ORC / JSON / CSV through Spark's file writers."""
+
+    def __init__(self, props: Properties, ctx: WriterContext, fmt: str) -> None:
+        super().__init__(props, ctx)
+        self.format = fmt
+        self._final_dir = props.require("data.publisher.final.dir")
+        self.staging_dir = self._task_path("writer.staging.dir", "task-staging")
+        self.output_dir = self._task_path("writer.output.dir", "task-output")
+        self.partition_columns = props.get_list("writer.partition.columns")
+
+    @property
+    def final_dir(self) -> str | None:
+        return self._final_dir
+
+    def write(self, df: DataFrame) -> WriteResult:
+        if "ingestion_date" in self.partition_columns and "ingestion_date" not in df.columns:
+            df = df.withColumn("ingestion_date", F.lit(self.ctx.ingestion_time.date().isoformat()))
+        missing = [c for c in self.partition_columns if c not in df.columns]
+        if missing:
+            raise ConfigError(
+                f"{self.props.describe('writer.partition.columns')}: field(s) {', '.join(missing)} do not exist"
+            )
+        target = self.props.get_int("writer.target.file.size")
+        if target and self.ctx.estimated_input_bytes:
+            df = df.coalesce(max(1, math.ceil(self.ctx.estimated_input_bytes / target)))
+        writer = df.write.format(FILE_FORMATS[self.format]).mode("overwrite")
+        if self.format == "CSV":
+            writer = writer.option("header", "true")
+        codec = self.props.get("writer.codec")
+        if codec:
+            writer = writer.option("compression", codec)
+        max_records = self.props.get_int("writer.file.max.records")
+        if max_records:
+            writer = writer.option("maxRecordsPerFile", str(max_records))
+        if self.partition_columns:
+            writer = writer.partitionBy(*self.partition_columns)
+        writer.save(self.staging_dir)
+        fs.delete(self.output_dir)
+        files = []
+        for info in fs.list_files(self.staging_dir):
+            dst = fs.join(self.output_dir, info.relative)
+            fs.rename(info.path, dst)
+            files.append({"path": dst, "size": info.size})
+        fs.delete(self.staging_dir)
+        return WriteResult(self.output_dir, files, sum(f["size"] for f in files))
+
+    def abort(self) -> None:
+        fs.delete(self.staging_dir)
+        fs.delete(self.output_dir)
+
+
+def staging_table_name(target: str, jobspec: JobSpec, task_id: str, branch: int) -> str:
+    """A short, unique staging table beside the target (PostgreSQL names are at most 63 bytes)."""
+    schema, _, _table = target.rpartition(".")
+    digest = hashlib.sha1(  # noqa: S324 - a name, not a security boundary
+        f"{jobspec.job_name}/{jobspec.execution_id}/{task_id}/{branch}/{target}".encode()
+    ).hexdigest()[:20]
+    name = f"fp_stg_{digest}"
+    return f"{schema}.{name}" if schema else name
+
+
+class JdbcDataWriter(DataWriter):
+    """Append to a database table through a per-branch staging table."""
+
+    format = "JDBC"
+
+    def __init__(self, props: Properties, ctx: WriterContext) -> None:
+        super().__init__(props, ctx)
+        self.url = props.require("writer.jdbc.url")
+        self.table = props.require("writer.jdbc.table")
+        self.staging_table = staging_table_name(self.table, ctx.jobspec, ctx.task_id, ctx.branch_index)
+
+    def _options(self) -> dict[str, str]:
+        options = {
+            "url": self.url,
+            "driver": self.props.get("writer.jdbc.driver", "org.postgresql.Driver") or "",
+        }
+        user = self.props.get("writer.jdbc.username")
+        password = self.props.get("writer.jdbc.password")
+        if user:
+            options["user"] = user
+        if password:
+            options["password"] = password
+        options["batchsize"] = self.props.get("writer.jdbc.batchsize", "5000") or "5000"
+        return options
+
+    def write(self, df: DataFrame) -> WriteResult:
+        df.write.format("jdbc").options(**self._options()).option("dbtable", self.staging_table).mode(
+            "overwrite"
+        ).save()
+        return WriteResult(staging_table=self.staging_table)
+
+    def abort(self) -> None:
+        try:
+            conn = pgconn.connect(
+                self.url, self.props.get("writer.jdbc.username"), self.props.get("writer.jdbc.password")
+            )
+            with conn:
+                conn.execute(
+                    sql.SQL("DROP TABLE IF EXISTS {}").format(pgconn.table_ident(self.staging_table))
+                )
+        except Exception:  # noqa: S110 - best effort; a leftover staging table is harmless
+            pass
+
+
+def build_writer(props: Properties, ctx: WriterContext) -> DataWriter:
+    custom = props.get("writer.builder.class")
+    if custom:
+        cls = load_class(custom, props.describe("writer.builder.class"), DataWriter)
+        return cls(props, ctx)
+    fmt = (props.get("writer.output.format") or "PARQUET").upper()
+    if fmt == "AVRO":
+        raise ConfigError(
+            f"{props.describe('writer.output.format')}: AVRO needs the spark-avro package, which is not "
+            f"installed; use one of {', '.join(ALL_FORMATS)}"
+        )
+    if fmt == "JDBC":
+        return JdbcDataWriter(props, ctx)
+    if fmt not in FILE_FORMATS:
+        raise ConfigError(
+            f"unknown format '{fmt}' in {props.describe('writer.output.format')} "
+            f"(supported: {', '.join(ALL_FORMATS)})"
+        )
+    return FileDataWriter(props, ctx, fmt)

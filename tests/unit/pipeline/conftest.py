@@ -1,0 +1,53 @@
+"""Shared fixtures: ONE real SparkSession (local[2]) for the whole suite and a real PostgreSQL database.
+
+Nothing is mocked.  A test needing PostgreSQL fails (not skips) when it is down.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from typing import Any
+
+import psycopg
+import pytest
+from pyspark.sql import SparkSession
+
+from portal.pipeline.session import get_or_create_spark
+
+PG_HOST = os.environ.get("PIPELINE_TEST_PG_HOST", "127.0.0.1")
+PG_PORT = int(os.environ.get("PIPELINE_TEST_PG_PORT", "5432"))
+PG_USER = os.environ.get("PIPELINE_TEST_PG_USER", "postgres")
+PG_DB = "flowport_pipeline_test"
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[SparkSession]:
+    session = get_or_create_spark(
+        "local[2]", "flowport-pipeline-tests", {"spark.ui.enabled": "false", "spark.driver.memory": "2g"}
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()
+
+
+@pytest.fixture(scope="session")
+def pg_database() -> dict[str, Any]:
+    """(Re)create the test database once per session; fails loudly if PostgreSQL is unreachable."""
+    with psycopg.connect(
+        host=PG_HOST, port=PG_PORT, user=PG_USER, dbname="postgres", autocommit=True
+    ) as conn:
+        conn.execute(f"DROP DATABASE IF EXISTS {PG_DB} WITH (FORCE)")
+        conn.execute(f"CREATE DATABASE {PG_DB}")
+    return {
+        "url": f"jdbc:postgresql://{PG_HOST}:{PG_PORT}/{PG_DB}",
+        "user": PG_USER,
+        "conninfo": {"host": PG_HOST, "port": PG_PORT, "user": PG_USER, "dbname": PG_DB},
+    }
+
+
+@pytest.fixture
+def pg(pg_database: dict[str, Any]) -> Iterator[psycopg.Connection]:
+    """An autocommit connection to the test database."""
+    with psycopg.connect(**pg_database["conninfo"], autocommit=True) as conn:
+        yield conn
