@@ -5,6 +5,7 @@ Nothing is mocked.  A test needing PostgreSQL fails (not skips) when it is down.
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Iterator
 from typing import Any
@@ -19,6 +20,9 @@ PG_HOST = os.environ.get("PIPELINE_TEST_PG_HOST", "127.0.0.1")
 PG_PORT = int(os.environ.get("PIPELINE_TEST_PG_PORT", "5432"))
 PG_USER = os.environ.get("PIPELINE_TEST_PG_USER", "postgres")
 PG_DB = "flowport_pipeline_test"
+
+# py4j logs "closing connection" from __del__ after pytest closed its streams; keep it quiet.
+logging.getLogger("py4j").setLevel(logging.WARNING)
 
 
 @pytest.fixture(scope="session")
