@@ -149,14 +149,14 @@ def read_upload(upload, field: str = "archive") -> dict[str, str]:
         raise ValidationError({field: [str(error)]}) from None
 
 
-def create_pack(*, user, name: str, description: str = "", upload=None, request=None) -> TemplatePack:
+def create_pack(*, user, name: str, description: str = "", archive=None, request=None) -> TemplatePack:
     """A new pack owned by its creator; from an archive, or empty (templates
     are then added in the UI)."""
     try:
         validate_pack_name(name)
     except ValidationError as error:
         raise ValidationError({"name": error.messages}) from None
-    templates = read_upload(upload) if upload is not None else {}
+    templates = read_upload(archive) if archive is not None else {}
     try:
         with transaction.atomic():
             if TemplatePack.objects.filter(name=name).exists():

@@ -60,7 +60,7 @@ def make_pack(owner, name: str = "sales-pack", templates: dict[str, str] | None 
     """A pack owned by `owner`; `readers` (users or groups) may use it."""
     templates = SALES_TEMPLATES if templates is None else templates
     pack = services.create_pack(
-        user=owner, name=name, upload=upload(zip_bytes(templates)) if templates else None, **kwargs
+        user=owner, name=name, archive=upload(zip_bytes(templates)) if templates else None, **kwargs
     )
     if readers:
         entries = [{"role": "owner", "user": owner.username}]
