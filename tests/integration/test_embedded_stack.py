@@ -111,4 +111,6 @@ def test_the_embedded_stack_serves_a_flow_end_to_end(tmp_path):
     assert "scheduler started" in output and "scheduler stopped" in output, output[-3000:]
     assert "celery@" in output and "ready." in output, output[-3000:]
     assert "Booting worker" in output, output[-3000:]
-    assert stack.returncode == 0, output[-3000:]
+    for process in ("web.1", "worker.1", "scheduler.1"):
+        assert f"{process} stopped" in output, output[-3000:]
+    assert stack.returncode == 130, output[-3000:]  # honcho's exit status after Ctrl-C
