@@ -77,3 +77,20 @@ def test_compile_endpoints_need_a_signed_in_user(demo_topology):
     anonymous = api_client_for(None)
     assert anonymous.post("/api/flowconfigs/compile", FLOW, format="json").status_code in (401, 403)
     assert anonymous.get("/api/flowconfigs/demo/f/jobs").status_code in (401, 403)
+
+
+def test_flow_form_compile_preview_fragment_saves_nothing(owner, demo_topology):
+    from django.test import Client
+
+    client = Client()
+    client.force_login(owner)
+    form = {"flow_group": "demo", "flow_name": "f", "source": "landing", "destinations_text": "archive"}
+    response = client.post("/topology/compile-preview/", form, HTTP_HX_REQUEST="true")
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert "demo.f.2-lake-to-archive" in html and "executor.replicate" in html
+    bad = client.post(
+        "/topology/compile-preview/", {**form, "schedule": "61 * * * *"}, HTTP_HX_REQUEST="true"
+    )
+    assert 'class="errors"' in bad.content.decode()
+    assert not FlowConfig.objects.exists()
