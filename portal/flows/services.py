@@ -11,6 +11,7 @@ from django.db import IntegrityError, transaction
 
 from portal.flows.models import FlowConfig
 from portal.flows.signals import flow_catalog_changed
+from portal.templatepacks.services import validate_template_uris_for
 
 logger = logging.getLogger(__name__)
 
@@ -42,6 +43,7 @@ class FlowKeyChange(Exception):
 def create_flow(*, owner: AbstractBaseUser, data: dict[str, Any]) -> FlowConfig:
     flow = FlowConfig(owner=owner, **{k: v for k, v in data.items() if k in (*KEY_FIELDS, *EDITABLE_FIELDS)})
     flow.full_clean(validate_unique=False, validate_constraints=False)
+    validate_template_uris_for(flow.owner, flow.template_uri_list)
     try:
         with transaction.atomic():
             flow.save()
@@ -63,6 +65,7 @@ def update_flow(flow: FlowConfig, *, data: dict[str, Any]) -> FlowConfig:
         if field in data:
             setattr(flow, field, data[field])
     flow.full_clean(validate_unique=False, validate_constraints=False)
+    validate_template_uris_for(flow.owner, flow.template_uri_list)
     with transaction.atomic():
         flow.save()
         flow_catalog_changed.send(sender=FlowConfig, action="update", flow=flow)
