@@ -65,6 +65,8 @@ def validate_string_map(value: object, *, secrets_allowed: bool = False) -> None
     for key, item in value.items():
         if not isinstance(key, str) or not key.strip():
             problems.append("keys must be non-empty strings")
+        elif "\x00" in key or (isinstance(item, str) and "\x00" in item):
+            problems.append(f"{key[:40]!r} contains a NUL character")
         elif len(key) > MAX_KEY:
             problems.append(f"key {key[:40]!r}… is longer than {MAX_KEY} characters")
         elif not isinstance(item, str):

@@ -13,7 +13,8 @@ def nodes(*names: str, kind: str = "files") -> list[DataNode]:
         return {"path": f"var/data/{name}"}
 
     return [
-        services.create_data_node({"name": name, "kind": kind, "properties": connection(name)}) for name in names
+        services.create_data_node({"name": name, "kind": kind, "properties": connection(name)})
+        for name in names
     ]
 
 

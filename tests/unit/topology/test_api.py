@@ -101,6 +101,9 @@ def test_data_node_crud_and_delete_in_use_is_409(staff_api):
     bad = staff_api.post("/api/datanodes", {"name": "c", "properties": {"n": 1}}, format="json")
     assert bad.status_code == 400
     assert bad.json()["properties"] == {"n": ["Must be a string, not int."]}
+    nul = staff_api.post("/api/datanodes", {"name": "c", "properties": {"k\u0000": "v"}}, format="json")
+    assert nul.status_code == 400
+    assert "NUL character" in nul.json()["properties"][0]
 
 
 def test_non_staff_reads_but_cannot_change_the_topology(outsider):
@@ -128,3 +131,27 @@ def test_topology_list_has_no_n_plus_one(staff_api, django_assert_max_num_querie
         executor(f"x{i}", "a>b", "b>c")
     with django_assert_max_num_queries(8):
         assert len(staff_api.get("/api/topologies").json()["results"]) == 10
+
+
+@pytest.mark.parametrize(
+    ("url", "body"),
+    [
+        ("/api/topologies", []),
+        ("/api/topologies", {"name": "x", "capabilities": "a -> b"}),
+        ("/api/topologies", {"name": "x", "capabilities": [["a", "b"]]}),
+        ("/api/topologies", {"name": "x", "capabilities": [{"source": "a", "destination": "a"}]}),
+        ("/api/topologies", {"name": "x", "sparkConf": ["spark.x"]}),
+        ("/api/topologies", {"name": "x", "cost": -1}),
+        ("/api/topologies", {"name": "x", "queue": "has space"}),
+        ("/api/topologies", {"name": "x" * 200}),
+        ("/api/datanodes", {"name": "a\u0000"}),
+        ("/api/datanodes", {"name": "a", "kind": None}),
+        ("/api/flowconfigs/compile", {"flowGroup": "g", "flowName": "n", "properties": {"": "v"}}),
+        ("/api/flowconfigs/compile", {"flowGroup": "g", "flowName": "n", "destinations": [1]}),
+    ],
+)
+def test_odd_bodies_are_400_never_500(staff_api, url, body):
+    nodes("a", "b")
+    response = staff_api.post(url, body, format="json")
+    assert response.status_code == 400, response.content
+    assert not SpecExecutor.objects.exists()
