@@ -7,3 +7,4 @@ class AccountsConfig(AppConfig):
     def ready(self) -> None:
         # Registers the ldap_error receiver that notices directory outages.
         from portal.accounts import backends  # noqa: F401
+        from portal.accounts import schema  # noqa: F401  (OpenAPI auth descriptions)

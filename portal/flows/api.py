@@ -67,7 +67,8 @@ class FlowConfigSerializer(serializers.Serializer):
     compilation = CompilationSerializer(source="*", read_only=True)
 
     def validate(self, attrs: dict) -> dict:
-        alias = attrs.pop("templateNames", None) or attrs.pop("templateName", None)
+        aliases = [attrs.pop("templateNames", None), attrs.pop("templateName", None)]
+        alias = next((value for value in aliases if value), None)
         if alias and not attrs.get("template_uris"):
             attrs["template_uris"] = alias
         if self.instance is None:

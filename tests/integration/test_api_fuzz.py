@@ -8,6 +8,8 @@ import base64
 
 import pytest
 import schemathesis
+from django.core.signals import request_finished, request_started
+from django.db import close_old_connections
 from hypothesis import HealthCheck, settings
 
 from tests.factories import PASSWORD, FlowConfigFactory, UserFactory
@@ -19,7 +21,19 @@ schema = schemathesis.openapi.from_wsgi("/api/schema/", application)
 
 
 @pytest.fixture
-def fuzzer_headers(db) -> dict[str, str]:
+def keep_test_connection():
+    """Raw WSGI calls fire request_finished, whose handler closes the DB
+    connection — and with it the test's transaction. Django's test client
+    detaches that handler during a request; so do we."""
+    request_started.disconnect(close_old_connections)
+    request_finished.disconnect(close_old_connections)
+    yield
+    request_started.connect(close_old_connections)
+    request_finished.connect(close_old_connections)
+
+
+@pytest.fixture
+def fuzzer_headers(db, keep_test_connection) -> dict[str, str]:
     user = UserFactory(username="fuzzer", is_staff=True)
     FlowConfigFactory(flow_group="sales", flow_name="orders", owner=user)
     token = base64.b64encode(f"fuzzer:{PASSWORD}".encode()).decode()

@@ -10,8 +10,16 @@ from portal.flows.models import FlowConfig
 from portal.flows.signals import flow_catalog_changed
 from tests.conftest import api_client_for
 from tests.factories import FlowConfigFactory
+from tests.unit.templatepacks.factories import make_pack
 
 pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def packs(owner):
+    """The packs the owner's flows use: the team's and the seed example's."""
+    make_pack(owner)
+    make_pack(owner, "seed", {"mytemplate.template": "a = 1"})
 
 
 def flow_body(**overrides) -> dict:
@@ -120,6 +128,14 @@ def test_bad_input_names_the_field_and_saves_nothing(api, overrides, field, reas
     errors = response.json()
     assert field in errors, errors
     assert reason in json.dumps(errors[field]), errors
+    assert not FlowConfig.objects.exists()
+
+
+def test_a_template_the_owner_cannot_read_is_refused(api, outsider):
+    make_pack(outsider, "private-pack", {"secret.template": "a = 1"})
+    response = api.post("/api/flowconfigs", flow_body(templateUris="pack://private-pack/secret.template"), format="json")
+    assert response.status_code == 400
+    assert "pack://private-pack/secret.template" in response.json()["templateUris"][0]
     assert not FlowConfig.objects.exists()
 
 
