@@ -6,5 +6,7 @@ class AccountsConfig(AppConfig):
 
     def ready(self) -> None:
         # Registers the ldap_error receiver that notices directory outages.
-        from portal.accounts import backends  # noqa: F401
-        from portal.accounts import schema  # noqa: F401  (OpenAPI auth descriptions)
+        from portal.accounts import (
+            backends,  # noqa: F401
+            schema,  # noqa: F401  (OpenAPI auth descriptions)
+        )

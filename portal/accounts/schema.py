@@ -32,4 +32,8 @@ class BasicScheme(OpenApiAuthenticationExtension):
     name = "basicAuth"
 
     def get_security_definition(self, auto_schema):
-        return {"type": "http", "scheme": "basic", "description": "Username and password (LDAP when configured)."}
+        return {
+            "type": "http",
+            "scheme": "basic",
+            "description": "Username and password (LDAP when configured).",
+        }

@@ -12,10 +12,8 @@ from django.core.signals import request_finished, request_started
 from django.db import close_old_connections
 from hypothesis import HealthCheck, settings
 
+from portal.wsgi import application
 from tests.factories import PASSWORD, FlowConfigFactory, UserFactory
-
-
-from portal.wsgi import application  # noqa: E402  (Django is set up by pytest-django)
 
 schema = schemathesis.openapi.from_wsgi("/api/schema/", application)
 

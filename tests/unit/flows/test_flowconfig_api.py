@@ -133,7 +133,9 @@ def test_bad_input_names_the_field_and_saves_nothing(api, overrides, field, reas
 
 def test_a_template_the_owner_cannot_read_is_refused(api, outsider):
     make_pack(outsider, "private-pack", {"secret.template": "a = 1"})
-    response = api.post("/api/flowconfigs", flow_body(templateUris="pack://private-pack/secret.template"), format="json")
+    response = api.post(
+        "/api/flowconfigs", flow_body(templateUris="pack://private-pack/secret.template"), format="json"
+    )
     assert response.status_code == 400
     assert "pack://private-pack/secret.template" in response.json()["templateUris"][0]
     assert not FlowConfig.objects.exists()
