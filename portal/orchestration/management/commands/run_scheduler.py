@@ -9,6 +9,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand
 
 from portal.orchestration.scheduler import schedule_due_ticks
+from portal.topology.services import load_configured_topology
 
 
 class Command(BaseCommand):
@@ -21,6 +22,10 @@ class Command(BaseCommand):
         stop = threading.Event()
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, lambda *_: stop.set())
+        # The immutable TopologyCatalog of the seed: TOPOLOGY_FILE is synced at
+        # start-up; a bad file stops the scheduler with file:line: reason.
+        if summary := load_configured_topology():
+            self.stdout.write(f"topology from {settings.TOPOLOGY_FILE}: {summary}")
         self.stdout.write(f"scheduler started; polling every {settings.SCHEDULER_POLL_SECONDS}s")
         while not stop.is_set():
             report = schedule_due_ticks()
