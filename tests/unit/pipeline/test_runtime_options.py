@@ -1,0 +1,107 @@
+"""Runtime options: a custom Source (the docs' example), Hadoop URIs, writer sizing/partitioning,
+cancellation."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+
+from portal.pipeline import run_job
+from portal.pipeline.sources.base import Extraction, Source
+from portal.pipeline.workunits import WorkUnit
+
+from .helpers import NOW, data_files, read, run_and_publish, spec, write_csv
+
+
+class NumbersSource(Source):
+    """The custom Source of docs/pipeline.md, verbatim."""
+
+    def get_work_units(self) -> list[WorkUnit]:
+        low = self.previous_watermark("numbers")
+        start = int(low or 0)
+        high = start + (self.props.get_int("numbers.per.run", 100) or 100)
+        return [WorkUnit("numbers", low, str(high), estimated_bytes=8 * (high - start))]
+
+    def extract(self, wu: WorkUnit) -> Extraction:
+        start = int(wu.low_watermark or 0)
+        return Extraction(self.spark.range(start + 1, int(wu.expected_high_watermark) + 1))
+
+
+def test_custom_source_by_dotted_path_runs_incrementally(spark: SparkSession, tmp_path: Path) -> None:
+    props = {
+        "source.class": f"{__name__}.NumbersSource",
+        "numbers.per.run": "5",
+        "data.publisher.final.dir": str(tmp_path / "lake"),
+    }
+    marks: dict[str, str] = {}
+    run_and_publish(spark, spec(tmp_path, props), marks)
+    run_and_publish(spark, spec(tmp_path, props, execution_id=2), marks)
+    assert marks == {"numbers": "10"}
+    assert sorted(r.id for r in read(spark, tmp_path / "lake" / "numbers").collect()) == list(range(1, 11))
+
+
+def test_hadoop_uris_for_source_work_dir_and_publish(spark: SparkSession, tmp_path: Path) -> None:
+    write_csv(tmp_path / "landing" / "t" / "a.csv", "id", ["1", "2"], mtime=NOW - 60)
+    props = {
+        "source.class": "portal.pipeline.sources.files.FileSource",
+        "source.files.path": f"file://{tmp_path}/landing",
+        "source.files.format": "csv",
+        "source.schema": "id INT",
+        "data.publisher.final.dir": f"file://{tmp_path}/lake",
+    }
+    job = spec(tmp_path, props)
+    job["work_dir"] = f"file://{tmp_path}/work"
+    marks: dict[str, str] = {}
+    states = run_and_publish(spark, job, marks)
+    assert states[0]["status"] == "SUCCEEDED", states[0]["error"]
+    assert states[0]["branches"][0]["output_files"][0]["path"].startswith("file:")
+    assert marks["t"].endswith(":a.csv")
+    assert sorted(r.id for r in read(spark, tmp_path / "lake" / "t").collect()) == [1, 2]
+    assert data_files(tmp_path / "work") == []  # task output moved, folders cleaned up
+
+
+def test_writer_partitions_by_ingestion_date_and_caps_records_per_file(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    write_csv(tmp_path / "landing" / "t" / "a.csv", "id", [str(i) for i in range(10)], mtime=NOW - 60)
+    props = {
+        "source.class": "portal.pipeline.sources.files.FileSource",
+        "source.files.path": str(tmp_path / "landing"),
+        "source.files.format": "csv",
+        "source.schema": "id INT",
+        "writer.partition.columns": "ingestion_date",
+        "writer.file.max.records": "3",
+        "writer.output.format": "JSON",
+        "data.publisher.final.dir": str(tmp_path / "lake"),
+    }
+    states = run_and_publish(spark, spec(tmp_path, props), {})
+    branch = states[0]["branches"][0]
+    assert branch["records_written"] == 10
+    assert len(branch["output_files"]) >= 4 and branch["bytes_written"] > 0
+    folders = [p.name for p in (tmp_path / "lake" / "t").iterdir()]
+    assert len(folders) == 1 and folders[0].startswith("ingestion_date=")
+    assert read(spark, tmp_path / "lake" / "t", "json").count() == 10
+
+
+def test_a_cancelled_job_reports_cancelled_tasks_and_keeps_watermarks(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    for name in ("a", "b"):
+        write_csv(tmp_path / "landing" / name / "f.csv", "id", ["1"], mtime=NOW - 60)
+    props = {
+        "source.class": "portal.pipeline.sources.files.FileSource",
+        "source.files.path": str(tmp_path / "landing"),
+        "source.files.format": "csv",
+        "data.publisher.final.dir": str(tmp_path / "lake"),
+    }
+    cancel = threading.Event()
+    cancel.set()
+    seen: list[str] = []
+    states = run_job(
+        spark, spec(tmp_path, props), cancel_event=cancel, on_task_state=lambda s: seen.append(s["task_id"])
+    )
+    assert [s["status"] for s in states] == ["CANCELLED", "CANCELLED"]
+    assert all(s["actual_high_watermark"] is None for s in states)
+    assert sorted(seen) == sorted(s["task_id"] for s in states)
