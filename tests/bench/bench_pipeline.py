@@ -141,10 +141,15 @@ def main() -> int:
     # Warm up the JVM (class loading, JIT) so the first measurement is not penalised.
     spark.read.parquet(str(src)).limit(1000).write.mode("overwrite").parquet(str(work / "warmup"))
 
-    raw_s, _ = timed(
-        "raw read.parquet -> write.parquet",
-        lambda: spark.read.parquet(str(src)).write.mode("overwrite").parquet(str(work / "raw")),
-    )
+    # The raw copy runs twice (the first also warms the JVM's JIT); the faster one is the baseline.
+    raw_runs = [
+        timed(
+            f"raw read.parquet -> write.parquet (#{i})",
+            lambda: spark.read.parquet(str(src)).write.mode("overwrite").parquet(str(work / "raw")),
+        )[0]
+        for i in (1, 2)
+    ]
+    raw_s = min(raw_runs)
     full_s, states = timed(
         "run_job + publish (single branch)", lambda: run_and_publish(spark, spec("full", props("lake")))
     )
