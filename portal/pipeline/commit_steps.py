@@ -58,8 +58,9 @@ class CommitStep(ABC):
         """JSON form, with a ``type`` key."""
 
     @classmethod
+    @abstractmethod
     def build(cls, data: Mapping[str, Any], properties: Mapping[str, str] | None) -> CommitStep:
-        raise NotImplementedError
+        """Rebuild a step from its JSON form."""
 
     @staticmethod
     def from_dict(data: Mapping[str, Any], properties: Mapping[str, str] | None = None) -> CommitStep:

@@ -28,6 +28,7 @@ Unknown fields named in a converter's configuration fail the task with the conve
 from __future__ import annotations
 
 import datetime as dt
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
 
 from pyspark.sql import Column, DataFrame
@@ -50,7 +51,7 @@ class ConverterContext:
     ingestion_time: dt.datetime
 
 
-class Converter:
+class Converter(ABC):
     """Base class; override :meth:`convert`."""
 
     def __init__(self, props: Properties, context: ConverterContext) -> None:
@@ -61,8 +62,9 @@ class Converter:
     def name(self) -> str:
         return type(self).__name__
 
+    @abstractmethod
     def convert(self, df: DataFrame) -> DataFrame:
-        raise NotImplementedError
+        """The converted stream."""
 
     def _check_fields(self, df: DataFrame, names: list[str], key: str) -> None:
         missing = [n for n in names if n not in df.columns]

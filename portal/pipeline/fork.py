@@ -18,6 +18,8 @@ listed).  The seed's sensitive-data example is :mod:`portal.pipeline.examples`.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
+
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -29,7 +31,7 @@ from portal.pipeline.properties import Properties
 DEFAULT_OPERATOR = "portal.pipeline.fork.IdentityForkOperator"
 
 
-class ForkOperator:
+class ForkOperator(ABC):
     """Base class; ``props`` is the pre-fork (job-level) view."""
 
     def __init__(self, props: Properties) -> None:
@@ -44,8 +46,9 @@ class ForkOperator:
     def fork_schema(self, schema: T.StructType) -> list[bool]:
         return [True] * self.get_branches()
 
+    @abstractmethod
     def fork_data_records(self, schema: T.StructType) -> list[Column | bool]:
-        raise NotImplementedError
+        """Per branch: whether (or for which records) it gets the record."""
 
 
 class IdentityForkOperator(ForkOperator):

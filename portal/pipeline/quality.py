@@ -35,6 +35,7 @@ reported.  Built-ins:
 from __future__ import annotations
 
 import json
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any
 
@@ -53,7 +54,7 @@ REASON = "_reject_reason"
 _INDEX = "fp_reject_index"
 
 
-class RowPolicy:
+class RowPolicy(ABC):
     """Base class of row policies; :meth:`condition` is True for a good row."""
 
     def __init__(self, props: Properties, policy_type: str) -> None:
@@ -64,8 +65,9 @@ class RowPolicy:
     def name(self) -> str:
         return type(self).__name__
 
+    @abstractmethod
     def condition(self, df: DataFrame) -> Column:
-        raise NotImplementedError
+        """True for a row that passes."""
 
     def _field(self, df: DataFrame, key: str) -> str:
         name = self.props.require(key)

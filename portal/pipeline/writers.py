@@ -25,6 +25,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import math
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -65,7 +66,7 @@ class WriteResult:
     staging_table: str | None = None
 
 
-class DataWriter:
+class DataWriter(ABC):
     """Base class: validate configuration in ``__init__`` (before any read), write in :meth:`write`."""
 
     format = "CUSTOM"
@@ -78,10 +79,11 @@ class DataWriter:
     def final_dir(self) -> str | None:
         return None
 
+    @abstractmethod
     def write(self, df: DataFrame) -> WriteResult:
-        raise NotImplementedError
+        """Write the branch's records to staging."""
 
-    def abort(self) -> None:
+    def abort(self) -> None:  # noqa: B027  (optional hook: most writers leave nothing behind)
         """Remove whatever a failed or unpublishable write left behind."""
 
     def _task_path(self, key: str, default_leaf: str) -> str:
