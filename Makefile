@@ -5,6 +5,10 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 BIND ?= 127.0.0.1:8000
+# The suite's integration tests share the test database with real worker
+# processes, so tests run on this machine's PostgreSQL and Redis by default.
+TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/flowport
+TEST_BROKER_URL ?= redis://127.0.0.1:6379/0
 
 .PHONY: run test bench lint check system-deps system-deps-test migrate demo clean
 
@@ -26,10 +30,16 @@ system-deps:
 system-deps-test:
 	@scripts/install-system-deps.sh test
 
+# axe-core (npm) for the browser tests' accessibility check (tests/e2e).
+E2E_NODE := tests/e2e/node_modules/.package-lock.json
+$(E2E_NODE): tests/e2e/package.json tests/e2e/package-lock.json
+	npm ci --prefix tests/e2e --no-audit --no-fund --loglevel=error
+
 migrate: system-deps $(VENV)/.runtime-installed
 	$(PY) manage.py migrate --noinput
 
 demo: migrate
+	$(PY) manage.py ensure_master_key
 	$(PY) manage.py load_demo
 
 run: demo
@@ -46,9 +56,10 @@ check: lint
 	$(PY) manage.py check
 	$(PY) manage.py makemigrations --check --dry-run
 
-test: system-deps-test $(VENV)/.dev-installed
+test: system-deps-test $(VENV)/.dev-installed $(E2E_NODE)
 	$(MAKE) --no-print-directory check
-	$(VENV)/bin/pytest $(PYTEST_ARGS)
+	DATABASE_URL=$${DATABASE_URL:-$(TEST_DATABASE_URL)} CELERY_BROKER_URL=$${CELERY_BROKER_URL:-$(TEST_BROKER_URL)} \
+		$(VENV)/bin/pytest $(PYTEST_ARGS)
 
 bench: system-deps-test $(VENV)/.dev-installed
 	$(PY) tests/bench/run_all.py

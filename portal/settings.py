@@ -150,7 +150,7 @@ AUTH_PASSWORD_VALIDATORS = [
 # LDAP is put in front of this in the Identity section below when configured.
 AUTHENTICATION_BACKENDS = ["django.contrib.auth.backends.ModelBackend"]
 LOGIN_URL = "login"
-LOGIN_REDIRECT_URL = "flows:list"
+LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
 
 LANGUAGE_CODE = "en-us"
@@ -284,3 +284,90 @@ SCHEDULER_MAX_CATCH_UP = env_int("SCHEDULER_MAX_CATCH_UP", 100)
 # YAML or HOCON topology file synced at start-up (`manage.py load_topology`);
 # empty = topology managed only through the pages and API.
 TOPOLOGY_FILE = env("TOPOLOGY_FILE", "")
+
+# --- Orchestration ----------------------------------------------------------------
+# How often a portal process looks for action rows and unsent outbox messages.
+ORCHESTRATOR_POLL_MILLIS = env_int("ORCHESTRATOR_POLL_MILLIS", 250)
+# A claimed action not finished within this is retaken by another process.
+ORCHESTRATOR_ACTION_LEASE_SECONDS = env_int("ORCHESTRATOR_ACTION_LEASE_SECONDS", 60)
+# flow.allowConcurrentExecution when a flow does not say.
+FLOW_ALLOW_CONCURRENT_EXECUTION = env_bool("FLOW_ALLOW_CONCURRENT_EXECUTION", False)
+# Each job attempt's log file lives under <FLOWPORT_LOG_DIR>/jobs/.
+FLOWPORT_LOG_DIR = env("FLOWPORT_LOG_DIR", str(VAR_DIR / "logs"))
+# A worker's Spark driver: what its stderr shows, and what each job's driver
+# log (jobs/<executionId>/<job>.<attempt>.driver.log) keeps.
+SPARK_LOG_LEVEL = env("SPARK_LOG_LEVEL", "WARN")
+SPARK_DRIVER_LOG_LEVEL = env("SPARK_DRIVER_LOG_LEVEL", "INFO")
+for _name in ("SPARK_LOG_LEVEL", "SPARK_DRIVER_LOG_LEVEL"):
+    if globals()[_name].upper() not in {"TRACE", "DEBUG", "INFO", "WARN", "ERROR", "FATAL", "OFF"}:
+        raise ImproperlyConfigured(
+            f"{_name}={globals()[_name]!r} is not a log4j2 level (TRACE, DEBUG, INFO, WARN, ERROR, FATAL, OFF)"
+        )
+# Task-staging / task-output / extract folders of running jobs (path or Hadoop URI).
+FLOWPORT_WORK_DIR = env("FLOWPORT_WORK_DIR", str(VAR_DIR / "work"))
+# Workers beat this often; a running job whose worker missed
+# WORKER_LEASE_SECONDS of beats is given to another worker.
+WORKER_HEARTBEAT_SECONDS = env_int("WORKER_HEARTBEAT_SECONDS", 5)
+WORKER_LEASE_SECONDS = env_int("WORKER_LEASE_SECONDS", 30)
+# Default SLAs (Gobblin's gobblin.flow.sla.* and gobblin.job.start.sla.* win).
+FLOW_SLA_SECONDS = env_int("FLOW_SLA_SECONDS", 24 * 3600)
+JOB_START_SLA_SECONDS = env_int("JOB_START_SLA_SECONDS", 600)
+# Seconds to wait for the broker when relaying one message (the outbox keeps it on failure).
+CELERY_BROKER_CONNECTION_TIMEOUT = env_int("CELERY_BROKER_CONNECTION_TIMEOUT", 2)
+
+# --- Keys -----------------------------------------------------------------------
+# The master key ring that wraps customer keys (docs/keys.md): a file readable
+# by its owner only (0600; wider is refused), or, for development only, the
+# same text in FLOWPORT_MASTER_KEY. Neither set = embedded mode:
+# $FLOWPORT_VAR_DIR/master-key, created on first use or by `manage.py ensure_master_key`.
+FLOWPORT_MASTER_KEY_FILE = env("FLOWPORT_MASTER_KEY_FILE")
+FLOWPORT_MASTER_KEY = env("FLOWPORT_MASTER_KEY")
+
+# --- Monitoring -----------------------------------------------------------------
+# Dashboards, SLA and health monitors, event sinks, /metrics (docs/monitoring.md).
+MONITORING_DASHBOARD_REFRESH_SECONDS = env_int("MONITORING_DASHBOARD_REFRESH_SECONDS", 5)
+MONITORING_CHART_REFRESH_SECONDS = env_int("MONITORING_CHART_REFRESH_SECONDS", 10)
+# Executions per flow chart (and 4x this many rows on a dataset page).
+MONITORING_CHART_RUNS = env_int("MONITORING_CHART_RUNS", 50)
+# The scheduler runs the monitors this often; probes of the broker and Spark
+# masters at most every MONITORING_PROBE_INTERVAL_SECONDS across all schedulers.
+MONITORING_INTERVAL_SECONDS = env_int("MONITORING_INTERVAL_SECONDS", 15)
+MONITORING_PROBE_INTERVAL_SECONDS = env_int("MONITORING_PROBE_INTERVAL_SECONDS", 30)
+MONITORING_PROBE_TIMEOUT_SECONDS = env_int("MONITORING_PROBE_TIMEOUT_SECONDS", 2)
+# An execution is "at risk" once this share of its SLA has passed (or its usual
+# duration would end past the deadline); "missed" this long after the deadline
+# when the orchestrator has not reported it already.
+try:
+    MONITORING_SLA_AT_RISK_FRACTION = float(env("MONITORING_SLA_AT_RISK_FRACTION", "0.8"))
+except ValueError:
+    MONITORING_SLA_AT_RISK_FRACTION = -1.0
+if not 0 < MONITORING_SLA_AT_RISK_FRACTION <= 1:
+    raise ImproperlyConfigured("MONITORING_SLA_AT_RISK_FRACTION must be in (0, 1]")
+MONITORING_SLA_GRACE_SECONDS = env_int("MONITORING_SLA_GRACE_SECONDS", 60)
+# Event sinks: email through Django's mail settings below, and/or a webhook
+# that receives each event as a JSON POST. Empty = the dashboard only.
+MONITORING_EMAIL_TO = env_list("MONITORING_EMAIL_TO")
+MONITORING_WEBHOOK_URL = env_secret("MONITORING_WEBHOOK_URL")
+MONITORING_SINK_TIMEOUT_SECONDS = env_int("MONITORING_SINK_TIMEOUT_SECONDS", 5)
+MONITORING_SINK_MIN_SEVERITY = env("MONITORING_SINK_MIN_SEVERITY", "INFO").upper()
+if MONITORING_SINK_MIN_SEVERITY not in ("INFO", "WARNING", "ERROR"):
+    raise ImproperlyConfigured("MONITORING_SINK_MIN_SEVERITY must be INFO, WARNING or ERROR")
+# Events older than this are not forwarded (nor failures alerted): no flood
+# when a sink is configured for the first time or comes back after a long outage.
+MONITORING_SINK_MAX_AGE_SECONDS = env_int("MONITORING_SINK_MAX_AGE_SECONDS", 3600)
+# /metrics is open unless this is set (then `Authorization: Bearer <token>`).
+MONITORING_METRICS_TOKEN = env_secret("MONITORING_METRICS_TOKEN")
+EMAIL_HOST = env("EMAIL_HOST", "localhost")
+EMAIL_PORT = env_int("EMAIL_PORT", 25)
+EMAIL_HOST_USER = env("EMAIL_HOST_USER")
+EMAIL_HOST_PASSWORD = env_secret("EMAIL_HOST_PASSWORD")
+EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", False)
+EMAIL_USE_SSL = env_bool("EMAIL_USE_SSL", False)
+EMAIL_TIMEOUT = MONITORING_SINK_TIMEOUT_SECONDS
+DEFAULT_FROM_EMAIL = env("DEFAULT_FROM_EMAIL", "flowport@localhost")
+MONITORING_EMAIL_FROM = env("MONITORING_EMAIL_FROM", DEFAULT_FROM_EMAIL)
+# Executors on YARN/K8s run each job with spark-submit in cluster deploy mode;
+# their drivers decrypt ENC(...) properties with this master key ring file (a
+# path on an ACL-protected filesystem the cluster shares). Empty = no secrets
+# can reach such jobs.
+SPARK_SUBMIT_MASTER_KEY_FILE = env("SPARK_SUBMIT_MASTER_KEY_FILE", "")

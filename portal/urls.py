@@ -30,7 +30,7 @@ api_urlpatterns = [
 ]
 
 urlpatterns = [
-    path("", RedirectView.as_view(pattern_name="flows:list", permanent=False), name="home"),
+    path("", RedirectView.as_view(pattern_name="monitoring:dashboard", permanent=False), name="home"),
     path("login/", accounts_views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("flows/", include("portal.flows.urls")),
@@ -38,8 +38,10 @@ urlpatterns = [
     path("packs/", include("portal.templatepacks.urls")),
     path("topology/", include("portal.topology.urls")),
     path("executions/", include("portal.orchestration.urls")),
+    path("state/", include("portal.orchestration.state_urls")),
     path("keys/", include("portal.keys.urls")),
     path("monitoring/", include("portal.monitoring.urls")),
     path("api/", include(api_urlpatterns)),
+    path("", include("portal.monitoring.root_urls")),  # /metrics for Prometheus
     path("admin/", admin.site.urls),
 ]

@@ -7,6 +7,8 @@ mode=${1:-run}
 packages=(libldap2-dev libsasl2-dev default-jre-headless libpostgresql-jdbc-java)
 if [ "$mode" = test ]; then
   packages+=(slapd ldap-utils chromium redis-server)
+  # npm installs axe-core for the browser tests; any npm on PATH will do.
+  command -v npm >/dev/null 2>&1 || packages+=(nodejs npm)
 fi
 missing=()
 for pkg in "${packages[@]}"; do

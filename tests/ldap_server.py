@@ -11,7 +11,6 @@ Unit tests start it through the session fixture in
 from __future__ import annotations
 
 import shutil
-import socket
 import subprocess
 import tempfile
 import time
@@ -19,6 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import ldap
+
+from tests.ports import free_port
 
 SLAPD = shutil.which("slapd") or "/usr/sbin/slapd"
 SLAPADD = shutil.which("slapadd") or "/usr/sbin/slapadd"
@@ -52,12 +53,6 @@ GROUPS: dict[str, list[str]] = {
     "flowport-admins": ["erin"],
     "flowport-proxies": ["proxy"],
 }
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _member_dn(member: str) -> str:

@@ -1,12 +1,44 @@
-"""The flow form. Field rules come from the model's validators and clean(),
-the same ones the API goes through (via flows.services)."""
+"""The flow form, for creating and editing alike.
+
+Field rules come from the model's validators and clean(), from
+templatepacks (which templates the owner may use, which attributes they
+leave unset) and from the keys app (secret values); the API goes through the
+same ones via flows.services. This module only collects input and puts each
+error next to the input it is about.
+
+What a browser posts: flow_group, flow_name, description, source,
+destinations (repeated), template_uris, attr:<name> (one per attribute the
+chosen template asks for), schedule, run_immediately, prop-<n>-key /
+prop-<n>-value (property rows), properties_text (key=value lines),
+secret-<n>-key / secret-<n>-value / secret-<n>-original (secret rows; a blank
+value keeps the stored ciphertext of <original>). A comma-separated
+destinations_text is read when no destinations are posted.
+"""
 
 from __future__ import annotations
 
-from django import forms
-from django.core.exceptions import ValidationError
+import re
+from dataclasses import dataclass
+from functools import cached_property
 
+from django import forms
+from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
+from django.forms.utils import ErrorList
+
+from portal.flows import formdata
 from portal.flows.models import FlowConfig
+from portal.flows.validators import split_template_uris
+from portal.keys.properties import ENCRYPTED_MASK, WRAPPED_KEY_PROPERTY, looks_encrypted
+
+# What a secret looks like wherever it is not yet encrypted (previews): the
+# keys app's mask, so it is never mistaken for a value.
+NOT_YET_ENCRYPTED = ENCRYPTED_MASK
+MAX_ROWS = 500
+BLANK_ROWS = 2
+ATTRIBUTE_INPUT = "attr:"
+# Fields rendered as a group of inputs (a fieldset with this id: field-<name>).
+GROUPS = ("destinations", "properties", "secrets")
+_ROW_INPUT = re.compile(r"^(?P<prefix>prop|secret)-(?P<index>\d{1,4})-(?:key|value|original)$")
 
 
 def parse_property_lines(text: str) -> dict[str, str]:
@@ -25,19 +57,155 @@ def parse_property_lines(text: str) -> dict[str, str]:
     return properties
 
 
+def attribute_input_id(name: str) -> str:
+    return "id_attr-" + re.sub(r"[^A-Za-z0-9_-]", "-", name)
+
+
+@dataclass
+class Row:
+    """One key/value row; `original` is the stored key a secret row stands for."""
+
+    key: str = ""
+    value: str = ""
+    original: str = ""
+
+    @property
+    def blank(self) -> bool:
+        return not self.key.strip() and not self.value.strip()
+
+
+class RowsWidget(forms.Widget):
+    """Reads rows posted as <prefix>-<n>-key / -value / -original, any n
+    (scripts add rows with the next number; gaps are fine). Rendered by
+    templates/flows/partials/kv_rows.html, not by Django."""
+
+    def __init__(self, prefix: str) -> None:
+        super().__init__()
+        self.prefix = prefix
+
+    def value_from_datadict(self, data, files, name) -> list[Row]:
+        indexes = sorted(
+            {
+                int(match["index"])
+                for key in data
+                if (match := _ROW_INPUT.match(key)) and match["prefix"] == self.prefix
+            }
+        )
+        return [
+            Row(*(data.get(f"{self.prefix}-{index}-{part}", "") for part in ("key", "value", "original")))
+            for index in indexes
+        ]
+
+    def value_omitted_from_data(self, data, files, name) -> bool:
+        return False  # no rows posted means no properties
+
+
+class RowsField(forms.Field):
+    def __init__(self, *, prefix: str, noun: str, **kwargs) -> None:
+        self.noun = noun
+        super().__init__(widget=RowsWidget(prefix), required=False, **kwargs)
+
+    def to_python(self, value) -> list[Row]:
+        return [row for row in value or [] if not row.blank]
+
+    def validate(self, rows: list[Row]) -> None:
+        if len(rows) > MAX_ROWS:
+            raise ValidationError(f"At most {MAX_ROWS} rows.")
+        problems, seen = [], set()
+        for row in rows:
+            key = row.key.strip()
+            if not key:
+                problems.append(
+                    f"A {self.noun.lower()} has a value but no key; give it a key or clear the value."
+                )
+            elif key in seen:
+                problems.append(f"{key!r} is given twice.")
+            seen.add(key)
+        if problems:
+            raise ValidationError(list(dict.fromkeys(problems)))
+
+
+class AttributesWidget(forms.Widget):
+    """Reads the template attribute inputs, posted as attr:<name>."""
+
+    def value_from_datadict(self, data, files, name) -> dict[str, str]:
+        return {
+            key[len(ATTRIBUTE_INPUT) :]: data.get(key, "")
+            for key in data
+            if key.startswith(ATTRIBUTE_INPUT) and key[len(ATTRIBUTE_INPUT) :].strip()
+        }
+
+    def value_omitted_from_data(self, data, files, name) -> bool:
+        return False
+
+
+class AttributesField(forms.Field):
+    widget = AttributesWidget
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(required=False, **kwargs)
+
+    def to_python(self, value) -> dict[str, str]:
+        return {name.strip(): (text or "").strip() for name, text in (value or {}).items()}
+
+
+class DestinationsWidget(forms.Widget):
+    """Checkboxes named `destinations`; a comma-separated `destinations_text`
+    is read when none are posted (scripts, and the form before it had
+    checkboxes)."""
+
+    def value_from_datadict(self, data, files, name) -> list[str]:
+        if hasattr(data, "getlist") and data.getlist(name):
+            return data.getlist(name)
+        if isinstance(data.get(name), list):
+            return data[name]
+        return [item for item in (data.get("destinations_text") or "").split(",")]
+
+    def value_omitted_from_data(self, data, files, name) -> bool:
+        return False  # no box ticked means no destinations
+
+
+class DestinationsField(forms.Field):
+    widget = DestinationsWidget
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(required=False, **kwargs)
+
+    def to_python(self, value) -> list[str]:
+        return [item.strip() for item in value or [] if item and item.strip()]
+
+
 class FlowConfigForm(forms.ModelForm):
-    properties_text = forms.CharField(
+    destinations = DestinationsField(
+        label="Destinations",
+        help_text="Tick every data node the data should reach; the compiler finds the executors.",
+    )
+    attributes = AttributesField(label="Template attributes")
+    properties = RowsField(
+        prefix="prop",
+        noun="Property",
         label="Properties",
+        help_text="Job properties, e.g. source.jdbc.tables = orders. They win over the template's. "
+        "Empty a row's key and value to remove it.",
+    )
+    properties_text = forms.CharField(
+        label="Paste properties",
         required=False,
         widget=forms.Textarea(
-            attrs={"rows": 6, "placeholder": "source.jdbc.tables=orders\nwriter.output.format=parquet"}
+            attrs={
+                "rows": 4,
+                "spellcheck": "false",
+                "placeholder": "source.jdbc.tables=orders\nwriter.output.format=parquet",
+            }
         ),
-        help_text="One key=value per line.",
+        help_text="One key=value per line, e.g. from a Gobblin .pull file; added to the rows above.",
     )
-    destinations_text = forms.CharField(
-        label="Destinations",
-        required=False,
-        help_text="Data node names, comma-separated.",
+    secrets = RowsField(
+        prefix="secret",
+        noun="Secret",
+        label="Secret properties",
+        help_text="Passwords and tokens. Encrypted with your customer key before they are stored; "
+        "never shown again. Leave a value empty to keep the stored one.",
     )
 
     class Meta:
@@ -47,46 +215,375 @@ class FlowConfigForm(forms.ModelForm):
             "flow_name",
             "description",
             "source",
+            "destinations",
+            "template_uris",
             "schedule",
             "run_immediately",
-            "template_uris",
         ]
-        labels = {"flow_group": "Flow group", "flow_name": "Flow name", "template_uris": "Templates"}
+        labels = {
+            "flow_group": "Flow group",
+            "flow_name": "Flow name",
+            "source": "Source",
+            "template_uris": "Job template",
+            "schedule": "Schedule",
+            "run_immediately": "Run immediately after saving",
+        }
+        help_texts = {
+            "flow_group": "Letters, digits, '_', '.' or '-'; with the name, the flow's key.",
+            "flow_name": "Letters, digits, '_', '.' or '-'. The key cannot change later.",
+            "source": "The data node the data is read from.",
+            "template_uris": (
+                "From the template packs you can read. The fields a template asks for appear below: "
+                "those in its gobblin.template.required_attributes. A template can describe one with "
+                'flowport.attribute.<name>.description = "…" and suggest a value with '
+                'flowport.attribute.<name>.default = "…".'
+            ),
+            "schedule": (
+                "Unix cron, 5 fields (*/15 * * * *), or Gobblin's Quartz form (0 0/15 * * * ?). "
+                "Empty runs the flow once."
+            ),
+        }
         widgets = {
             "description": forms.Textarea(attrs={"rows": 2}),
-            "template_uris": forms.TextInput(attrs={"placeholder": "pack://team-pack/ingest/jdbc.template"}),
-            "schedule": forms.TextInput(attrs={"placeholder": "*/15 * * * *"}),
+            "source": forms.Select(),
+            "template_uris": forms.Select(),
+            "schedule": forms.TextInput(
+                attrs={"placeholder": "*/15 * * * *", "spellcheck": "false", "autocomplete": "off"}
+            ),
         }
 
-    def __init__(self, *args, **kwargs) -> None:
-        super().__init__(*args, **kwargs)
-        if self.instance.pk:
-            # The key is the flow's identity; show it, never change it.
+    def __init__(self, data=None, *, instance: FlowConfig | None = None, user=None, encrypt: bool = False):
+        """`user` is whose template packs and customer key count (the flow's
+        owner); without one (the topology compile preview) pack access and
+        secrets are not checked. `encrypt` makes secret values ciphertext
+        (only when saving; previews use a placeholder)."""
+        super().__init__(data, instance=instance)
+        self.user = user
+        self.encrypt = encrypt
+        self.editing = self.instance.pk is not None
+        self.merged_properties: dict[str, str] = {}
+        self.attribute_errors: dict[str, list[str]] = {}
+        self.nodes = formdata.data_nodes()
+        source = self.data.get("source", "") if self.is_bound else self.instance.source
+        self.fields["source"].widget.choices = formdata.source_choices(self.nodes, source or "")
+        self.fields["template_uris"].widget.choices = formdata.template_choices(user, self.chosen_templates)
+        for name in ("source", "template_uris"):
+            self.fields[name].widget.attrs.pop("maxlength", None)  # a select has none
+        if self.editing:
             for name in ("flow_group", "flow_name"):
-                self.fields[name].disabled = True
-            self.fields["properties_text"].initial = "\n".join(
-                f"{k}={v}" for k, v in sorted(self.instance.properties.items())
+                # Shown and posted (previews compile with it), never changed.
+                self.fields[name].required = False
+                self.fields[name].widget.attrs["readonly"] = True
+                self.fields[name].help_text = "The flow's key; it cannot change."
+        for name, field in self.fields.items():
+            field.widget.attrs.setdefault("aria-describedby", self.describedby(name))
+
+    # --- what the template renders ------------------------------------------
+
+    def describedby(self, name: str) -> str:
+        ids = [f"id_{name}_helptext"] if self.fields[name].help_text else []
+        return " ".join([*ids, f"id_{name}_errors"])
+
+    @property
+    def chosen_templates(self) -> str:
+        if self.is_bound:
+            return (self.data.get("template_uris") or "").strip()
+        return self.instance.template_uris
+
+    def template_attributes(self) -> formdata.TemplateAttributes:
+        if not hasattr(self, "_template_attributes"):
+            self._template_attributes = formdata.template_attributes(
+                self.chosen_templates, self.user, self._template_loader
             )
-            self.fields["destinations_text"].initial = ", ".join(self.instance.destinations)
+        return self._template_attributes
+
+    def attribute_fields(self) -> list[dict]:
+        """One input per template attribute: value posted, else the flow's
+        own (editing), else the template's suggested default (new input).
+        Encrypted attributes are password inputs that never carry a value."""
+        stored = self._stored
+        posted = (
+            AttributesWidget().value_from_datadict(self.data, None, "attributes") if self.is_bound else {}
+        )
+        in_rows = {row.key.strip() for row in self._rows("properties")}
+        fields = []
+        for attribute in self.template_attributes().attributes:
+            name = attribute.name
+            if attribute.encrypted:
+                value = ""
+            elif name in posted:
+                value = posted[name]
+            elif name in in_rows:
+                value = ""
+            elif not self.is_bound and self.editing:
+                value = stored.get(name, "")
+            else:
+                value = attribute.default
+            input_id = attribute_input_id(name)
+            fields.append(
+                {
+                    "attribute": attribute,
+                    "input_name": f"{ATTRIBUTE_INPUT}{name}",
+                    "id": input_id,
+                    "help_id": f"{input_id}_helptext",
+                    "errors_id": f"{input_id}_errors",
+                    "value": value,
+                    "stored_secret": attribute.encrypted and looks_encrypted(stored.get(name)),
+                    "in_rows": name in in_rows,
+                    "errors": self.attribute_errors.get(name, []),
+                }
+            )
+        return fields
+
+    @property
+    def _stored(self) -> dict[str, str]:
+        return self.instance.properties if self.editing else {}
+
+    def _rows(self, name: str) -> list[Row]:
+        if self.is_bound:
+            return self.fields[name].to_python(
+                self.fields[name].widget.value_from_datadict(self.data, None, name)
+            )
+        return []
+
+    def property_rows(self) -> list[Row]:
+        if self.is_bound:
+            rows = self._rows("properties")
+        else:
+            shown = {*self.template_attributes().names, WRAPPED_KEY_PROPERTY}
+            rows = [  # by key: the database (jsonb) keeps no order
+                Row(key, value)
+                for key, value in sorted(self._stored.items())
+                if key not in shown and not looks_encrypted(value)
+            ]
+        return [*rows, *(Row() for _ in range(BLANK_ROWS))]
+
+    def secret_rows(self) -> list[Row]:
+        """Never carries a value: stored secrets show as 'stored', typed ones
+        are not sent back to the page."""
+        if self.is_bound:
+            rows = [Row(row.key, "", row.original) for row in self._rows("secrets")]
+        else:
+            shown = set(self.template_attributes().encrypted_names)
+            rows = [
+                Row(key, "", key)
+                for key, value in sorted(self._stored.items())
+                if looks_encrypted(value) and key not in shown
+            ]
+        return [*rows, *(Row() for _ in range(1 if rows else BLANK_ROWS))]
+
+    def typed_secrets(self) -> bool:
+        """Whether secret values were typed (and so must be typed again after an error)."""
+        encrypted = self.template_attributes().encrypted_names
+        posted = (
+            AttributesWidget().value_from_datadict(self.data, None, "attributes") if self.is_bound else {}
+        )
+        return any(row.value for row in self._rows("secrets")) or any(posted.get(name) for name in encrypted)
+
+    def has_customer_key(self) -> bool:
+        return self.user is not None and formdata.customer_key_for(self.user, self._stored) is not None
+
+    @cached_property
+    def destination_values(self) -> list[str]:
+        if self.is_bound:
+            field = self.fields["destinations"]
+            return field.to_python(field.widget.value_from_datadict(self.data, None, "destinations"))
+        return list(self.instance.destinations)
+
+    @cached_property
+    def unknown_destinations(self) -> list[str]:
+        """Ticked destinations that are not data nodes (any more): kept ticked."""
+        names = {node.name for node in self.nodes}
+        return [name for name in self.destination_values if name not in names]
+
+    def errors_for(self, name: str) -> list[str]:
+        """Errors of a field, or of one template attribute (`attr:<name>`)."""
+        if name.startswith(ATTRIBUTE_INPUT):
+            return self.attribute_errors.get(name[len(ATTRIBUTE_INPUT) :], [])
+        return list(self.errors.get(name, []))
+
+    def error_summary(self) -> list[tuple[str, str, str]]:
+        """(input id, label, message) for every problem, for the list at the top."""
+        items = [("", "", error) for error in self.non_field_errors()]
+        for name, field in self.fields.items():
+            if name == "attributes":
+                for attribute_name, messages in self.attribute_errors.items():
+                    items.extend((attribute_input_id(attribute_name), attribute_name, m) for m in messages)
+                continue
+            target = f"field-{name}" if name in GROUPS else f"id_{name}"
+            items.extend((target, str(field.label), message) for message in self.errors.get(name, []))
+        return items
+
+    # --- validation -----------------------------------------------------------
+
+    def clean_flow_group(self) -> str:
+        return self.instance.flow_group if self.editing else self.cleaned_data["flow_group"]
+
+    def clean_flow_name(self) -> str:
+        return self.instance.flow_name if self.editing else self.cleaned_data["flow_name"]
 
     def clean_properties_text(self) -> dict[str, str]:
         return parse_property_lines(self.cleaned_data["properties_text"])
 
-    def clean_destinations_text(self) -> list[str]:
-        return [d.strip() for d in self.cleaned_data["destinations_text"].split(",") if d.strip()]
+    def clean_destinations(self) -> list[str]:
+        """Ticked boxes come in page order; the ones the flow had keep theirs."""
+        ticked = self.cleaned_data["destinations"]
+        kept = [name for name in self._stored_destinations if name in ticked]
+        return kept + [name for name in ticked if name not in kept]
+
+    @property
+    def _stored_destinations(self) -> list[str]:
+        return list(self.instance.destinations) if self.editing else []
+
+    def clean(self) -> dict:
+        cleaned = super().clean()
+        properties: dict[str, str] = {}
+        origin: dict[str, str] = {}
+
+        def put(key: str, value: str, where: str, field: str) -> None:
+            if key in properties:
+                self.add_error(field, f"{key!r} is set twice: in {origin[key]} and in {where}.")
+                return
+            properties[key], origin[key] = value, where
+
+        encrypted = self.template_attributes().encrypted_names
+        secrets = [
+            Row(name, value, name)
+            for name, value in cleaned.get("attributes", {}).items()
+            if name in encrypted
+        ]
+        for name, value in cleaned.get("attributes", {}).items():
+            if value and name not in encrypted:
+                put(name, value, "the template attributes", "attributes")
+        for row in cleaned.get("properties", []):
+            put(row.key.strip(), row.value.strip(), "the properties", "properties")
+        for key, value in (cleaned.get("properties_text") or {}).items():
+            put(key, value, "the pasted lines", "properties_text")
+        for key, value in self._secret_values(secrets, "attributes", required=False).items():
+            put(key, value, "the template attributes", "attributes")
+        for key, value in self._secret_values(cleaned.get("secrets", []), "secrets").items():
+            put(key, value, "the secret properties", "secrets")
+        if self._wrapped_key and any(looks_encrypted(value) for value in properties.values()):
+            if properties.get(WRAPPED_KEY_PROPERTY, self._wrapped_key) != self._wrapped_key:
+                self.add_error(
+                    "properties", f"{WRAPPED_KEY_PROPERTY!r} is managed by the form; remove its row."
+                )
+            properties[WRAPPED_KEY_PROPERTY] = self._wrapped_key
+        self.merged_properties = properties
+        return cleaned
+
+    @cached_property
+    def _template_loader(self):
+        return formdata.template_loader(self.user)
+
+    @cached_property
+    def _encrypter(self) -> formdata.SecretEncrypter:
+        return formdata.SecretEncrypter(self.user, self._stored)
+
+    @property
+    def _wrapped_key(self) -> str | None:
+        """The key the flow's ENC values are under: the new one when this form
+        encrypted something, else the one the flow has."""
+        return self._encrypter._wrapped_key or self._stored.get(WRAPPED_KEY_PROPERTY)
+
+    def _secret_values(self, rows: list[Row], field: str, *, required: bool = True) -> dict[str, str]:
+        """key → ENC(...) for secret inputs: typed values are encrypted (when
+        saving; a placeholder otherwise), a blank one keeps the ciphertext
+        stored under its original key."""
+        values: dict[str, str] = {}
+        problems: list[str] = []
+        for row in rows:
+            key = row.key.strip()
+            kept = self._stored.get(row.original, "") if row.original else ""
+            if not key:
+                continue  # reported by RowsField
+            if row.value and self.encrypt:
+                if not problems:
+                    try:
+                        values[key] = self._encrypter.encrypt(row.value)
+                    except ValidationError as error:
+                        problems.extend(error.messages)
+            elif row.value:
+                values[key] = NOT_YET_ENCRYPTED
+            elif looks_encrypted(kept):
+                values[key] = kept
+            elif required and self.encrypt:
+                problems.append(f"Type the value of secret {key!r}.")
+            elif required:
+                values[key] = NOT_YET_ENCRYPTED  # previews never see typed secrets
+        if problems:
+            self.add_error(field, list(dict.fromkeys(problems)))
+        return values
+
+    def _post_clean(self) -> None:
+        # The model validates the merged properties (its validators, the keys
+        # app's ENC(...) form checks) and clean() its cross-field rules, as
+        # for the API. Placeholders of secrets not yet encrypted are left out.
+        self.instance.properties = {k: v for k, v in self.merged_properties.items() if v != NOT_YET_ENCRYPTED}
+        super()._post_clean()
+        self._tidy_model_errors()
+        if self.user is None or "template_uris" in self._errors:
+            return
+        uris = split_template_uris(self.cleaned_data.get("template_uris", ""))
+        if not uris:
+            return
+        from portal.templatepacks.services import validate_template_uris_for
+
+        try:
+            validate_template_uris_for(self.user, uris)
+        except ValidationError as error:
+            self._update_errors(error)
+            return
+        missing = formdata.missing_attributes(
+            ",".join(uris), self.merged_properties, self.user, self._template_loader
+        )
+        for name in missing:
+            self.attribute_errors[name] = [f"{name} is required by the chosen template."]
+        if missing:
+            self.add_error("attributes", [f"{name} is required by the chosen template." for name in missing])
+
+    def _tidy_model_errors(self) -> None:
+        """model.clean() repeats field errors as form-wide ones, and the key's
+        unique constraint speaks of "Flow config": say it once, by the name."""
+        general = self._errors.get(NON_FIELD_ERRORS)
+        if not general:
+            return
+        by_field = {
+            message for name, errors in self._errors.items() if name != NON_FIELD_ERRORS for message in errors
+        }
+        kept = ErrorList(error_class="nonfield", renderer=self.renderer)
+        for error in general.as_data():
+            for message in error.messages:
+                if error.code == "unique_together" or "already exists" in message:
+                    self.add_error_once("flow_name", self._already_exists())
+                elif message not in by_field:
+                    kept.append(message)
+        if kept:
+            self._errors[NON_FIELD_ERRORS] = kept
+        else:
+            del self._errors[NON_FIELD_ERRORS]
+
+    def _already_exists(self) -> str:
+        from portal.flows.services import FlowAlreadyExists
+
+        return str(FlowAlreadyExists(self.data.get("flow_group", ""), self.data.get("flow_name", "")))
+
+    def add_error_once(self, field: str, message: str) -> None:
+        if message not in self._errors.get(field, []):
+            self._errors.setdefault(field, self.error_class(renderer=self.renderer)).append(message)
+            self.cleaned_data.pop(field, None)
+
+    # --- what flows.services gets --------------------------------------------
 
     def flow_data(self) -> dict:
         data = {field: self.cleaned_data[field] for field in self.Meta.fields if field in self.cleaned_data}
-        data["properties"] = self.cleaned_data.get("properties_text", {})
-        data["destinations"] = self.cleaned_data.get("destinations_text", [])
+        data["properties"] = dict(self.merged_properties)
         return data
 
     def add_model_errors(self, error: ValidationError) -> None:
         """Place errors raised by the service next to the field they name."""
-        mapping = {"properties": "properties_text", "destinations": "destinations_text"}
         if hasattr(error, "error_dict"):
             for field, messages in error.message_dict.items():
-                target = mapping.get(field, field)
-                self.add_error(target if target in self.fields else None, messages)
+                self.add_error(field if field in self.fields else None, messages)
         else:
             self.add_error(None, error.messages)

@@ -14,6 +14,7 @@ from portal.flows.validators import (
     validate_properties,
     validate_template_uris,
 )
+from portal.orchestration import policies as run_policies
 
 # Gobblin flows named their endpoints in properties; honoured when the
 # User Request triplet's source/destinations are not given explicitly.
@@ -98,6 +99,10 @@ class FlowConfig(models.Model):
                     validator(value)
                 except ValidationError as error:
                     errors[field] = error.messages
+        try:
+            run_policies.validate(self.properties or {})
+        except ValidationError as error:
+            errors["properties"] = [f"{key}: {'; '.join(msgs)}" for key, msgs in error.message_dict.items()]
         if errors:
             raise ValidationError(errors)
 

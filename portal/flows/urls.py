@@ -5,8 +5,9 @@ from portal.flows import views
 app_name = "flows"
 urlpatterns = [
     path("", views.flow_list, name="list"),
-    path("new/", views.flow_create, name="create"),
+    # One view and template for both; the form's htmx parts post to the same URL with ?part=.
+    path("new/", views.flow_form, name="create"),
     path("<str:flow_group>/<str:flow_name>/", views.flow_detail, name="detail"),
-    path("<str:flow_group>/<str:flow_name>/edit/", views.flow_edit, name="edit"),
+    path("<str:flow_group>/<str:flow_name>/edit/", views.flow_form, name="edit"),
     path("<str:flow_group>/<str:flow_name>/delete/", views.flow_delete, name="delete"),
 ]

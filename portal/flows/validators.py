@@ -8,6 +8,8 @@ import re
 from django.core.exceptions import ValidationError
 from django.core.validators import RegexValidator
 
+from portal.keys.properties import format_problems as encrypted_property_problems
+
 NAME_PATTERN = r"[A-Za-z0-9_.-]{1,128}"
 validate_name = RegexValidator(
     rf"^{NAME_PATTERN}\Z",
@@ -57,6 +59,8 @@ def validate_properties(value: object) -> None:
             problems.append(f"{key!r} must be a string, not {type(item).__name__}")
         elif len(item) > MAX_PROPERTY_VALUE:
             problems.append(f"{key!r} is longer than {MAX_PROPERTY_VALUE} characters")
+    # Encrypted values: ENC(...) form and encrypt.wrapped.key (keys app, docs/keys.md).
+    problems.extend(encrypted_property_problems(value))
     if problems:
         raise ValidationError("; ".join(problems))
 

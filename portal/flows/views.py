@@ -1,5 +1,13 @@
 """Flow pages. Thin: they call flows.services and render; the list serves both
-the whole page and, for htmx, just the table fragment."""
+the whole page and, for htmx, just the table fragment.
+
+Creating and editing a flow is one view (`flow_form`) and one template. The
+form's live parts are htmx POSTs of the whole form to the same URL with
+`?part=`: `field&field=<name>` (that input's errors), `schedule` (the
+schedule in words and its next runs), `attributes` (the chosen template's
+attribute inputs) and `compile` (the job DAG it would compile to). They save
+nothing and answer 200 with the fragment, problems included.
+"""
 
 from __future__ import annotations
 
@@ -7,15 +15,17 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.paginator import Paginator
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, HttpResponseNotAllowed
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods
 from django.views.decorators.vary import vary_on_headers
 
-from portal.flows import services
+from portal.flows import formdata, services
+from portal.flows.compiler import compile_flow
 from portal.flows.filters import FlowConfigFilterSet
 from portal.flows.forms import FlowConfigForm
 from portal.flows.models import FlowConfig
+from portal.keys.services import redact
 
 
 def _flow_for(request: HttpRequest, flow_group: str, flow_name: str, action: str = "view") -> FlowConfig:
@@ -46,7 +56,16 @@ def flow_list(request: HttpRequest) -> HttpResponse:
 def flow_detail(request: HttpRequest, flow_group: str, flow_name: str) -> HttpResponse:
     flow = _flow_for(request, flow_group, flow_name)
     can_change = FlowConfig.objects.restrict(request.user, "change").filter(pk=flow.pk).exists()
-    return render(request, "flows/flow_detail.html", {"flow": flow, "can_change": can_change})
+    context = {
+        "flow": flow,
+        "can_change": can_change,
+        "schedule_text": formdata.describe_schedule(flow.schedule),
+        # As the keys app shows properties anywhere: ENC(...) and secret-named values masked.
+        "properties": [
+            (key, shown, shown != flow.properties[key]) for key, shown in redact(flow.properties).items()
+        ],
+    }
+    return render(request, "flows/flow_detail.html", context)
 
 
 def _save(request: HttpRequest, form: FlowConfigForm, flow: FlowConfig | None) -> HttpResponse | None:
@@ -69,23 +88,50 @@ def _save(request: HttpRequest, form: FlowConfigForm, flow: FlowConfig | None) -
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def flow_create(request: HttpRequest) -> HttpResponse:
-    form = FlowConfigForm(request.POST or None)
-    if request.method == "POST" and (response := _save(request, form, None)):
+@vary_on_headers("HX-Request")
+def flow_form(
+    request: HttpRequest, flow_group: str | None = None, flow_name: str | None = None
+) -> HttpResponse:
+    """New flow (no key in the URL) or edit one (owner or staff)."""
+    flow = _flow_for(request, flow_group, flow_name, "change") if flow_group is not None else None
+    # Template packs and the customer key are the owner's, whoever edits.
+    owner = flow.owner if flow is not None else request.user
+    if part := request.GET.get("part"):
+        return _form_part(request, flow, owner, part)
+    posted = request.method == "POST"
+    form = FlowConfigForm(request.POST if posted else None, instance=flow, user=owner, encrypt=posted)
+    if posted and (response := _save(request, form, flow)):
         return response
-    status = 400 if request.method == "POST" else 200
-    return render(request, "flows/flow_form.html", {"form": form, "flow": None}, status=status)
+    context = {"form": form, "flow": flow, "schedule": formdata.schedule_preview(_schedule_of(form))}
+    return render(request, "flows/flow_form.html", context, status=400 if posted else 200)
 
 
-@login_required
-@require_http_methods(["GET", "POST"])
-def flow_edit(request: HttpRequest, flow_group: str, flow_name: str) -> HttpResponse:
-    flow = _flow_for(request, flow_group, flow_name, "change")
-    form = FlowConfigForm(request.POST or None, instance=flow)
-    if request.method == "POST" and (response := _save(request, form, flow)):
-        return response
-    status = 400 if request.method == "POST" else 200
-    return render(request, "flows/flow_form.html", {"form": form, "flow": flow}, status=status)
+def _schedule_of(form: FlowConfigForm) -> str:
+    return form.data.get("schedule", "") if form.is_bound else form.instance.schedule
+
+
+def _form_part(request: HttpRequest, flow: FlowConfig | None, owner, part: str) -> HttpResponse:
+    if request.method != "POST":
+        return HttpResponseNotAllowed(["POST"])
+    form = FlowConfigForm(request.POST, instance=flow, user=owner)
+    if part == "schedule":
+        context = {"schedule": formdata.schedule_preview(request.POST.get("schedule", ""))}
+        return render(request, "flows/partials/schedule_part.html", context)
+    if part not in ("field", "attributes", "compile"):
+        return HttpResponseBadRequest("Unknown part; use field, schedule, attributes or compile.")
+    valid = form.is_valid()
+    if part == "field":
+        name = request.GET.get("field", "")
+        if name not in form.fields and not name.startswith("attr:"):
+            return HttpResponseBadRequest("Unknown field.")
+        return render(request, "flows/partials/errors.html", {"errors": form.errors_for(name)})
+    if part == "attributes":
+        form.attribute_errors = {}  # just chosen: nothing typed yet, nothing to blame
+        return render(request, "flows/partials/template_part.html", {"form": form})
+    compiled = compile_flow(FlowConfig(owner=owner, **form.flow_data()), user=owner) if valid else None
+    errors = [f"{label}: {message}" if label else message for _id, label, message in form.error_summary()]
+    context = {"compiled": compiled, "errors": errors}
+    return render(request, "topology/partials/compile_preview.html", context)
 
 
 @login_required

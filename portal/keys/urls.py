@@ -1,4 +1,8 @@
 """Pages of the keys app."""
 
+from django.urls import path
+
+from portal.keys import views
+
 app_name = "keys"
-urlpatterns: list = []
+urlpatterns = [path("", views.key_list, name="list")]

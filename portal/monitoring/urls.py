@@ -1,4 +1,17 @@
-"""Pages of the monitoring app."""
+"""Pages of the monitoring app, mounted at /monitoring/."""
+
+from django.urls import path
+
+from portal.monitoring import views
 
 app_name = "monitoring"
-urlpatterns: list = []
+urlpatterns = [
+    path("", views.dashboard, name="dashboard"),
+    path("flows/<str:flow_group>/<str:flow_name>/chart/", views.flow_chart, name="flow_chart"),
+    path(
+        "datasets/<str:flow_group>/<str:flow_name>/<str:job_name>/<path:dataset_urn>/",
+        views.dataset,
+        name="dataset",
+    ),
+    path("metrics", views.metrics_view, name="metrics"),
+]

@@ -1,3 +1,217 @@
-"""REST API of the orchestration app."""
+"""REST API of the orchestration app: the seed's `/flowstatuses` (last known
+status of a flow, also in its Rest.li key form), execution history and
+detail (`/flowexecutions`), kill and resume, and run-now
+(`/flowconfigs/{flowGroup}/{flowName}/run`).
 
-urlpatterns: list = []
+Access follows the flow's: every user who may see a flow reads its
+executions; its owner and staff run it and kill or resume its executions
+(portal.orchestration.status). Kill, resume and run are requests: they are
+stored as action rows for the orchestrator and answered with 202 and the
+execution as it is now (`pendingRequests` shows the queued request).
+
+An execution id (`flowExecutionId`, epoch milliseconds) is unique per flow
+only. `GET /flowexecutions/{executionId}` and its kill/resume take optional
+`flowGroup` and `flowName` query parameters; without them, an id that two
+flows you can see share is a 400 naming those parameters and the flows.
+"""
+
+from __future__ import annotations
+
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.urls import path, re_path, reverse
+from django.utils.http import urlencode
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
+from rest_framework import exceptions, mixins, status, viewsets
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from portal.api_errors import Conflict
+from portal.orchestration import services
+from portal.orchestration import status as execution_status
+from portal.orchestration.filters import FlowExecutionFilterSet
+from portal.orchestration.models import FlowExecution
+from portal.orchestration.serializers import (
+    FlowExecutionSerializer,
+    FlowStatusSerializer,
+    RunRequestSerializer,
+)
+
+NOT_FOUND = OpenApiResponse(description="No such flow or execution (or not visible to you).")
+FORBIDDEN = OpenApiResponse(description="Only the flow's owner or staff may do this.")
+FLOW_PARAMETERS = [
+    OpenApiParameter(
+        "flowGroup", str, description="The execution's flow group, when its id is shared by several flows."
+    ),
+    OpenApiParameter(
+        "flowName", str, description="The execution's flow name, when its id is shared by several flows."
+    ),
+]
+
+
+def _execution_location(execution: FlowExecution) -> str:
+    url = reverse("flowexecution-detail", kwargs={"executionId": execution.execution_id})
+    return f"{url}?{urlencode({'flowGroup': execution.flow_group, 'flowName': execution.flow_name})}"
+
+
+class FlowStatusView(APIView):
+    """The last known status of a flow: its latest execution with its jobs."""
+
+    @extend_schema(
+        operation_id="flowstatuses_retrieve",
+        responses={200: FlowStatusSerializer, 404: NOT_FOUND},
+    )
+    def get(self, request: Request, flowGroup: str, flowName: str) -> Response:
+        execution = execution_status.last_status(request.user, flowGroup, flowName)
+        return Response(FlowStatusSerializer(execution).data)
+
+
+@extend_schema(exclude=True)
+class RestLiFlowStatusView(FlowStatusView):
+    """The seed's `/FlowStatuses/(flowGroup:g,flowName:n)` form; same answer."""
+
+
+@extend_schema_view(
+    list=extend_schema(
+        operation_id="flowexecutions_list",
+        description="Executions newest first (the flows you can see); filters combine.",
+        responses={200: FlowExecutionSerializer(many=True), 400: OpenApiResponse(description="Bad filter")},
+    )
+)
+class FlowExecutionViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
+    """History of flow executions, newest first, and one execution's status."""
+
+    serializer_class = FlowExecutionSerializer
+    filterset_class = FlowExecutionFilterSet
+    lookup_url_kwarg = "executionId"
+
+    def get_queryset(self):
+        return execution_status.executions_visible_to(self.request.user).order_by("-execution_id", "-pk")
+
+    def get_object(self) -> FlowExecution:
+        params = self.request.query_params
+        flow_group, flow_name = params.get("flowGroup") or None, params.get("flowName") or None
+        try:
+            return execution_status.find_execution(
+                self.request.user, self.kwargs["executionId"], flow_group, flow_name
+            )
+        except execution_status.AmbiguousExecutionId as error:
+            missing = [
+                name for name, value in (("flowGroup", flow_group), ("flowName", flow_name)) if not value
+            ]
+            raise exceptions.ValidationError({name: [str(error)] for name in missing}) from None
+
+    @extend_schema(
+        operation_id="flowexecutions_retrieve",
+        parameters=FLOW_PARAMETERS,
+        responses={
+            200: FlowStatusSerializer,
+            400: OpenApiResponse(description="Ambiguous id"),
+            404: NOT_FOUND,
+        },
+    )
+    def retrieve(self, request: Request, *args, **kwargs) -> Response:
+        return Response(FlowStatusSerializer(self.get_object()).data)
+
+    def _request(self, verb) -> Response:
+        execution = self.get_object()
+        execution_status.check_can_act(self.request.user, execution)
+        try:
+            verb(execution, user=self.request.user)
+        except services.NotAllowedNow as error:
+            raise Conflict(str(error)) from None
+        fresh = execution_status.flow_execution(
+            self.request.user, execution.flow_group, execution.flow_name, execution.execution_id
+        )
+        return Response(FlowStatusSerializer(fresh).data, status=status.HTTP_202_ACCEPTED)
+
+    @extend_schema(
+        operation_id="flowexecutions_kill",
+        description="Ask the orchestrator to cancel the execution's jobs (202: queued).",
+        request=None,
+        parameters=FLOW_PARAMETERS,
+        responses={
+            202: FlowStatusSerializer,
+            403: FORBIDDEN,
+            404: NOT_FOUND,
+            409: OpenApiResponse(description="The execution has already finished."),
+        },
+    )
+    def kill(self, request: Request, *args, **kwargs) -> Response:
+        return self._request(services.kill)
+
+    @extend_schema(
+        operation_id="flowexecutions_resume",
+        description="Re-run the failed, cancelled and skipped jobs of a failed or cancelled execution.",
+        request=None,
+        parameters=FLOW_PARAMETERS,
+        responses={
+            202: FlowStatusSerializer,
+            403: FORBIDDEN,
+            404: NOT_FOUND,
+            409: OpenApiResponse(description="Only a failed or cancelled execution can be resumed."),
+        },
+    )
+    def resume(self, request: Request, *args, **kwargs) -> Response:
+        return self._request(services.resume)
+
+
+class RunFlowView(APIView):
+    """Run a flow now, or backfill some of its datasets between watermarks."""
+
+    @extend_schema(
+        operation_id="flowconfigs_run",
+        request=RunRequestSerializer,
+        responses={
+            202: FlowStatusSerializer,
+            400: OpenApiResponse(description="Invalid backfill"),
+            403: FORBIDDEN,
+            404: NOT_FOUND,
+        },
+    )
+    def post(self, request: Request, flowGroup: str, flowName: str) -> Response:
+        flow = execution_status.visible_flow(request.user, flowGroup, flowName, "change")
+        serializer = RunRequestSerializer(data={} if request.data is None else request.data)
+        serializer.is_valid(raise_exception=True)
+        try:
+            execution = services.run_now(
+                flow, user=request.user, backfill=serializer.validated_data.get("backfill")
+            )
+        except DjangoValidationError as error:
+            raise exceptions.ValidationError(error.message_dict) from None
+        return Response(
+            FlowStatusSerializer(execution).data,
+            status=status.HTTP_202_ACCEPTED,
+            headers={"Location": _execution_location(execution)},
+        )
+
+
+_KEY = r"[A-Za-z0-9_.-]{1,128}"
+urlpatterns = [
+    path("flowstatuses/<str:flowGroup>/<str:flowName>", FlowStatusView.as_view(), name="flowstatus-detail"),
+    re_path(
+        rf"^flowstatuses/\(flowGroup:(?P<flowGroup>{_KEY}),flowName:(?P<flowName>{_KEY})\)$",
+        RestLiFlowStatusView.as_view(),
+    ),
+    re_path(
+        rf"^flowstatuses/\(flowName:(?P<flowName>{_KEY}),flowGroup:(?P<flowGroup>{_KEY})\)$",
+        RestLiFlowStatusView.as_view(),
+    ),
+    path("flowexecutions", FlowExecutionViewSet.as_view({"get": "list"}), name="flowexecution-list"),
+    path(
+        "flowexecutions/<int:executionId>",
+        FlowExecutionViewSet.as_view({"get": "retrieve"}),
+        name="flowexecution-detail",
+    ),
+    path(
+        "flowexecutions/<int:executionId>/kill",
+        FlowExecutionViewSet.as_view({"post": "kill"}),
+        name="flowexecution-kill",
+    ),
+    path(
+        "flowexecutions/<int:executionId>/resume",
+        FlowExecutionViewSet.as_view({"post": "resume"}),
+        name="flowexecution-resume",
+    ),
+    path("flowconfigs/<str:flowGroup>/<str:flowName>/run", RunFlowView.as_view(), name="flowconfig-run"),
+]

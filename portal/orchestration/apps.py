@@ -5,6 +5,7 @@ class OrchestrationConfig(AppConfig):
     name = "portal.orchestration"
 
     def ready(self) -> None:
-        # Configure the Celery app in every Django process so `delay()` from the
-        # web or scheduler uses the settings' broker.
+        # Configure the Celery app in every Django process so the outbox relay
+        # from the web or scheduler uses the settings' broker.
         import portal.celery  # noqa: F401
+        from portal.orchestration import receivers  # noqa: F401

@@ -31,6 +31,7 @@ class FlowExecution(models.Model):
         SCHEDULE = "SCHEDULE", "cron tick"
         RUN_NOW = "RUN_NOW", "run now"
         RUN_IMMEDIATELY = "RUN_IMMEDIATELY", "run immediately on save"
+        BACKFILL = "BACKFILL", "backfill"
 
     flow = models.ForeignKey(FlowConfig, on_delete=models.SET_NULL, null=True, related_name="executions")
     # Kept as text too, so history outlives a deleted flow.
@@ -44,6 +45,14 @@ class FlowExecution(models.Model):
     created = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     ended_at = models.DateTimeField(null=True, blank=True)
+    # The compiled job DAG as launched (CompiledFlow.to_dict()), so history
+    # shows what ran even after the flow or topology changed.
+    dag = models.JSONField(default=dict, blank=True)
+    # {dataset_urn: {"low": ..., "high": ...}}: a backfill run; never moves
+    # the stored watermark.
+    backfill = models.JSONField(default=dict, blank=True)
+    cancel_requested = models.BooleanField(default=False)
+    requested_by = models.CharField(max_length=150, blank=True)
 
     class Meta:
         ordering = ["-execution_id"]
@@ -74,3 +83,292 @@ class ScheduleCursor(models.Model):
 
     def __str__(self) -> str:
         return f"{self.flow} at {self.last_tick:%Y-%m-%d %H:%M}"
+
+
+class JobStatus(models.TextChoices):
+    PENDING = "PENDING"  # waiting for its parents (or for a retry's backoff)
+    ORCHESTRATED = "ORCHESTRATED"  # sent to the executor's queue
+    RUNNING = "RUNNING"
+    COMMITTED = "COMMITTED"
+    FAILED = "FAILED"
+    CANCELLED = "CANCELLED"
+    SKIPPED = "SKIPPED"
+
+
+# Within one attempt a job's status only moves up this rank, so a late or
+# duplicated update can never move it backwards.
+JOB_STATUS_RANK = {
+    JobStatus.PENDING: 0,
+    JobStatus.ORCHESTRATED: 1,
+    JobStatus.RUNNING: 2,
+    JobStatus.COMMITTED: 3,
+    JobStatus.FAILED: 3,
+    JobStatus.CANCELLED: 3,
+    JobStatus.SKIPPED: 3,
+}
+JOB_FINISHED = {JobStatus.COMMITTED, JobStatus.FAILED, JobStatus.CANCELLED, JobStatus.SKIPPED}
+# A job that ended without committing: its children are skipped, and RESUME runs it again.
+JOB_NOT_COMMITTED = {JobStatus.FAILED, JobStatus.CANCELLED, JobStatus.SKIPPED}
+RESUMABLE_STATUSES = {ExecutionStatus.FAILED, ExecutionStatus.CANCELLED}
+
+
+class JobExecution(models.Model):
+    """One job of an execution's DAG: the seed's JobStatus, plus what the
+    orchestrator needs to dispatch, deduplicate and retry it."""
+
+    execution = models.ForeignKey(FlowExecution, on_delete=models.CASCADE, related_name="jobs")
+    job_name = models.CharField(max_length=300)
+    job_group = models.CharField(max_length=128)
+    hop_index = models.PositiveIntegerField(default=1)
+    executor = models.CharField(max_length=128)
+    queue = models.CharField(max_length=200)
+    spark_master = models.CharField(max_length=300, blank=True)
+    parents = models.JSONField(default=list, blank=True)
+    # The JobSpec as sent (encrypted values stay ciphertext).
+    spec = models.JSONField(default=dict, blank=True)
+    status = models.CharField(max_length=16, choices=JobStatus.choices, default=JobStatus.PENDING)
+    status_rank = models.PositiveSmallIntegerField(default=0)
+    # Every dispatch (a retry or a redelivery after a dead worker) is a new
+    # attempt; `retries` counts only failures against job.retry.count.
+    attempt = models.PositiveIntegerField(default=0)
+    retries = models.PositiveIntegerField(default=0)
+    max_retries = models.PositiveIntegerField(default=0)
+    not_before = models.DateTimeField(null=True, blank=True)
+    dispatched_at = models.DateTimeField(null=True, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    ended_at = models.DateTimeField(null=True, blank=True)
+    worker = models.CharField(max_length=200, blank=True)
+    lease_until = models.DateTimeField(null=True, blank=True)
+    cancel_requested = models.BooleanField(default=False)
+    message = models.TextField(blank=True)
+    processed_count = models.BigIntegerField(default=0)
+    low_watermark = models.TextField(blank=True)
+    high_watermark = models.TextField(blank=True)
+    spark_ui_url = models.CharField(max_length=300, blank=True)
+    progress = models.JSONField(default=dict, blank=True)
+    task_states = models.JSONField(default=list, blank=True)
+    log_excerpt = models.TextField(blank=True)
+    driver_log_excerpt = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["execution_id", "hop_index", "job_name"]
+        constraints = [
+            models.UniqueConstraint(fields=["execution", "job_name"], name="one_job_per_execution")
+        ]
+        indexes = [models.Index(fields=["status", "lease_until"])]
+
+    def __str__(self) -> str:
+        return f"{self.job_name}#{self.execution.execution_id}"
+
+
+class ActionKind(models.TextChoices):
+    LAUNCH = "LAUNCH"
+    KILL = "KILL"
+    RESUME = "RESUME"
+    REEVALUATE = "REEVALUATE"
+    ENFORCE_JOB_START_DEADLINE = "ENFORCE_JOB_START_DEADLINE"
+    ENFORCE_FLOW_FINISH_DEADLINE = "ENFORCE_FLOW_FINISH_DEADLINE"
+
+
+class Action(models.Model):
+    """A request to the orchestrator, as a row. The API and the scheduler
+    insert them; any portal process claims one (a lease that expires, so a
+    dead process's claim is retaken) and handles it idempotently."""
+
+    flow_group = models.CharField(max_length=128)
+    flow_name = models.CharField(max_length=128)
+    execution_id = models.BigIntegerField()
+    job_name = models.CharField(max_length=300, blank=True, default="")
+    kind = models.CharField(max_length=32, choices=ActionKind.choices)
+    payload = models.JSONField(default=dict, blank=True)
+    due_at = models.DateTimeField()
+    created = models.DateTimeField(auto_now_add=True)
+    claimed_by = models.CharField(max_length=200, blank=True)
+    lease_until = models.DateTimeField(null=True, blank=True)
+    attempts = models.PositiveIntegerField(default=0)
+    done_at = models.DateTimeField(null=True, blank=True)
+    last_error = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["due_at", "id"]
+        constraints = [
+            # The same request, not yet picked up, is one row; once claimed,
+            # a new one may queue behind it so no event is lost.
+            models.UniqueConstraint(
+                fields=["flow_group", "flow_name", "execution_id", "job_name", "kind"],
+                condition=models.Q(done_at__isnull=True, claimed_by=""),
+                name="one_waiting_action_per_key",
+            )
+        ]
+        indexes = [models.Index(fields=["done_at", "due_at"])]
+
+    def __str__(self) -> str:
+        job = f"/{self.job_name}" if self.job_name else ""
+        return f"{self.kind} {self.flow_group}/{self.flow_name}#{self.execution_id}{job}"
+
+
+class OutboxMessage(models.Model):
+    """A Celery message written in the same transaction as the rows it is
+    about; the relay sends it and marks it sent, so a broker outage delays
+    dispatch but loses nothing."""
+
+    queue = models.CharField(max_length=200)
+    task_name = models.CharField(max_length=200)
+    kwargs = models.JSONField(default=dict)
+    created = models.DateTimeField(auto_now_add=True)
+    next_attempt_at = models.DateTimeField(null=True, blank=True)
+    sent_at = models.DateTimeField(null=True, blank=True)
+    attempts = models.PositiveIntegerField(default=0)
+    last_error = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["id"]
+        indexes = [models.Index(fields=["sent_at", "id"])]
+
+    def __str__(self) -> str:
+        return f"{self.task_name} -> {self.queue}"
+
+
+class WorkerHeartbeat(models.Model):
+    """The last sign of life of a SpecExecutor worker process."""
+
+    worker = models.CharField(max_length=200, unique=True)
+    executors = models.JSONField(default=list)
+    queues = models.JSONField(default=list)
+    running_jobs = models.PositiveIntegerField(default=0)
+    started = models.DateTimeField()
+    last_seen = models.DateTimeField()
+
+    def __str__(self) -> str:
+        return self.worker
+
+
+class DatasetState(models.Model):
+    """The state store: the watermark a dataset's last committed run checked
+    in, per (flow, job, dataset.urn), so each hop and each dataset continues
+    where it stopped even when a run skipped it. Watermarks are TEXT: a
+    look-back window can be a sizeable JSON document."""
+
+    flow_group = models.CharField(max_length=128)
+    flow_name = models.CharField(max_length=128)
+    job_name = models.CharField(max_length=300)
+    dataset_urn = models.CharField(max_length=500)
+    watermark = models.TextField(blank=True)
+    source_schema = models.TextField(blank=True)
+    last_status = models.CharField(max_length=16, blank=True)
+    execution_id = models.BigIntegerField(null=True, blank=True)
+    updated = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["flow_group", "flow_name", "job_name", "dataset_urn"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["flow_group", "flow_name", "job_name", "dataset_urn"], name="one_state_per_dataset"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.flow_group}/{self.flow_name} {self.dataset_urn}"
+
+
+class DatasetStateHistory(models.Model):
+    """One row per committed run (or admin reset) of a dataset."""
+
+    state = models.ForeignKey(DatasetState, on_delete=models.CASCADE, related_name="history")
+    execution_id = models.BigIntegerField(null=True, blank=True)
+    previous_watermark = models.TextField(blank=True)
+    watermark = models.TextField(blank=True)
+    status = models.CharField(max_length=16)
+    records = models.BigIntegerField(default=0)
+    reason = models.TextField(blank=True)
+    changed_by = models.CharField(max_length=150, blank=True)
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.state} -> {self.watermark[:40]}"
+
+
+# --- exactly-once: the commit-step store and the JobState of each run -----------------
+
+
+class CommitStore(models.Model):
+    """A named CommitStepStore (the exactly-once seed's `storeName`): one per
+    job of a flow, `<flow_group>/<flow_name>/<job_name>`."""
+
+    name = models.CharField(max_length=600, unique=True)
+    created = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class CommitStoreDataset(models.Model):
+    """The CommitSteps of one dataset URN that a run wrote before publishing
+    and has not finished yet. The row exists only between "steps written"
+    and "steps done"; a run finding one recovers it before pulling new data."""
+
+    store = models.ForeignKey(CommitStore, on_delete=models.CASCADE, related_name="datasets")
+    dataset_urn = models.CharField(max_length=500)
+    # Who wrote the steps (so recovery can clean that run's task output).
+    execution_id = models.BigIntegerField(null=True, blank=True)
+    attempt = models.PositiveIntegerField(default=0)
+    job_name = models.CharField(max_length=300, blank=True)
+    work_dir = models.CharField(max_length=1000, blank=True)
+    written_at = models.DateTimeField(auto_now_add=True)
+    # Recovery bookkeeping: failed redos so far, the last error, when.
+    redo_failures = models.PositiveIntegerField(default=0)
+    last_error = models.TextField(blank=True)
+    last_redo_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["store", "dataset_urn"]
+        constraints = [
+            models.UniqueConstraint(fields=["store", "dataset_urn"], name="one_commit_sequence_per_dataset")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.store.name} {self.dataset_urn}"
+
+
+class CommitStepRecord(models.Model):
+    """One CommitStep (its JSON form, secrets by property name only)."""
+
+    dataset = models.ForeignKey(CommitStoreDataset, on_delete=models.CASCADE, related_name="steps")
+    position = models.PositiveIntegerField()
+    step = models.JSONField()
+
+    class Meta:
+        ordering = ["dataset", "position"]
+        constraints = [models.UniqueConstraint(fields=["dataset", "position"], name="one_step_per_position")]
+
+    def __str__(self) -> str:
+        return f"{self.dataset} #{self.position} {self.step.get('type', '?')}"
+
+
+class JobState(models.Model):
+    """The seed's JobState of one run (one attempt of a JobExecution): when
+    it ran, where, how it ended, and what became of each dataset — committed,
+    recovered from an earlier run's leftover steps, or skipped. The attempt
+    of a worker that died is ended FAILED by the sweep that redelivers it."""
+
+    job = models.ForeignKey(JobExecution, on_delete=models.CASCADE, related_name="run_states")
+    attempt = models.PositiveIntegerField()
+    worker = models.CharField(max_length=200, blank=True)
+    status = models.CharField(max_length=16, choices=JobStatus.choices, default=JobStatus.RUNNING)
+    message = models.TextField(blank=True)
+    started_at = models.DateTimeField()
+    ended_at = models.DateTimeField(null=True, blank=True)
+    # {urn: {"status", "steps", "executed", "watermark", "message"}}
+    datasets = models.JSONField(default=dict, blank=True)
+    # {urn: {"execution_id", "steps", "executed", "status", "message"}}
+    recovered = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["job", "attempt"]
+        constraints = [models.UniqueConstraint(fields=["job", "attempt"], name="one_job_state_per_attempt")]
+
+    def __str__(self) -> str:
+        return f"{self.job} attempt {self.attempt}: {self.status}"

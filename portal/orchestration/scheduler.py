@@ -11,6 +11,7 @@ came due while no scheduler ran is handled by the flow's catch-up policy
 from __future__ import annotations
 
 import logging
+from collections import defaultdict
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -20,7 +21,8 @@ from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from portal.flows.models import FlowConfig
-from portal.orchestration.models import FlowExecution, ScheduleCursor
+from portal.orchestration.actions import ActionKind, enqueue_for
+from portal.orchestration.models import Action, FlowExecution, ScheduleCursor
 
 logger = logging.getLogger(__name__)
 
@@ -46,21 +48,31 @@ def db_epoch_millis() -> int:
 
 
 def create_execution(
-    flow: FlowConfig, trigger: str, scheduled_at: datetime | None = None
+    flow: FlowConfig,
+    trigger: str,
+    scheduled_at: datetime | None = None,
+    *,
+    requested_by: str = "",
+    backfill: dict | None = None,
 ) -> FlowExecution | None:
     """A new execution with a DB-clock id unique per flow; None if the tick
     already has one (another scheduler got there first)."""
     for _ in range(5):
         try:
             with transaction.atomic():
-                return FlowExecution.objects.create(
+                execution = FlowExecution.objects.create(
                     flow=flow,
                     flow_group=flow.flow_group,
                     flow_name=flow.flow_name,
                     execution_id=db_epoch_millis(),
                     scheduled_at=scheduled_at,
                     trigger=trigger,
+                    requested_by=requested_by,
+                    backfill=backfill or {},
                 )
+                # The orchestrator launches it: the row and its LAUNCH commit together.
+                enqueue_for(execution, ActionKind.LAUNCH)
+                return execution
         except IntegrityError:
             if scheduled_at and FlowExecution.objects.filter(flow=flow, scheduled_at=scheduled_at).exists():
                 return None
@@ -92,44 +104,125 @@ def _catch_up(flow: FlowConfig, ticks: list[datetime], now: datetime) -> tuple[l
     return recent, len(missed)
 
 
+BATCH_SIZE = 500
+
+
+def _ensure_cursors(now: datetime) -> None:
+    """A newly scheduled flow starts counting from now."""
+    missing = FlowConfig.objects.exclude(schedule="").filter(schedule_cursor__isnull=True)
+    ScheduleCursor.objects.bulk_create(
+        [
+            ScheduleCursor(flow_id=pk, schedule=sched, last_tick=now)
+            for pk, sched in missing.values_list("pk", "schedule")
+        ],
+        ignore_conflicts=True,
+    )
+
+
+def _create_ticks(due: list[tuple[FlowConfig, datetime]], report: TickReport) -> None:
+    """All of a batch's executions and LAUNCH actions in two INSERTs; on any
+    conflict (an id taken in the same millisecond by a run-now) fall back to
+    one at a time, which knows how to resolve it."""
+    if not due:
+        return
+    base = db_epoch_millis()
+    offsets: dict[int, int] = {}
+    executions = []
+    for flow, tick in due:
+        offset = offsets[flow.pk] = offsets.get(flow.pk, -1) + 1
+        executions.append(
+            FlowExecution(
+                flow=flow,
+                flow_group=flow.flow_group,
+                flow_name=flow.flow_name,
+                execution_id=base + offset,
+                scheduled_at=tick,
+                trigger=FlowExecution.Trigger.SCHEDULE,
+            )
+        )
+    try:
+        with transaction.atomic():
+            FlowExecution.objects.bulk_create(executions)
+            Action.objects.bulk_create(
+                Action(
+                    kind=ActionKind.LAUNCH,
+                    flow_group=e.flow_group,
+                    flow_name=e.flow_name,
+                    execution_id=e.execution_id,
+                    due_at=timezone.now(),
+                )
+                for e in executions
+            )
+        report.created += len(executions)
+    except IntegrityError:
+        for flow, tick in due:
+            if create_execution(flow, FlowExecution.Trigger.SCHEDULE, tick):
+                report.created += 1
+            else:
+                report.already_there += 1
+
+
 def schedule_due_ticks(now: datetime | None = None) -> TickReport:
-    """One pass over the scheduled flows; safe to run from many processes."""
+    """One pass over the scheduled flows; safe to run from many processes.
+
+    Flows go in batches: one transaction locks a batch's cursor rows (SKIP
+    LOCKED: another scheduler's batch is left to it), creates the due ticks'
+    executions with their LAUNCH actions and advances the cursors, so ticks
+    and cursors commit together and a dying scheduler loses nothing.
+    """
     now = now or timezone.now()
     report = TickReport()
     tz = timezone.get_default_timezone()
-    flows = FlowConfig.objects.exclude(schedule="").only(
-        "id", "schedule", "properties", "flow_group", "flow_name"
-    )
-    for flow in flows.iterator():
+    _ensure_cursors(now)
+    flow_ids = list(FlowConfig.objects.exclude(schedule="").order_by("pk").values_list("pk", flat=True))
+    tick_cache: dict[tuple[str, datetime], list[datetime]] = {}
+    for first in range(0, len(flow_ids), BATCH_SIZE):
+        chunk = flow_ids[first : first + BATCH_SIZE]
         with transaction.atomic():
-            cursor, _ = ScheduleCursor.objects.get_or_create(
-                flow=flow, defaults={"schedule": flow.schedule, "last_tick": now}
+            cursors = list(
+                ScheduleCursor.objects.select_for_update(skip_locked=True, of=("self",))
+                .select_related("flow")
+                .filter(flow_id__in=chunk)
+                .only(
+                    "id",
+                    "schedule",
+                    "last_tick",
+                    "flow__id",
+                    "flow__schedule",
+                    "flow__properties",
+                    "flow__flow_group",
+                    "flow__flow_name",
+                )
             )
-            locked = ScheduleCursor.objects.select_for_update(skip_locked=True).filter(pk=cursor.pk).first()
-            if locked is None:
-                continue  # another scheduler is on this flow right now
-            if locked.schedule != flow.schedule:
-                # A changed schedule starts counting from now, not from the old one.
-                locked.schedule, locked.last_tick = flow.schedule, now
-                locked.save()
-                continue
-            ticks = _due_ticks(
-                flow.schedule,
-                locked.last_tick.astimezone(tz),
-                now.astimezone(tz),
-                settings.SCHEDULER_MAX_CATCH_UP,
-            )
-            if not ticks:
-                continue
-            to_run, skipped = _catch_up(flow, ticks, now)
-            report.missed_skipped += skipped
-            for tick in to_run:
-                if create_execution(flow, FlowExecution.Trigger.SCHEDULE, tick):
-                    report.created += 1
-                else:
-                    report.already_there += 1
-            locked.last_tick = ticks[-1]
-            locked.save(update_fields=["last_tick", "updated"])
+            due: list[tuple[FlowConfig, datetime]] = []
+            moves: dict[tuple[str, datetime], list[int]] = defaultdict(list)
+            for cursor in cursors:
+                flow = cursor.flow
+                if cursor.schedule != flow.schedule:
+                    # A changed schedule starts counting from now, not from the old one.
+                    moves[(flow.schedule, now)].append(cursor.pk)
+                    continue
+                key = (flow.schedule, cursor.last_tick)
+                if key not in tick_cache:  # flows mostly share a few schedules and cursors
+                    tick_cache[key] = _due_ticks(
+                        flow.schedule,
+                        cursor.last_tick.astimezone(tz),
+                        now.astimezone(tz),
+                        settings.SCHEDULER_MAX_CATCH_UP,
+                    )
+                ticks = tick_cache[key]
+                if not ticks:
+                    continue
+                to_run, skipped = _catch_up(flow, ticks, now)
+                report.missed_skipped += skipped
+                due.extend((flow, tick) for tick in to_run)
+                moves[(flow.schedule, ticks[-1])].append(cursor.pk)
+            _create_ticks(due, report)
+            # One UPDATE per (schedule, new tick): usually one per batch.
+            for (schedule, last_tick), pks in moves.items():
+                ScheduleCursor.objects.filter(pk__in=pks).update(
+                    schedule=schedule, last_tick=last_tick, updated=now
+                )
     if report.missed_skipped:
         logger.warning("skipped %d ticks missed while no scheduler ran", report.missed_skipped)
     return report

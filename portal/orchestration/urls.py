@@ -1,4 +1,25 @@
-"""Pages of the orchestration app."""
+"""Pages of the orchestration app, mounted at /executions/: a flow's
+executions are `<flowGroup>/<flowName>/`, one execution is
+`<flowGroup>/<flowName>/<executionId>/` (the id is all digits, so the two
+never meet)."""
+
+from django.urls import path
+
+from portal.orchestration import views
 
 app_name = "orchestration"
-urlpatterns: list = []
+urlpatterns = [
+    path("", views.execution_list, name="list"),
+    path("<str:flow_group>/<str:flow_name>/<int:execution_id>/", views.execution_detail, name="execution"),
+    path("<str:flow_group>/<str:flow_name>/<int:execution_id>/kill/", views.execution_kill, name="kill"),
+    path(
+        "<str:flow_group>/<str:flow_name>/<int:execution_id>/resume/", views.execution_resume, name="resume"
+    ),
+    path(
+        "<str:flow_group>/<str:flow_name>/<int:execution_id>/jobs/<str:job_name>/log/",
+        views.job_log,
+        name="job_log",
+    ),
+    path("<str:flow_group>/<str:flow_name>/", views.flow_executions, name="flow_executions"),
+    path("<str:flow_group>/<str:flow_name>/run/", views.flow_run, name="run"),
+]

@@ -12,6 +12,8 @@ Public contract:
 * :mod:`portal.pipeline.commit_steps` — ``CommitStep``, ``FsRenameCommitStep``,
   ``JdbcPublishCommitStep``, ``CommitSequence``.
 * :func:`portal.pipeline.session.get_or_create_spark` — the SparkSession with Flowport's settings.
+* :func:`portal.pipeline.progress.job_progress` ``(spark, job_name, execution_id) -> dict`` — live
+  progress of a running job, for the worker's heartbeat.
 
 See docs/pipeline.md for property keys, the fork key rule and commit policies.
 """

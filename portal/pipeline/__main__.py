@@ -1,7 +1,11 @@
 """Command line: ``python -m portal.pipeline run jobspec.json`` prints the TaskStates as JSON.
 
-``run`` options: ``--master`` (default ``$SPARK_MASTER`` or ``local[*]``), ``--with-commit-plan``
-(print ``{"task_states": [...], "commit_plan": {...}}`` instead).  ``plan jobspec.json
+``run`` options: ``--master`` (default ``$SPARK_MASTER`` or ``local[*]``; ``--master ""`` keeps the
+master spark-submit set), ``--with-commit-plan`` (print ``{"task_states": [...], "commit_plan":
+{...}}`` instead), ``--output URI`` (also write that JSON to a path or Hadoop URI: how a driver in
+cluster deploy mode hands its TaskStates back), ``--master-key-file PATH`` (decrypt ``ENC(...)``
+properties in this process with the portal's master key ring, kept on an ACL-protected shared
+filesystem; the JobSpec file itself holds only ciphertext).  ``plan jobspec.json
 taskstates.json`` prints the commit plan of saved TaskStates.  Spark's own logging goes to stderr,
 so stdout is only JSON.  The exit status is 0 when every task SUCCEEDED, 1 otherwise, 2 on bad usage.
 """
@@ -21,6 +25,8 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("jobspec")
     run.add_argument("--master", default=os.environ.get("SPARK_MASTER", "local[*]"))
     run.add_argument("--with-commit-plan", action="store_true")
+    run.add_argument("--output", default="")
+    run.add_argument("--master-key-file", default="")
     plan = sub.add_parser("plan", help="print the commit plan for saved TaskStates")
     plan.add_argument("jobspec")
     plan.add_argument("taskstates")
@@ -36,19 +42,34 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(plan_commit(spec, states), indent=2))
         return 0
 
-    from portal.pipeline import run_job
+    from portal.pipeline import fs, run_job
     from portal.pipeline.session import get_or_create_spark
 
+    if args.master_key_file:
+        spec = {**spec, "properties": _decrypted(spec.get("properties") or {}, args.master_key_file)}
     spark = get_or_create_spark(args.master, f"flowport:{spec.get('job_name', 'job')}")
     try:
         states = run_job(spark, spec)
+        output: object = states
+        if args.with_commit_plan:
+            output = {"task_states": states, "commit_plan": plan_commit(spec, states)}
+        text = json.dumps(output, indent=2)
+        if args.output:
+            fs.write_text(args.output, text)
     finally:
         spark.stop()
-    output: object = states
-    if args.with_commit_plan:
-        output = {"task_states": states, "commit_plan": plan_commit(spec, states)}
-    print(json.dumps(output, indent=2))
+    print(text)
     return 0 if all(s["status"] == "SUCCEEDED" for s in states) else 1
+
+
+def _decrypted(properties: dict, master_key_file: str) -> dict:
+    # The keys package's crypto is Django-free; imported only on this path.
+    from pathlib import Path
+
+    from portal.keys.master import read_ring_file
+    from portal.keys.properties import decrypt_properties
+
+    return decrypt_properties(properties, ring=read_ring_file(Path(master_key_file)))
 
 
 if __name__ == "__main__":

@@ -178,6 +178,23 @@ def rename(src: str, dst: str) -> None:
         raise OSError(f"rename {src} -> {dst} failed")
 
 
+def write_text(uri: str, text: str) -> None:
+    """Write a small UTF-8 file (replacing it), locally or through Hadoop's FileSystem."""
+    handle = _jvm_fs(uri)
+    if handle is None:
+        target = _local(uri)
+        os.makedirs(os.path.dirname(target) or ".", exist_ok=True)
+        with open(target, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        return
+    fs, path = handle
+    stream = fs.create(path, True)
+    try:
+        stream.write(bytearray(text.encode("utf-8")))
+    finally:
+        stream.close()
+
+
 def delete(uri: str) -> None:
     """Delete a file or folder tree if it exists."""
     handle = _jvm_fs(uri)

@@ -18,6 +18,16 @@ Fields (JSON keys are the attribute names):
                             ``writer.output.dir`` / ``qualitychecker.row.err.file`` say otherwise.
 ``previous_schemas``        dict[dataset_urn, str] (optional): the ``source_schema`` JSON a previous
                             TaskState reported; read by ``SchemaCompatibilityPolicy``.
+``backfill``                dict[dataset_urn, {"low": str, "high": str}] (optional): a *backfill*
+                            run.  Only the listed datasets run; each reads exactly its
+                            ``(low, high]`` range (``high`` clamped to what the source holds; an
+                            empty or null ``low`` means from the first record), the previous
+                            watermark is ignored, and ``plan_commit`` emits no ``high_watermark``
+                            step for it, so the stored watermark never moves.  Values are written in
+                            the source's watermark form (see docs/pipeline.md, "Backfill").
+``log_tag``                 str (optional): tags the Spark driver's log lines of this run (see
+                            ``portal.pipeline.logtag``), so a shared session's log can be split
+                            per job.
 ``extra``                   any other keys of the input dict, kept and written back unchanged.
 ==========================  ======================================================================
 """
@@ -39,6 +49,8 @@ _KNOWN = (
     "previous_watermarks",
     "work_dir",
     "previous_schemas",
+    "backfill",
+    "log_tag",
 )
 
 
@@ -48,6 +60,42 @@ def _str_map(data: Any, name: str) -> dict[str, str]:
     if not isinstance(data, dict):
         raise ConfigError(f"jobspec field '{name}' must be an object of strings")
     return {str(k): "" if v is None else str(v) for k, v in data.items()}
+
+
+def _bound(value: Any, where: str, key: str, required: bool) -> str | None:
+    if value is None or (isinstance(value, str) and not value.strip()):
+        if required:
+            raise ConfigError(f"{where}: '{key}' is required (the inclusive upper watermark of the range)")
+        return None
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        raise ConfigError(f"{where}: '{key}' must be a watermark string, got {type(value).__name__}")
+    return str(value).strip()
+
+
+def _backfill(data: Any) -> dict[str, dict[str, str | None]]:
+    """Validate ``backfill``: ``{dataset_urn: {"low": str | null, "high": str}}``."""
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(
+            'jobspec field \'backfill\' must be an object {dataset_urn: {"low": ..., "high": ...}}'
+        )
+    result: dict[str, dict[str, str | None]] = {}
+    for urn, bounds in data.items():
+        if not isinstance(urn, str) or not urn.strip():
+            raise ConfigError("jobspec field 'backfill': dataset URNs must be non-empty strings")
+        where = f"jobspec field 'backfill' ['{urn}']"
+        if not isinstance(bounds, dict):
+            raise ConfigError(f'{where} must be an object {{"low": ..., "high": ...}}')
+        unknown = sorted(str(k) for k in bounds if k not in ("low", "high"))
+        if unknown:
+            raise ConfigError(f"{where}: unknown key(s) {', '.join(unknown)} (expected 'low' and 'high')")
+        low = _bound(bounds.get("low"), where, "low", required=False)
+        high = _bound(bounds.get("high"), where, "high", required=True)
+        if low is not None and low == high:
+            raise ConfigError(f"{where}: 'low' and 'high' are equal, the range (low, high] is empty")
+        result[urn.strip()] = {"low": low, "high": high}
+    return result
 
 
 @dataclass
@@ -62,7 +110,14 @@ class JobSpec:
     previous_watermarks: dict[str, str] = field(default_factory=dict)
     work_dir: str = ""
     previous_schemas: dict[str, str] = field(default_factory=dict)
+    backfill: dict[str, dict[str, str | None]] = field(default_factory=dict)
+    log_tag: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def is_backfill(self) -> bool:
+        """True when this run is a backfill (only the datasets in ``backfill`` run)."""
+        return bool(self.backfill)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any] | JobSpec) -> JobSpec:
@@ -90,6 +145,8 @@ class JobSpec:
             previous_watermarks=_str_map(data.get("previous_watermarks"), "previous_watermarks"),
             work_dir=work_dir,
             previous_schemas=_str_map(data.get("previous_schemas"), "previous_schemas"),
+            backfill=_backfill(data.get("backfill")),
+            log_tag=str(data.get("log_tag") or ""),
             extra={k: v for k, v in data.items() if k not in _KNOWN},
         )
 
@@ -108,5 +165,8 @@ class JobSpec:
             previous_watermarks=dict(self.previous_watermarks),
             work_dir=self.work_dir,
             previous_schemas=dict(self.previous_schemas),
+            backfill={urn: dict(bounds) for urn, bounds in self.backfill.items()},
         )
+        if self.log_tag:
+            data["log_tag"] = self.log_tag
         return data

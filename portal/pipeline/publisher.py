@@ -22,6 +22,10 @@ of a committed task (to ``data.publisher.final.dir(.N)/<dataset_urn>/<relative p
 A task with a failed fork branch is a failed task: none of its branches is published under any
 policy.  A dataset with nothing committed still gets its ``high_watermark`` step, with its previous
 (low) watermark, so its state is saved and the next run retries exactly those work units.
+
+A backfill job (``JobSpec.backfill``) publishes its datasets by the same rules but emits **no**
+``high_watermark`` step at all: the stored watermarks never move (neither back to
+the backfill's range nor forward).
 """
 
 from __future__ import annotations
@@ -162,7 +166,7 @@ def plan_commit(
             value = watermarks.merge([t["actual_high_watermark"] for t in committed])
         else:
             value = tasks[0].get("low_watermark")
-        if value is not None:
+        if value is not None and not spec.is_backfill:
             steps.append({"type": "high_watermark", "dataset_urn": urn, "value": value})
         plan[urn] = steps
     return plan

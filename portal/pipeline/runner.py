@@ -21,6 +21,7 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
+from portal.pipeline import progress
 from portal.pipeline.errors import PipelineError
 from portal.pipeline.jobspec import JobSpec
 from portal.pipeline.loader import load_class
@@ -53,9 +54,25 @@ def plan_work_units(
     source_cls = load_class(props.require("source.class"), "source.class", Source)
     source = source_cls(SourceContext(spark, spec, props.pre_fork(), work_dir))
     units = source.get_work_units()
+    if spec.is_backfill:
+        units = _backfill_units(spec, units)
     for index, wu in enumerate(units):
         wu.task_id = f"task_{spec.job_name}_{spec.execution_id}_{index}"
     return source, units
+
+
+def _backfill_units(spec: JobSpec, units: list[WorkUnit]) -> list[WorkUnit]:
+    """A backfill runs only the datasets it lists; a listed dataset the source did not plan fails."""
+    kept = [wu for wu in units if wu.dataset_urn in spec.backfill]
+    planned = {wu.dataset_urn for wu in kept}
+    for urn, bounds in spec.backfill.items():
+        if urn not in planned:
+            message = (
+                f"backfill ['{urn}']: the source has no dataset '{urn}' "
+                "(it is not among the tables/folders this job reads)"
+            )
+            kept.append(WorkUnit(urn, bounds.get("low"), None, error=message))
+    return kept
 
 
 def run_job(
@@ -71,6 +88,19 @@ def run_job(
     except PipelineError as exc:
         name = jobspec.get("job_name", "job") if isinstance(jobspec, dict) else "job"
         return [_planning_failure(JobSpec(job_name=str(name) or "job"), Properties({}), str(exc))]
+    progress.execution_started(spec.job_name, spec.execution_id)
+    try:
+        return _run(spark, spec, cancel_event, on_task_state)
+    finally:
+        progress.execution_finished(spec.job_name, spec.execution_id)
+
+
+def _run(
+    spark: SparkSession,
+    spec: JobSpec,
+    cancel_event: threading.Event | None,
+    on_task_state: Callable[[dict[str, Any]], None] | None,
+) -> list[dict[str, Any]]:
     props = Properties(spec.properties)
     work_dir = spec.work_dir or props.get("job.work.dir") or ""
     try:
@@ -81,6 +111,7 @@ def run_job(
         return [_planning_failure(spec, props, describe_exception(exc, props))]
     if not units:
         return []
+    progress.execution_planned(spec.job_name, spec.execution_id, [(u.task_id, u.dataset_urn) for u in units])
     job = JobContext(spark, spec, props, source, work_dir, cancel_event or threading.Event())
     max_groups = props.get_int("mr.job.max.mappers") or spark.sparkContext.defaultParallelism
     groups = pack(units, max_groups, prefix=f"mwu_{spec.job_name}_{spec.execution_id}")
@@ -107,6 +138,7 @@ def run_job(
                 state = TaskRunner(job, wu, info).state
                 state.status = CANCELLED
                 state.error = "not run: an earlier range of this dataset failed in the same task"
+                progress.task_status(spec.job_name, spec.execution_id, wu.task_id, CANCELLED)
                 report(state.to_dict())
                 continue
             state = TaskRunner(job, wu, info).run()

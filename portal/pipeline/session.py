@@ -17,8 +17,15 @@ from pyspark.sql import SparkSession
 DEFAULT_JDBC_JAR = "/usr/share/java/postgresql.jar"
 
 
-def get_or_create_spark(master: str, app_name: str, conf: dict[str, Any] | None = None) -> SparkSession:
-    """Return the active session or build one; ``conf`` entries override the defaults below."""
+def get_or_create_spark(
+    master: str,
+    app_name: str,
+    conf: dict[str, Any] | None = None,
+    log_level: str | None = os.environ.get("SPARK_LOG_LEVEL", "WARN"),
+) -> SparkSession:
+    """Return the active session or build one; ``conf`` entries override the defaults below. An empty
+    ``master`` keeps the one spark-submit set; ``log_level=None`` leaves the levels to the log4j2
+    configuration the driver was started with."""
     settings: dict[str, Any] = {
         "spark.scheduler.mode": "FAIR",
         "spark.sql.session.timeZone": "UTC",
@@ -31,9 +38,12 @@ def get_or_create_spark(master: str, app_name: str, conf: dict[str, Any] | None 
     if jar and os.path.exists(jar):
         settings["spark.jars"] = jar
     settings.update(conf or {})
-    builder = SparkSession.builder.master(master).appName(app_name)
+    builder = SparkSession.builder.appName(app_name)
+    if master:  # empty: the master spark-submit configured
+        builder = builder.master(master)
     for key, value in settings.items():
         builder = builder.config(key, str(value))
     spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel(os.environ.get("SPARK_LOG_LEVEL", "WARN"))
+    if log_level:
+        spark.sparkContext.setLogLevel(log_level)
     return spark

@@ -24,11 +24,12 @@ from typing import Any
 from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
-from portal.pipeline import fs
+from portal.pipeline import fs, progress
 from portal.pipeline.converters import Converter, ConverterContext, apply_converters, build_converters
 from portal.pipeline.errors import CancelledError, PipelineError, QualityCheckError
 from portal.pipeline.fork import as_column, build_fork_operator, checked
 from portal.pipeline.jobspec import JobSpec
+from portal.pipeline.logtag import tag_thread
 from portal.pipeline.properties import Properties, branch_names, check_branch_keys
 from portal.pipeline.quality import (
     RowChecker,
@@ -92,32 +93,24 @@ def observed(obs: Observation, timeout: float = 120.0) -> dict[str, Any]:
         return {}
 
 
-def _thread_setup(spark: SparkSession, group: str, pool: str) -> None:
+def _thread_setup(spark: SparkSession, group: str, pool: str, log_tag: str) -> None:
     sc = spark.sparkContext
     sc.setJobGroup(group, group, interruptOnCancel=True)
     sc.setLocalProperty("spark.scheduler.pool", pool)
+    if log_tag:
+        tag_thread(spark, log_tag)
 
 
 def stage_progress(spark: SparkSession, group: str) -> dict[str, Any]:
-    tracker = spark.sparkContext.statusTracker()
-    jobs = list(tracker.getJobIdsForGroup(group))
-    stages = tasks_total = tasks_done = tasks_failed = 0
-    for job_id in jobs:
-        info = tracker.getJobInfo(job_id)
-        for stage_id in info.stageIds if info else []:
-            stage = tracker.getStageInfo(stage_id)
-            if stage is None:
-                continue
-            stages += 1
-            tasks_total += stage.numTasks
-            tasks_done += stage.numCompletedTasks
-            tasks_failed += stage.numFailedTasks
+    """The TaskState's ``stage_progress``: Spark jobs/stages/tasks run in the task's job group."""
+    counts = progress.group_progress(spark, group)
     return {
-        "jobs": len(jobs),
-        "stages": stages,
-        "tasks_total": tasks_total,
-        "tasks_completed": tasks_done,
-        "tasks_failed": tasks_failed,
+        "jobs": counts["jobs"],
+        "stages": counts["stages_total"],
+        "stages_completed": counts["stages_completed"],
+        "tasks_total": counts["tasks_total"],
+        "tasks_completed": counts["tasks_done"],
+        "tasks_failed": counts["tasks_failed"],
     }
 
 
@@ -138,7 +131,7 @@ class TaskRunner:
         self.job = job
         self.wu = wu
         spec = job.jobspec
-        self.group = f"flowport:{spec.job_name}:{spec.execution_id}:{wu.task_id}"
+        self.group = progress.job_group(spec.job_name, spec.execution_id, wu.task_id)
         self.pool = f"flowport-{wu.task_id}"
         self.state = TaskState(
             task_id=wu.task_id,
@@ -157,8 +150,10 @@ class TaskRunner:
     def run(self) -> TaskState:
         started = time.time()
         self.state.timings["started_at"] = _iso(started)
-        _thread_setup(self.job.spark, self.group, self.pool)
+        _thread_setup(self.job.spark, self.group, self.pool, self.job.jobspec.log_tag)
         self.job.active_groups.add(self.group)
+        spec = self.job.jobspec
+        progress.task_status(spec.job_name, spec.execution_id, self.wu.task_id, progress.RUNNING)
         try:
             if self.wu.error:
                 raise PipelineError(self.wu.error)
@@ -190,6 +185,7 @@ class TaskRunner:
                 finished_at=_iso(finished), duration_seconds=round(finished - started, 3)
             )
             self.state.stage_progress = stage_progress(self.job.spark, self.group)
+            progress.task_status(spec.job_name, spec.execution_id, self.wu.task_id, self.state.status)
         return self.state
 
     # -- the pipeline -------------------------------------------------------------------------------
@@ -241,9 +237,22 @@ class TaskRunner:
         if failure:
             raise QualityCheckError(failure)
         forward = checked(operator, operator.fork_schema(schema), "fork_schema")
-        routes = [
-            as_column(d) for d in checked(operator, operator.fork_data_records(schema), "fork_data_records")
-        ]
+        decisions = checked(operator, operator.fork_data_records(schema), "fork_data_records")
+        routes = [as_column(d) for d in decisions]
+        # A plain copy (one branch, nothing that can drop a row between the extract and the
+        # writer) counts its records once, at the writer: every observation is a per-row
+        # aggregation on the one pass that reads the data.
+        single_count = (
+            not extraction.stage
+            and extraction.keep is None
+            and not extraction.metrics
+            and not pre_converters
+            and not pre_checker.active
+            and len(self.branches) == 1
+            and decisions[0] is True
+            and not self.branches[0].converters
+            and not self.branches[0].checker.active
+        )
 
         extract_obs = Observation()
         records = (
@@ -252,6 +261,7 @@ class TaskRunner:
         extract_metrics = [records.alias("fp_records")] + [c.alias(n) for n, c in extraction.metrics.items()]
 
         def extracted(observe: bool) -> DataFrame:
+            observe = observe and not single_count
             df = extraction.df.observe(extract_obs, *extract_metrics) if observe else extraction.df
             if extraction.keep is not None:
                 df = df.where(extraction.keep)
@@ -286,7 +296,7 @@ class TaskRunner:
         first = active[0] if active else None
 
         def run_branch(branch: _Branch) -> None:
-            _thread_setup(job.spark, self.group, self.pool)
+            _thread_setup(job.spark, self.group, self.pool, job.jobspec.log_tag)
             self._run_branch(
                 branch, pre_fork(branch is first), pre_checker, routes[branch.state.index], previous_schema
             )
@@ -300,7 +310,9 @@ class TaskRunner:
         failed = [b.state for b in active if b.state.status != SUCCEEDED]
         if failed:
             raise PipelineError("; ".join(f"branch {s.index} ({s.name}) failed: {s.error}" for s in failed))
-        if not extraction.stage and first is not None:
+        if single_count:
+            metrics["fp_records"] = self.branches[0].state.records_written
+        elif not extraction.stage and first is not None:
             metrics.update(observed(extract_obs))
         self.state.records_extracted = int(metrics.get("fp_records") or 0)
         if pre_checker.active and first is not None:

@@ -9,7 +9,8 @@ expected high on success, the low watermark otherwise), ``records_extracted``, `
 ``timings`` (``started_at``/``finished_at`` ISO-8601 UTC, ``duration_seconds``), ``multi_work_unit``
 (``id``, ``index`` of this work unit in it, ``size``, ``estimated_bytes`` of the group, ``groups``),
 ``work_unit`` (``range_index``, ``range_count``, ``estimated_bytes``, ``empty``), ``stage_progress``
-(Spark ``jobs``, ``stages``, ``tasks_total``, ``tasks_completed``, ``tasks_failed``), ``quality``
+(Spark ``jobs``, ``stages``, ``stages_completed``, ``tasks_total``, ``tasks_completed``,
+``tasks_failed`` of the task's job group), ``quality``
 (one dict per policy evaluated: ``policy``, ``type``, ``scope``, ``failed_records`` or ``passed``,
 ``message``), ``source_schema`` (Spark schema JSON of the extract, for the next run's schema check),
 ``err_dir`` (where pre-fork ERR_FILE rows went, or None).

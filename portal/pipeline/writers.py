@@ -1,9 +1,14 @@
 """Writers: each branch writes its records to a staging location, then moves them to task output.
 
 ``writer.output.format(.N)`` picks the writer: ``PARQUET`` (default), ``ORC``, ``JSON`` (JSON lines),
-``CSV`` (with header) or ``JDBC``; ``writer.builder.class(.N)`` names a custom
-:class:`DataWriter` subclass instead.  AVRO is refused with a clear message: Spark's Avro support is
-the separate ``spark-avro`` package, which is not installed here.
+``CSV`` (with header), ``AVRO`` or ``JDBC``; ``writer.builder.class(.N)`` names a custom
+:class:`DataWriter` subclass instead.
+
+AVRO needs no download: PySpark 4 ships Spark's Avro file format inside ``spark-sql``
+(``org.apache.spark.sql.avro.AvroFileFormat``); only the ``avro`` short name is registered by the
+separate ``spark-avro`` module, which PySpark does not ship (and Debian/PyPI do not package), so the
+writer names the class.  If a Spark build lacks the class, the branch fails before reading anything
+with a ConfigError naming ``writer.output.format`` and the reason.
 
 File writers write with Spark to ``<writer.staging.dir>/<job>/<execution>/<task>/branch_<N>``
 (default ``<work_dir>/task-staging``), then rename every data file to the same relative path under
@@ -39,8 +44,17 @@ from portal.pipeline.jobspec import JobSpec
 from portal.pipeline.loader import load_class
 from portal.pipeline.properties import Properties
 
-FILE_FORMATS = {"PARQUET": "parquet", "ORC": "orc", "JSON": "json", "CSV": "csv"}
+AVRO_FILE_FORMAT = "org.apache.spark.sql.avro.AvroFileFormat"
+FILE_FORMATS = {"PARQUET": "parquet", "ORC": "orc", "JSON": "json", "CSV": "csv", "AVRO": AVRO_FILE_FORMAT}
 ALL_FORMATS = (*FILE_FORMATS, "JDBC")
+
+
+def avro_available(spark: SparkSession) -> bool:
+    """Whether this Spark build has its Avro file format on the classpath (PySpark >= 4.0 does)."""
+    try:
+        return bool(spark.sparkContext._jvm.org.apache.spark.util.Utils.classIsLoadable(AVRO_FILE_FORMAT))
+    except Exception:
+        return False
 
 
 @dataclass
@@ -206,10 +220,12 @@ def build_writer(props: Properties, ctx: WriterContext) -> DataWriter:
         cls = load_class(custom, props.describe("writer.builder.class"), DataWriter)
         return cls(props, ctx)
     fmt = (props.get("writer.output.format") or "PARQUET").upper()
-    if fmt == "AVRO":
+    if fmt == "AVRO" and not avro_available(ctx.spark):
         raise ConfigError(
-            f"{props.describe('writer.output.format')}: AVRO needs the spark-avro package, which is not "
-            f"installed; use one of {', '.join(ALL_FORMATS)}"
+            f"{props.describe('writer.output.format')}: AVRO is not available: this Spark build has no "
+            f"{AVRO_FILE_FORMAT} (older Spark versions keep it in the separate spark-avro package, which "
+            f"Flowport does not download at run time); use one of "
+            f"{', '.join(f for f in ALL_FORMATS if f != 'AVRO')}"
         )
     if fmt == "JDBC":
         return JdbcDataWriter(props, ctx)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
+import sqlite3
 import subprocess
 import sys
 import time
@@ -14,14 +14,10 @@ from pathlib import Path
 
 import requests
 
+from tests.ports import free_port
+
 ROOT = Path(__file__).resolve().parents[2]
 VENV_BIN = ROOT / ".venv" / "bin"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def embedded_env(var_dir: Path, port: int) -> dict[str, str]:
@@ -45,12 +41,33 @@ def wait_for(url: str, process: subprocess.Popen, seconds: float = 90) -> None:
     while time.monotonic() < deadline:
         assert process.poll() is None, "the stack exited before serving"
         try:
-            if requests.get(url, timeout=2).status_code == 200:
+            if requests.get(url, timeout=10).status_code == 200:
                 return
-        except requests.ConnectionError:
-            pass
+        except (requests.ConnectionError, requests.Timeout):
+            pass  # not listening yet, or its first request is still loading the app
         time.sleep(0.5)
     raise AssertionError(f"{url} did not answer within {seconds}s")
+
+
+def wait_for_demo_execution(db_path: Path, process: subprocess.Popen, seconds: float = 150) -> dict:
+    deadline = time.monotonic() + seconds
+    row = None
+    while time.monotonic() < deadline:
+        assert process.poll() is None, "the stack exited"
+        with sqlite3.connect(db_path, timeout=10) as db:
+            row = db.execute(
+                "SELECT id, status, message FROM orchestration_flowexecution "
+                "WHERE flow_group='demo' AND flow_name='orders-to-archive' ORDER BY execution_id LIMIT 1"
+            ).fetchone()
+            if row and row[1] in ("COMMITTED", "FAILED", "CANCELLED", "SKIPPED"):
+                jobs = db.execute(
+                    "SELECT job_name, status FROM orchestration_jobexecution WHERE execution_id=? ORDER BY hop_index",
+                    (row[0],),
+                ).fetchall()
+                short = [(name.removeprefix("demo.orders-to-archive."), status) for name, status in jobs]
+                return {"status": row[1], "message": row[2], "jobs": short}
+        time.sleep(1)
+    raise AssertionError(f"the demo execution did not finish within {seconds}s: {row}")
 
 
 def test_the_embedded_stack_serves_a_flow_end_to_end(tmp_path):
@@ -97,9 +114,15 @@ def test_the_embedded_stack_serves_a_flow_end_to_end(tmp_path):
         assert fetched["properties"] == {"a": "b"} and fetched["owner"] == "admin"
         assert session.get(f"{base}/api/flowconfigs/demo/orders-to-archive", timeout=10).status_code == 200
 
-        deadline = time.monotonic() + 60
-        while "ready." not in log_path.read_text() and time.monotonic() < deadline:
-            time.sleep(0.5)
+        # The demo flow runs on its own (runImmediately): two hops on two
+        # executors through the worker, landing → lake → archive.
+        demo = wait_for_demo_execution(tmp_path / "var" / "flowport.sqlite3", stack)
+        assert demo["status"] == "COMMITTED", demo
+        assert demo["jobs"] == [("1-landing-to-lake", "COMMITTED"), ("2-lake-to-archive", "COMMITTED")], demo
+        archived = list(
+            (tmp_path / "var" / "data" / "archive" / "demo" / "orders-to-archive").rglob("*.parquet")
+        )
+        assert archived, "the demo flow published nothing to the archive"
     finally:
         os.killpg(stack.pid, signal.SIGINT)  # what Ctrl-C sends to the terminal's group
         try:

@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 REQUIRED_KEY = "gobblin.template.required_attributes"
+# Attributes a template declares secret: the flow must give them as ENC(...).
+ENCRYPTED_KEY = "gobblin.template.encrypted_attributes"
 
 
 @dataclass
@@ -16,10 +18,55 @@ class Resolution:
     pinned_versions: dict[str, int] = field(default_factory=dict)
     missing_required: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    encrypted_attributes: list[str] = field(default_factory=list)
 
 
 def required_attributes(properties: dict[str, str]) -> set[str]:
     return {key.strip() for key in properties.get(REQUIRED_KEY, "").split(",") if key.strip()}
+
+
+def encrypted_attributes(properties: dict[str, Any]) -> set[str]:
+    return {key.strip() for key in str(properties.get(ENCRYPTED_KEY) or "").split(",") if key.strip()}
+
+
+def declared_encrypted_attributes(flow: Any, user: Any) -> set[str]:
+    """Attributes declared encrypted by the flow itself and by each of its
+    templates and their parents. Like required attributes, each template's
+    own list counts, so a flow cannot override it away. A template that does
+    not resolve declares nothing here (its error is reported elsewhere)."""
+    declared = encrypted_attributes(flow.properties)
+    if not flow.template_uri_list:
+        return declared
+    from portal.templatepacks import hocon
+    from portal.templatepacks.resolution import TemplateLoader, TemplateResolutionError
+
+    loader = TemplateLoader(user)
+    for uri in flow.template_uri_list:
+        try:
+            chain = loader.chain(uri)
+        except TemplateResolutionError:
+            continue
+        for template in chain:
+            declared |= encrypted_attributes({ENCRYPTED_KEY: hocon.plain_value(template.tree, ENCRYPTED_KEY)})
+    return declared
+
+
+def clear_encrypted_attributes(flow: Any, user: Any, declared: set[str] | None = None) -> list[str]:
+    """Declared-encrypted attributes that the flow gives in clear (not ENC(...))."""
+    from portal.keys.properties import looks_encrypted
+
+    if declared is None:
+        declared = declared_encrypted_attributes(flow, user)
+    return sorted(
+        name for name in declared if flow.properties.get(name) and not looks_encrypted(flow.properties[name])
+    )
+
+
+def clear_message(attribute: str) -> str:
+    return (
+        f"attribute {attribute!r} is declared encrypted ({ENCRYPTED_KEY}) but is given in clear; "
+        "give it as ENC(...) (docs/keys.md)"
+    )
 
 
 def resolve_flow_templates(flow: Any, user: Any) -> Resolution:
@@ -42,8 +89,11 @@ def resolve_flow_templates(flow: Any, user: Any) -> Resolution:
         uri = getattr(error, "uri", "")
         message = getattr(error, "message", str(error))
         return Resolution(properties=dict(flow.properties), errors=[f"template {uri}: {message}"])
+    declared = declared_encrypted_attributes(flow, user)
     return Resolution(
         properties=dict(resolved.properties),
         pinned_versions=dict(resolved.pinned_versions),
         missing_required=list(resolved.missing_required),
+        errors=[clear_message(name) for name in clear_encrypted_attributes(flow, user, declared)],
+        encrypted_attributes=sorted(declared),
     )

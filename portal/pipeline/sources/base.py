@@ -19,6 +19,12 @@ Rules a Source must follow: the DataFrame holds exactly the rows in (low, expect
 errors that concern one dataset are returned as a WorkUnit with ``error`` set (so that dataset's task
 fails with the message while the other datasets run); a dataset with nothing new still gets an
 ``empty`` WorkUnit (low = expected high) so its state is carried forward.
+
+Backfill (``JobSpec.backfill``): in a backfill job :meth:`Source.wanted` is False for every dataset
+the backfill does not list (plan nothing for them; the runner drops them anyway),
+:meth:`Source.previous_watermark` returns the backfill's ``low`` instead of the stored watermark, and
+:meth:`Source.backfill_high` gives the requested upper bound: plan ``(low, min(high, what the source
+holds)]``.  A source that ignores ``backfill_high`` would read past the requested range.
 """
 
 from __future__ import annotations
@@ -75,9 +81,22 @@ class Source(ABC):
         self.jobspec = context.jobspec
 
     def previous_watermark(self, dataset_urn: str) -> str | None:
-        """The actual high watermark the last committed run checked in for this dataset."""
+        """The actual high watermark the last committed run checked in for this dataset; in a
+        backfill job, the backfill's ``low`` for it (the stored watermark is ignored)."""
+        if self.jobspec.is_backfill:
+            bounds = self.jobspec.backfill.get(dataset_urn) or {}
+            return bounds.get("low") or None
         value = self.jobspec.previous_watermarks.get(dataset_urn)
         return value if value not in (None, "") else None
+
+    def wanted(self, dataset_urn: str) -> bool:
+        """Whether this run pulls the dataset: always, except in a backfill job (listed ones only)."""
+        return not self.jobspec.is_backfill or dataset_urn in self.jobspec.backfill
+
+    def backfill_high(self, dataset_urn: str) -> str | None:
+        """The inclusive upper bound a backfill job asks for this dataset (None: not a backfill)."""
+        bounds = self.jobspec.backfill.get(dataset_urn) if self.jobspec.is_backfill else None
+        return bounds.get("high") if bounds else None
 
     @abstractmethod
     def get_work_units(self) -> list[WorkUnit]:

@@ -1,4 +1,4 @@
-"""Files source: CSV, JSON lines, Parquet or ORC on a local path or any Hadoop URI.
+"""Files source: CSV, JSON lines, Parquet, ORC or Avro on a local path or any Hadoop URI.
 
 Datasets: each top-level folder under ``source.files.path`` is a dataset whose ``dataset.urn`` is the
 folder name (``source.files.dataset.level=1``, the default; restrict with ``source.files.datasets``),
@@ -12,11 +12,19 @@ watermark listed at planning time; files are assumed immutable once written (wri
 rename in).  ``source.files.settle.seconds`` leaves out files modified in the last N seconds, for
 writers that cannot rename.  New files are split into consecutive ranges of at most
 ``source.files.workunit.max.bytes`` (default 1 GiB) / ``source.files.workunit.max.files``.
+
+Backfill bounds (``JobSpec.backfill``) are written in the same form, or shorter: ``<mtime ms>`` alone
+(any number of digits) or an ISO-8601 time (``2024-05-01T00:00:00Z``, naive = UTC) stands for a
+whole millisecond, so ``{"low": "2024-05-01T00:00:00Z", "high": "2024-05-02T00:00:00Z"}`` selects
+the files modified after the first instant up to and including the second; the full
+``<ms>:<path>`` form cuts between files of the same millisecond by name.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import os
+import re
 import time
 from typing import Any
 
@@ -25,11 +33,43 @@ from portal.pipeline.errors import ConfigError
 from portal.pipeline.sources.base import Extraction, Source
 from portal.pipeline.workunits import WorkUnit
 
-FORMATS = {"csv": "csv", "json": "json", "jsonl": "json", "parquet": "parquet", "orc": "orc"}
+FORMATS = {
+    "csv": "csv",
+    "json": "json",
+    "jsonl": "json",
+    "parquet": "parquet",
+    "orc": "orc",
+    "avro": "org.apache.spark.sql.avro.AvroFileFormat",  # in spark-sql since Spark 4.0, by class name
+}
+
+
+_MS = re.compile(r"^(?P<ms>\d+)(:(?P<name>.*))?$", re.DOTALL)
 
 
 def file_watermark(info: fs.FileInfo) -> str:
     return f"{info.mtime_ms:015d}:{info.relative}"
+
+
+def watermark_key(value: str) -> tuple[int, int, str]:
+    """Sort key of a files watermark or backfill bound (ValueError if it is neither).
+
+    ``<ms>:<path>`` -> ``(ms, 0, path)``; ``<ms>`` or an ISO-8601 time -> ``(ms, 1, "")``, which sorts
+    after every file of that millisecond (a bound covering the whole millisecond).
+    """
+    text = value.strip()
+    match = _MS.match(text)
+    if match:
+        name = match.group("name")
+        return (int(match.group("ms")), 0, name) if name is not None else (int(match.group("ms")), 1, "")
+    try:
+        moment = dt.datetime.fromisoformat(text)
+    except ValueError:
+        raise ValueError(
+            f"'{value}' is not a files watermark (<mtime ms>:<path>, <mtime ms> or an ISO-8601 time)"
+        ) from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=dt.UTC)
+    return (int(moment.timestamp() * 1000), 1, "")
 
 
 class FileSource(Source):
@@ -65,10 +105,22 @@ class FileSource(Source):
         cutoff = int(time.time() * 1000) - settle_ms if settle_ms else None
         units: list[WorkUnit] = []
         for urn, folder in self._datasets(root):
+            if not self.wanted(urn):
+                continue
             low = self.previous_watermark(urn)
+            try:
+                low_key, high_key = self._bounds(urn, low)
+            except ValueError as exc:
+                units.append(WorkUnit(urn, low, None, error=str(exc), payload={"folder": folder}))
+                continue
             listed = [f for f in fs.list_files(folder) if cutoff is None or f.mtime_ms <= cutoff]
             candidates = sorted(((file_watermark(f), f) for f in listed), key=lambda p: p[0])
-            new = [(wm, f) for wm, f in candidates if low is None or wm > low]
+            new = [
+                (wm, f)
+                for wm, f in candidates
+                if (low_key is None or watermark_key(wm) > low_key)
+                and (high_key is None or watermark_key(wm) <= high_key)
+            ]
             if not new:
                 units.append(WorkUnit(urn, low, low, empty=True, payload={"folder": folder}))
                 continue
@@ -96,6 +148,21 @@ class FileSource(Source):
                 )
                 previous = high
         return units
+
+    def _bounds(
+        self, urn: str, low: str | None
+    ) -> tuple[tuple[int, int, str] | None, tuple[int, int, str] | None]:
+        """Sort keys of the low (exclusive) and, in a backfill, high (inclusive) bound."""
+        high = self.backfill_high(urn)
+        where = f"backfill ['{urn}']" if high is not None else f"previous watermark of '{urn}'"
+        try:
+            low_key = watermark_key(low) if low is not None else None
+            high_key = watermark_key(high) if high is not None else None
+        except ValueError as exc:
+            raise ValueError(f"{where}: {exc}") from None
+        if low_key is not None and high_key is not None and low_key >= high_key:
+            raise ValueError(f"{where}: low '{low}' is not below high '{high}'")
+        return low_key, high_key
 
     def extract(self, work_unit: WorkUnit) -> Extraction:
         fmt = self._format()

@@ -15,6 +15,11 @@ delivered are recognised by a hash of ``extract.primary.key.fields`` + the water
 the watermark (see :mod:`portal.pipeline.watermarks`) and dropped, so nothing is delivered twice.
 At most ``extract.lookback.max.keys`` (default 100000) rows may sit in one window.
 
+Backfill (``JobSpec.backfill``): a listed table reads ``low < column <= min(high, column max)`` with
+``low``/``high`` written like the column's values (``2024-05-01 00:00:00``, ``2024-05-01``,
+``1500``), split into ``source.jdbc.ranges`` like any run, without look-back (the range is explicit);
+tables not listed are not read.  A snapshot table (``extract.is.full``) cannot be backfilled.
+
 The extract of a work unit is staged once to Parquet before branches read it (``Extraction.stage``).
 Values in the generated SQL come from the database's own text output; identifiers are validated.
 """
@@ -160,6 +165,8 @@ class JdbcSource(Source):
             raise ConfigError("missing required property 'source.jdbc.tables'")
         units: list[WorkUnit] = []
         for table in tables:
+            if not self.wanted(table):
+                continue
             try:
                 units.extend(self._plan_table(table, settings))
             except PipelineError as exc:
@@ -198,6 +205,9 @@ class JdbcSource(Source):
         if info.get("k_min") is not None:
             base["k_min"], base["k_max"] = int(info["k_min"]), int(info["k_max"])
         kind = _Kind(fields[delta]) if delta else None
+        backfill_high = self.backfill_high(table)
+        if backfill_high is not None:
+            return self._plan_backfill(table, s, kind, info, base, low, backfill_high, fields[delta])
         if s["full"]:
             high = info.get("wm_max") if delta else f"snapshot@{self.jobspec.execution_id}"
             return [WorkUnit(table, low, high, payload={**base, "full": True})]
@@ -207,7 +217,7 @@ class JdbcSource(Source):
         if wm_max is None or (low_value is not None and kind.parse(wm_max) <= kind.parse(low_value)):
             return [WorkUnit(table, low, low, empty=True, payload=base)]
         start = low_value if low_value is not None else info["wm_min"]
-        bounds = kind.split(start, wm_max, s["ranges"])
+        bounds = kind.split(start, wm_max, s["ranges"]) or [wm_max]  # all rows share one value
         units = []
         previous: str | None = low
         lower: str | None = low_value
@@ -222,9 +232,58 @@ class JdbcSource(Source):
             previous, lower = upper, upper
         return units
 
+    def _plan_backfill(
+        self,
+        table: str,
+        s: dict[str, Any],
+        kind: _Kind | None,
+        info: dict[str, Any],
+        base: dict[str, Any],
+        low: str | None,
+        high: str,
+        dtype: T.DataType,
+    ) -> list[WorkUnit]:
+        """Work units of ``(low, min(high, column max)]``; see the module docstring."""
+        where = f"backfill ['{table}']"
+        if s["full"] or kind is None:
+            raise ConfigError(
+                f"{where}: extract.is.full=true reads the whole table every run; only an incremental "
+                "table (extract.delta.fields) can be backfilled"
+            )
+        values = {}
+        for name, text in (("low", low), ("high", high)):
+            if text is None:
+                continue
+            try:
+                values[name] = kind.parse(text)
+            except (ValueError, ArithmeticError):
+                raise ConfigError(
+                    f"{where}: {name} '{text}' is not a {dtype.simpleString()} value of column '{s['delta']}'"
+                ) from None
+        if low is not None and values["low"] >= values["high"]:
+            raise ConfigError(f"{where}: low '{low}' is not below high '{high}'")
+        wm_max, wm_min = info.get("wm_max"), info.get("wm_min")
+        payload = {**base, "backfill": True}
+        if wm_max is None:
+            return [WorkUnit(table, low, low, empty=True, payload=payload)]
+        upper = wm_max if kind.parse(wm_max) <= values["high"] else kind.format(values["high"])
+        start = low if low is not None else wm_min
+        if kind.parse(upper) < kind.parse(wm_min) or (low is not None and kind.parse(upper) <= values["low"]):
+            return [WorkUnit(table, low, low, empty=True, payload=payload)]
+        bounds = kind.split(start, upper, s["ranges"]) or [upper]
+        units = []
+        previous: str | None = low
+        for index, bound in enumerate(bounds):
+            unit_payload = {**payload, "lower": previous, "upper": bound}
+            units.append(WorkUnit(table, previous, bound, index, len(bounds), payload=unit_payload))
+            previous = bound
+        return units
+
     def extract(self, work_unit: WorkUnit) -> Extraction:
         s = self._settings()
         p = work_unit.payload
+        if p.get("backfill"):
+            s["lookback"] = None  # an explicit range: no look-back window, no seen-set
         table, delta = p["table"], s["delta"]
         where = []
         extra_cols = ""

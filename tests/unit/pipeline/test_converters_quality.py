@@ -221,7 +221,6 @@ def test_bad_input_fails_the_task_with_a_specific_message(spark: SparkSession, t
             {"writer.output.format": "XML"},
             "unknown format 'XML' in 'writer.output.format.0' or 'writer.output.format'",
         ),
-        "avro": ({"writer.output.format": "AVRO"}, "AVRO needs the spark-avro package"),
         "unknown source format": (
             {"source.files.format": "xlsx"},
             "unknown format 'xlsx' in source.files.format",

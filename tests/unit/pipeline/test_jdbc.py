@@ -216,3 +216,16 @@ def test_jdbc_writer_publishes_through_a_staging_table_exactly_once(
     ).fetchall()
     assert (7, "job", "orders", 3) in marker
     assert pg.execute("SELECT to_regclass(%s)", (branch["staging_table"],)).fetchone()[0] is None
+
+
+def test_first_run_of_a_table_whose_rows_share_one_watermark_value_reads_them(
+    spark: SparkSession, pg: psycopg.Connection, pg_database: dict[str, Any], tmp_path: Path
+) -> None:
+    # min = max of the watermark column: the range split has no inner boundary, the run must still
+    # read (None, max] instead of planning nothing (the rows would wait for a second distinct value).
+    _orders(pg, "one_ts", [(1, "a", 1.0, "2024-01-01 00:00:00"), (2, "b", 2.0, "2024-01-01 00:00:00")])
+    marks: dict[str, str] = {}
+    states = run_and_publish(spark, spec(tmp_path, _props(pg_database, tmp_path, "one_ts")), marks)
+    assert [(s["status"], s["records_extracted"]) for s in states] == [("SUCCEEDED", 2)]
+    assert marks["one_ts"] == "2024-01-01 00:00:00"
+    assert sorted(r.id for r in read(spark, tmp_path / "lake" / "one_ts").collect()) == [1, 2]

@@ -21,10 +21,11 @@ DEMO_FLOW = {
     "flow_name": "orders-to-archive",
     "description": "Ingests the sample order files into the lake, then replicates them to the archive.",
     "schedule": "*/5 * * * *",
+    # So the first `make run` shows a run at once, not after the next tick.
+    "run_immediately": True,
     "source": "landing",
     "destinations": ["archive"],
     "properties": {
-        "source.class": "files",
         "source.files.format": "csv",
         "writer.output.format": "parquet",
         "job.commit.policy": "full",

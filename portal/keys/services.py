@@ -1,0 +1,171 @@
+"""Keys services: the API, the flow form, flow validation and the worker all
+come here (docs/keys.md).
+
+    wrap_customer_key(user=..., key=... | generate=True) -> WrapResult
+    encrypt_value(wrapped_key, plaintext) -> "ENC(...)"           # server side, e.g. the flow form
+    decrypt_properties(properties) -> properties in clear           # worker side, just before the pipeline
+    is_encrypted(value) -> bool
+    redact(properties, secret_keys=()) -> properties safe to show or log
+    validate_flow_secrets(flow)                                     # on every flow save (receivers.py)
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from django.contrib.auth.models import Group
+from django.core.exceptions import ValidationError
+from django.db import IntegrityError, transaction
+
+from portal.keys import client, wrapping
+from portal.keys.errors import (
+    DecryptionError,
+    EncryptionError,
+    MasterKeyError,
+    WrappedKeyError,
+)
+from portal.keys.master import get_ring
+from portal.keys.models import CustomerKey
+from portal.keys.properties import (
+    ENCRYPTED_ATTRIBUTES_KEY,
+    REDACTED,
+    WRAPPED_KEY_PROPERTY,
+    decrypt_properties,
+    encrypted_keys,
+    is_encrypted,
+    redact,
+    secret_values,
+)
+
+__all__ = [
+    "ENCRYPTED_ATTRIBUTES_KEY",
+    "REDACTED",
+    "WRAPPED_KEY_PROPERTY",
+    "DecryptionError",
+    "EncryptionError",
+    "MasterKeyError",
+    "WrapResult",
+    "WrappedKeyError",
+    "decrypt_properties",
+    "encrypt_value",
+    "is_encrypted",
+    "redact",
+    "secret_values",
+    "validate_flow_secrets",
+    "wrap_customer_key",
+]
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class WrapResult:
+    customer_key: CustomerKey
+    generated_key: str | None  # base64; only when the portal generated it, and only now
+
+
+def _owner_group(user, name: str) -> Group:
+    group = Group.objects.filter(name=name).first()
+    if group is None or not (user.is_superuser or user.groups.filter(pk=group.pk).exists()):
+        # The same answer whether the group exists or not.
+        raise ValidationError({"group": [f"You are not a member of a group named {name!r}."]})
+    return group
+
+
+def wrap_customer_key(
+    *, user, key: str | None = None, generate: bool = False, label: str = "", group: str | None = None
+) -> WrapResult:
+    """Wrap a customer key (`key`, base64 AES-256, held by the caller; or a
+    new random one with `generate`) with the active master key and store it
+    for `user`, or for `group` when `user` is one of its members. The
+    plaintext key is never stored; a generated one is returned this once."""
+    if generate and key:
+        raise ValidationError({"key": ["Give either a key or generate: true, not both."]})
+    if not generate and not key:
+        raise ValidationError({"key": ["Give a base64 AES-256 key, or generate: true for a new one."]})
+    try:
+        key_bytes = client.generate_key() if generate else client.load_key(key or "")
+    except client.EncryptedValueError as error:
+        raise ValidationError({"key": [str(error)]}) from None
+    owner_group = _owner_group(user, group) if group else None
+    owner = {"owner_group": owner_group} if owner_group else {"owner_user": user}
+    label_taken = ValidationError({"label": [f"There is already a key labelled {label!r} for this owner."]})
+    if label and CustomerKey.objects.filter(label=label, **owner).exists():
+        raise label_taken
+    ring = get_ring()
+    record = CustomerKey(
+        **owner,
+        label=label,
+        wrapped_key=wrapping.wrap(ring, key_bytes),
+        master_key_id=ring.active_id,
+        fingerprint=client.key_fingerprint(key_bytes),
+        created_by=user,
+    )
+    try:
+        with transaction.atomic():
+            record.save()
+    except IntegrityError:  # the same label stored concurrently
+        raise label_taken from None
+    logger.info(
+        "customer key %s wrapped for %s by %s (master key %s)",
+        record.short_fingerprint,
+        record.owner_name,
+        user,
+        ring.active_id,
+    )
+    return WrapResult(record, client.encode_key(key_bytes) if generate else None)
+
+
+def encrypt_value(wrapped_key: str, plaintext: str) -> str:
+    """`plaintext` as an ENC(...) value under the customer key inside
+    `wrapped_key`. Raises MasterKeyError, WrappedKeyError (code says why) or
+    EncryptionError(code="too_long")."""
+    customer_key = wrapping.unwrap(get_ring(), wrapped_key)
+    try:
+        return client.encrypt(customer_key, plaintext)
+    except client.EncryptedValueError as error:
+        raise EncryptionError(str(error), code=error.code) from None
+
+
+def validate_flow_secrets(flow) -> None:
+    """What a flow's save needs beyond the form of its values (that is in
+    flows.validators): no attribute a template declares encrypted is given in
+    clear; `encrypt.wrapped.key` unwraps with this portal's master key, is one
+    of the owner's (or their groups') customer keys, and is the key every
+    ENC(...) value was made with. Nothing is decrypted.
+    ValidationError({"properties": [...]}) naming each property."""
+    from portal.flows.compiler.templates import clear_encrypted_attributes, clear_message
+
+    owner = getattr(flow, "owner", None)
+    messages = [clear_message(name) for name in clear_encrypted_attributes(flow, owner)]
+    properties = flow.properties
+    wrapped = properties.get(WRAPPED_KEY_PROPERTY)
+    if isinstance(wrapped, str) and wrapped:
+        try:
+            customer_key = wrapping.unwrap(get_ring(), wrapped)
+        except MasterKeyError as error:
+            logger.error("cannot check %s of flow %s: %s", WRAPPED_KEY_PROPERTY, flow, error)
+            messages.append(
+                f"{WRAPPED_KEY_PROPERTY!r} cannot be checked: the portal's master key is unavailable "
+                "(an administrator must fix it; see docs/keys.md)."
+            )
+        except WrappedKeyError as error:
+            messages.append(f"{WRAPPED_KEY_PROPERTY!r} {error}.")
+        else:
+            fingerprint = client.key_fingerprint(customer_key)
+            if not CustomerKey.objects.usable_by(owner).filter(fingerprint=fingerprint).exists():
+                messages.append(
+                    f"{WRAPPED_KEY_PROPERTY!r} is not one of the flow owner's customer keys; wrap the key "
+                    "with POST /api/keys/wrap (as the owner, or for one of the owner's groups) and use "
+                    "the wrapped key it returns."
+                )
+            check = client.key_check(customer_key)
+            for name in encrypted_keys(properties):
+                if is_encrypted(properties[name]) and client.parse(properties[name])[1] != check:
+                    messages.append(
+                        f"{name!r} was encrypted with a different customer key than the one in "
+                        f"{WRAPPED_KEY_PROPERTY!r}."
+                    )
+    if messages:
+        raise ValidationError({"properties": messages})

@@ -1,0 +1,179 @@
+"""Prometheus metrics, computed from the database at scrape time by one
+custom collector. Nothing is counted in process memory, so every web
+process (gunicorn workers, several nodes) answers the same numbers and no
+multiprocess directory is needed."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import timedelta
+
+from django.conf import settings
+from django.db.models import Count, DurationField, ExpressionWrapper, F, Min, Q, Sum
+from django.utils import timezone
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from portal.monitoring.models import Event, HealthCheck
+
+# Job durations run from seconds to hours.
+DURATION_BUCKETS = (5, 15, 30, 60, 120, 300, 600, 1800, 3600, 7200, 21600, 86400)
+
+
+def _age(oldest, now) -> float:
+    return max(0.0, (now - oldest).total_seconds()) if oldest else 0.0
+
+
+class FlowportCollector(Collector):
+    def collect(self) -> Iterator[Metric]:
+        from portal.orchestration.models import (
+            Action,
+            ExecutionStatus,
+            FlowExecution,
+            JobExecution,
+            JobStatus,
+            OutboxMessage,
+            WorkerHeartbeat,
+        )
+        from portal.topology.models import SpecExecutor
+
+        now = timezone.now()
+
+        executions = GaugeMetricFamily(
+            "flowport_flow_executions", "Flow executions by current status.", labels=["status"]
+        )
+        counts = dict(FlowExecution.objects.values_list("status").annotate(n=Count("id")).order_by())
+        for status in ExecutionStatus.values:
+            executions.add_metric([status], counts.get(status, 0))
+        yield executions
+
+        jobs = GaugeMetricFamily("flowport_jobs", "Job executions by current status.", labels=["status"])
+        counts = dict(JobExecution.objects.values_list("status").annotate(n=Count("id")).order_by())
+        for status in JobStatus.values:
+            jobs.add_metric([status], counts.get(status, 0))
+        yield jobs
+
+        yield self._job_durations()
+
+        records = CounterMetricFamily(
+            "flowport_records_processed",
+            "Records processed by committed jobs, by executor.",
+            labels=["executor"],
+        )
+        for executor, total in (
+            JobExecution.objects.filter(status=JobStatus.COMMITTED)
+            .values_list("executor")
+            .annotate(total=Sum("processed_count"))
+            .order_by("executor")
+        ):
+            records.add_metric([executor], total or 0)
+        yield records
+
+        due = Action.objects.filter(done_at__isnull=True, due_at__lte=now).filter(
+            Q(lease_until__isnull=True) | Q(lease_until__lt=now)
+        )
+        oldest_due = due.aggregate(oldest=Min("due_at"))["oldest"]
+        yield GaugeMetricFamily(
+            "flowport_scheduler_action_lag_seconds",
+            "Age of the oldest due action no orchestrator has claimed (0 when none).",
+            value=_age(oldest_due, now),
+        )
+        yield GaugeMetricFamily("flowport_actions_due", "Due, unclaimed actions.", value=due.count())
+        oldest_pending = FlowExecution.objects.filter(status=ExecutionStatus.PENDING).aggregate(
+            oldest=Min("created")
+        )["oldest"]
+        yield GaugeMetricFamily(
+            "flowport_oldest_pending_execution_age_seconds",
+            "Age of the oldest PENDING flow execution (not launched yet, or waiting for the topology).",
+            value=_age(oldest_pending, now),
+        )
+
+        unsent = OutboxMessage.objects.filter(sent_at__isnull=True).aggregate(
+            n=Count("id"), oldest=Min("created")
+        )
+        yield GaugeMetricFamily("flowport_outbox_backlog", "Outbox messages not sent yet.", value=unsent["n"])
+        yield GaugeMetricFamily(
+            "flowport_outbox_oldest_unsent_age_seconds",
+            "Age of the oldest unsent outbox message (0 when none).",
+            value=_age(unsent["oldest"], now),
+        )
+
+        alive_since = now - timedelta(seconds=3 * settings.WORKER_HEARTBEAT_SECONDS)
+        yield GaugeMetricFamily(
+            "flowport_workers_alive",
+            "Worker processes whose heartbeat is recent (3 heartbeat intervals).",
+            value=WorkerHeartbeat.objects.filter(last_seen__gte=alive_since).count(),
+        )
+
+        executors = GaugeMetricFamily(
+            "flowport_executors", "Enabled SpecExecutors by health.", labels=["health"]
+        )
+        counts = dict(
+            SpecExecutor.objects.filter(enabled=True)
+            .values_list("health_status")
+            .annotate(n=Count("id"))
+            .order_by()
+        )
+        for health in SpecExecutor.Health.values:
+            executors.add_metric([health], counts.get(health, 0))
+        yield executors
+
+        up = GaugeMetricFamily(
+            "flowport_health_check_up",
+            "1 when the broker / a Spark master answered the last probe, 0 when not.",
+            labels=["kind", "target"],
+        )
+        for kind, target, status in HealthCheck.objects.exclude(
+            status=HealthCheck.Status.SKIPPED
+        ).values_list("kind", "target", "status"):
+            up.add_metric([kind, target], 1 if status == HealthCheck.Status.UP else 0)
+        yield up
+
+        events = CounterMetricFamily("flowport_events", "Monitoring events raised, by kind.", labels=["kind"])
+        for kind, n in Event.objects.values_list("kind").annotate(n=Count("id")).order_by("kind"):
+            events.add_metric([kind], n)
+        yield events
+
+    @staticmethod
+    def _job_durations() -> Metric:
+        from portal.orchestration.models import JobExecution, JobStatus
+
+        histogram = HistogramMetricFamily(
+            "flowport_job_duration_seconds",
+            "Run time of finished job attempts (start to end), by executor and status.",
+            labels=["executor", "status"],
+        )
+        duration = ExpressionWrapper(F("ended_at") - F("started_at"), output_field=DurationField())
+        finished = JobExecution.objects.filter(
+            status__in=[JobStatus.COMMITTED, JobStatus.FAILED, JobStatus.CANCELLED],
+            started_at__isnull=False,
+            ended_at__isnull=False,
+        ).annotate(duration=duration)
+        buckets = {
+            f"le_{i}": Count("id", filter=Q(duration__lte=timedelta(seconds=bound)))
+            for i, bound in enumerate(DURATION_BUCKETS)
+        }
+        rows = (
+            finished.values("executor", "status")
+            .annotate(count=Count("id"), total=Sum("duration"), **buckets)
+            .order_by("executor", "status")
+        )
+        for row in rows:
+            cumulative = [(str(float(bound)), row[f"le_{i}"]) for i, bound in enumerate(DURATION_BUCKETS)]
+            cumulative.append(("+Inf", row["count"]))
+            total = row["total"]
+            seconds = total.total_seconds() if isinstance(total, timedelta) else float(total or 0) / 1e6
+            histogram.add_metric([row["executor"], row["status"]], cumulative, max(0.0, seconds))
+        return histogram
+
+
+registry = CollectorRegistry(auto_describe=False)
+registry.register(FlowportCollector())
+
+
+CONTENT_TYPE = CONTENT_TYPE_LATEST
+
+
+def render() -> bytes:
+    return generate_latest(registry)

@@ -1,0 +1,55 @@
+"""Raising events. One function, so every producer (orchestrator, SLA and
+health monitors) records them the same way; the sinks are told after the
+caller's transaction commits, and never hold it up."""
+
+from __future__ import annotations
+
+import logging
+
+from django.db import IntegrityError, transaction
+
+from portal.monitoring.models import Event
+
+logger = logging.getLogger("portal.events")
+
+
+def raise_event(
+    kind: str,
+    message: str,
+    *,
+    severity: str = Event.Severity.WARNING,
+    dedupe_key: str = "",
+    **where: object,
+) -> Event | None:
+    """Store an event (inside the caller's transaction) and log it. With a
+    `dedupe_key` an event already raised under that key is not repeated and
+    None is returned."""
+    if dedupe_key:
+        try:
+            with transaction.atomic():  # a savepoint: a duplicate must not spoil the caller's transaction
+                event = Event.objects.create(
+                    kind=kind, message=message, severity=severity, dedupe_key=dedupe_key[:400], **where
+                )
+        except IntegrityError:
+            return None
+    else:
+        event = Event.objects.create(kind=kind, message=message, severity=severity, **where)
+    logger.log(
+        logging.ERROR if severity == Event.Severity.ERROR else logging.WARNING, "%s: %s", kind, message
+    )
+    transaction.on_commit(_kick_sinks)
+    return event
+
+
+def _kick_sinks() -> None:
+    try:
+        from portal.monitoring.sinks import kick
+
+        kick()
+    except Exception:  # forwarding is best effort; the event is stored
+        logger.exception("could not wake the event sinks")
+
+
+def execution_path(flow_group: str, flow_name: str, execution_id: int | str) -> str:
+    """The execution page (served by the orchestration app)."""
+    return f"/executions/{flow_group}/{flow_name}/{execution_id}/"

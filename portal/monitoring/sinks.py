@@ -1,0 +1,199 @@
+"""Forwarding events to people: email (Django's mail settings) and a webhook
+(a JSON POST). Delivery runs in one background thread per process, woken
+after the transaction that raised an event commits, so neither the
+orchestrator nor a page ever waits for a mail server. Every send has a
+timeout; a failure is logged and retried a few times with backoff, never
+raised. The Event row is the queue: a delivery is claimed with a lease, so
+several portal processes never send the same event twice and one that died
+mid-send is retaken."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+import urllib.request
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from urllib.parse import urlsplit
+
+from django.conf import settings
+from django.core.mail import get_connection, send_mail
+from django.db import close_old_connections
+from django.db.models import Q
+from django.utils import timezone
+
+from portal.monitoring.models import Event
+from portal.monitoring.services import execution_path
+
+logger = logging.getLogger(__name__)
+
+MAX_ATTEMPTS = 4
+BATCH = 20
+LEASE_SECONDS = 120
+SEVERITY_RANK = {Event.Severity.INFO: 0, Event.Severity.WARNING: 1, Event.Severity.ERROR: 2}
+
+
+def event_payload(event: Event) -> dict:
+    """The webhook body; the seed's camelCase names, like the REST API."""
+    url = ""
+    if event.flow_group and event.flow_name and event.execution_id is not None:
+        url = settings.SITE_URL.rstrip("/") + execution_path(
+            event.flow_group, event.flow_name, event.execution_id
+        )
+    return {
+        "id": event.pk,
+        "kind": event.kind,
+        "severity": event.severity,
+        "message": event.message,
+        "flowGroup": event.flow_group,
+        "flowName": event.flow_name,
+        "executionId": event.execution_id,
+        "jobName": event.job_name,
+        "subject": event.subject,
+        "created": event.created.isoformat(),
+        "url": url,
+    }
+
+
+def send_email(event: Event) -> None:
+    payload = event_payload(event)
+    where = f"{event.flow_group}/{event.flow_name}" if event.flow_group else event.subject
+    subject = f"[Flowport] {event.severity} {event.kind}" + (f": {where}" if where else "")
+    lines = [event.message, "", f"When: {payload['created']}", f"Kind: {event.kind}"]
+    if event.job_name:
+        lines.append(f"Job: {event.job_name}")
+    if payload["url"]:
+        lines.append(f"Execution: {payload['url']}")
+    lines.append(f"Dashboard: {settings.SITE_URL.rstrip('/')}/monitoring/")
+    connection = get_connection(timeout=settings.MONITORING_SINK_TIMEOUT_SECONDS)
+    send_mail(
+        subject[:200],
+        "\n".join(lines),
+        settings.MONITORING_EMAIL_FROM,
+        settings.MONITORING_EMAIL_TO,
+        connection=connection,
+    )
+
+
+def send_webhook(event: Event) -> None:
+    url = settings.MONITORING_WEBHOOK_URL
+    if urlsplit(url).scheme not in ("http", "https"):
+        raise ValueError("MONITORING_WEBHOOK_URL must be an http(s) URL")
+    body = json.dumps(event_payload(event)).encode()
+    request = urllib.request.Request(  # noqa: S310 - scheme checked above
+        url,
+        data=body,
+        method="POST",
+        headers={"Content-Type": "application/json", "User-Agent": "Flowport monitoring"},
+    )
+    with urllib.request.urlopen(request, timeout=settings.MONITORING_SINK_TIMEOUT_SECONDS) as response:  # noqa: S310
+        response.read(1024)
+
+
+def configured_sinks() -> dict[str, Callable[[Event], None]]:
+    sinks: dict[str, Callable[[Event], None]] = {}
+    if settings.MONITORING_EMAIL_TO:
+        sinks["email"] = send_email
+    if settings.MONITORING_WEBHOOK_URL:
+        sinks["webhook"] = send_webhook
+    return sinks
+
+
+def _severities() -> list[str]:
+    floor = SEVERITY_RANK.get(settings.MONITORING_SINK_MIN_SEVERITY, 0)
+    return [severity for severity, rank in SEVERITY_RANK.items() if rank >= floor]
+
+
+def _claim(event: Event, now: datetime) -> bool:
+    won = (
+        Event.objects.filter(pk=event.pk, delivered_at__isnull=True)
+        .filter(Q(delivery_lease_until__isnull=True) | Q(delivery_lease_until__lt=now))
+        .update(
+            delivery_lease_until=now + timedelta(seconds=LEASE_SECONDS),
+            delivery_attempts=event.delivery_attempts + 1,
+        )
+    )
+    return bool(won)
+
+
+def deliver_pending_events(now: datetime | None = None, limit: int = BATCH) -> int:
+    """Send undelivered recent events to every configured sink; returns how
+    many were delivered everywhere. Safe to call from several processes."""
+    sinks = configured_sinks()
+    if not sinks:
+        return 0
+    now = now or timezone.now()
+    recent = now - timedelta(seconds=settings.MONITORING_SINK_MAX_AGE_SECONDS)
+    due = (
+        Event.objects.filter(
+            delivered_at__isnull=True,
+            created__gte=recent,
+            delivery_attempts__lt=MAX_ATTEMPTS,
+            severity__in=_severities(),
+        )
+        .filter(Q(delivery_lease_until__isnull=True) | Q(delivery_lease_until__lt=now))
+        .order_by("id")[:limit]
+    )
+    delivered = 0
+    for event in list(due):
+        if not _claim(event, now):
+            continue  # another process has it
+        done = list(event.delivered_to)
+        errors = []
+        for name, send in sinks.items():
+            if name in done:
+                continue  # accepted on an earlier attempt; do not send it twice
+            try:
+                send(event)
+            except Exception as exc:
+                errors.append(f"{name}: {type(exc).__name__}: {exc}")
+                logger.warning("event %s not delivered to %s: %s", event.pk, name, exc)
+            else:
+                done.append(name)
+        fields: dict = {"delivered_to": done, "delivery_error": "; ".join(errors)[:2000]}
+        if errors:
+            backoff = min(3600, 30 * 2 ** (event.delivery_attempts))
+            fields["delivery_lease_until"] = timezone.now() + timedelta(seconds=backoff)
+        else:
+            fields["delivered_at"] = timezone.now()
+            delivered += 1
+        Event.objects.filter(pk=event.pk).update(**fields)
+    return delivered
+
+
+# --- the background sender ----------------------------------------------------------
+
+_wake = threading.Event()
+_lock = threading.Lock()
+_thread: threading.Thread | None = None
+_thread_pid = 0
+
+
+def _run() -> None:
+    while True:
+        _wake.wait(timeout=60)
+        _wake.clear()
+        try:
+            close_old_connections()
+            while deliver_pending_events() == BATCH:
+                pass
+        except Exception:
+            logger.exception("event delivery pass failed")
+        finally:
+            close_old_connections()
+
+
+def kick() -> None:
+    """Wake this process's sender (started on first use; a forked child gets
+    its own). Returns at once."""
+    global _thread, _thread_pid
+    if not configured_sinks():
+        return
+    with _lock:
+        if _thread is None or _thread_pid != os.getpid() or not _thread.is_alive():
+            _thread = threading.Thread(target=_run, name="event-sinks", daemon=True)
+            _thread_pid = os.getpid()
+            _thread.start()
+    _wake.set()

@@ -1,0 +1,59 @@
+"""Template helpers of the monitoring pages, and `{% flow_chart %}` for the
+flow page: `{% load monitoring %}{% flow_chart flow.flow_group flow.flow_name %}`."""
+
+from __future__ import annotations
+
+from django import template
+from django.urls import reverse
+from django.utils.safestring import mark_safe
+
+from portal.monitoring import history
+from portal.monitoring.charts import format_count, format_duration
+from portal.monitoring.services import execution_path
+
+register = template.Library()
+
+
+@register.simple_tag
+def execution_url(flow_group: str, flow_name: str, execution_id: int) -> str:
+    return execution_path(flow_group, flow_name, execution_id)
+
+
+@register.simple_tag
+def dataset_url(state) -> str:
+    return reverse(
+        "monitoring:dataset", args=[state.flow_group, state.flow_name, state.job_name, state.dataset_urn]
+    )
+
+
+@register.filter
+def duration(seconds: float | None) -> str:
+    return "—" if seconds is None else format_duration(seconds)
+
+
+@register.filter
+def count(value: float | None) -> str:
+    return "—" if value is None else format_count(value)
+
+
+@register.filter
+def percent(fraction: float | None) -> str:
+    return "" if fraction is None else f"{fraction * 100:.0f}%"
+
+
+@register.inclusion_tag("monitoring/partials/flow_chart.html")
+def flow_chart(flow_group: str, flow_name: str) -> dict:
+    """The flow's run chart, rendered in place (no extra request); it then
+    refreshes itself by htmx while the flow has an unfinished execution."""
+    context = history.flow_chart_context(flow_group, flow_name)
+    for name in ("records_svg", "duration_svg"):
+        context[name] = mark_safe(context[name])  # noqa: S308 - built by charts.py, labels escaped
+    return context
+
+
+@register.filter
+def watermark_value(watermark: str | None) -> str:
+    """The plain value of a watermark (a look-back one shows its value, not its hashes)."""
+    from portal.pipeline.watermarks import value_of
+
+    return value_of(watermark) or ""

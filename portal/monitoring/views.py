@@ -1,0 +1,120 @@
+"""Monitoring pages: the live dashboard, a flow's run chart (a fragment the
+flow page includes), a dataset's watermark history, and /metrics. Every
+signed-in user may look, like the flow catalog (FlowConfig.visible_to)."""
+
+from __future__ import annotations
+
+import hmac
+from urllib.parse import urlencode
+
+from django.conf import settings
+from django.contrib.auth.decorators import login_required
+from django.contrib.auth.views import redirect_to_login
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, render, resolve_url
+from django.utils.safestring import mark_safe
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_GET
+from django.views.decorators.vary import vary_on_headers
+from django_htmx.http import HttpResponseClientRedirect
+
+from portal.flows.models import FlowConfig
+from portal.monitoring import history, metrics
+from portal.monitoring.dashboard import dashboard_context
+from portal.orchestration.models import DatasetState, FlowExecution
+
+HTMX_STOP_POLLING = 286
+
+
+def _signed_in_or_redirect(request: HttpRequest) -> HttpResponse | None:
+    """A fragment polled after the session expired sends the whole page to
+    the login form instead of swapping the form into the fragment."""
+    if request.user.is_authenticated:
+        return None
+    if request.htmx:
+        next_url = request.htmx.current_url_abs_path or "/"
+        return HttpResponseClientRedirect(
+            f"{resolve_url(settings.LOGIN_URL)}?{urlencode({'next': next_url})}"
+        )
+    return redirect_to_login(request.get_full_path())
+
+
+def _flow_visible(request: HttpRequest, flow_group: str, flow_name: str) -> bool:
+    """The flow's history may be seen by whoever may see the flow (one rule:
+    FlowConfig.visible_to); the history of a deleted flow, by anyone signed in."""
+    flows = FlowConfig.objects.filter(flow_group=flow_group, flow_name=flow_name)
+    if flows.exists():
+        return FlowConfig.objects.visible_to(request.user).filter(pk__in=flows.values("pk")).exists()
+    return request.user.is_authenticated
+
+
+@require_GET
+@never_cache
+@vary_on_headers("HX-Request")
+def dashboard(request: HttpRequest) -> HttpResponse:
+    if (denied := _signed_in_or_redirect(request)) is not None:
+        return denied
+    context = dashboard_context()
+    if request.htmx:
+        return render(request, "monitoring/partials/dashboard_live.html", context)
+    return render(request, "monitoring/dashboard.html", context)
+
+
+def _safe_svgs(context: dict, *names: str) -> dict:
+    for name in names:  # built by charts.py, every label escaped
+        context[name] = mark_safe(context[name])  # noqa: S308
+    return context
+
+
+def flow_chart_context(request: HttpRequest, flow_group: str, flow_name: str) -> dict:
+    """The chart of a flow the user may see; 404 otherwise (a flow deleted
+    since keeps its chart while its executions are kept)."""
+    if not _flow_visible(request, flow_group, flow_name) or not (
+        FlowConfig.objects.filter(flow_group=flow_group, flow_name=flow_name).exists()
+        or FlowExecution.objects.filter(flow_group=flow_group, flow_name=flow_name).exists()
+    ):
+        raise Http404("No such flow.")
+    return _safe_svgs(history.flow_chart_context(flow_group, flow_name), "records_svg", "duration_svg")
+
+
+@require_GET
+@never_cache
+@vary_on_headers("HX-Request")
+def flow_chart(request: HttpRequest, flow_group: str, flow_name: str) -> HttpResponse:
+    """The fragment; polled by htmx while the flow has an unfinished
+    execution, answered 286 (stop polling) with the final chart after."""
+    if (denied := _signed_in_or_redirect(request)) is not None:
+        return denied
+    context = flow_chart_context(request, flow_group, flow_name)
+    status = HTMX_STOP_POLLING if request.htmx and not context["running"] else 200
+    return render(request, "monitoring/partials/flow_chart.html", context, status=status)
+
+
+@login_required
+@require_GET
+def dataset(
+    request: HttpRequest, flow_group: str, flow_name: str, job_name: str, dataset_urn: str
+) -> HttpResponse:
+    if not _flow_visible(request, flow_group, flow_name):
+        raise Http404("No such dataset.")
+    state = get_object_or_404(
+        DatasetState, flow_group=flow_group, flow_name=flow_name, job_name=job_name, dataset_urn=dataset_urn
+    )
+    context = _safe_svgs(history.dataset_context(state), "watermark_svg", "records_svg")
+    context["flow_exists"] = FlowConfig.objects.filter(flow_group=flow_group, flow_name=flow_name).exists()
+    return render(request, "monitoring/dataset.html", context)
+
+
+@require_GET
+@never_cache
+def metrics_view(request: HttpRequest) -> HttpResponse:
+    """Prometheus text format. Open, or behind MONITORING_METRICS_TOKEN
+    (`Authorization: Bearer <token>`, as Prometheus' `authorization` sends it)."""
+    token = settings.MONITORING_METRICS_TOKEN
+    if token:
+        sent = request.headers.get("Authorization", "")
+        if not hmac.compare_digest(sent.encode(), f"Bearer {token}".encode()):
+            response = HttpResponse("A bearer token is required.\n", status=401, content_type="text/plain")
+            response["WWW-Authenticate"] = 'Bearer realm="metrics"'
+            return response
+    return HttpResponse(metrics.render(), content_type=metrics.CONTENT_TYPE)

@@ -1,0 +1,113 @@
+"""From a compiled hop to the JobSpec an executor runs.
+
+The compiler gives each job the flow's resolved properties plus the hop keys
+(`flowport.hop.source.*`, `flowport.hop.destination.*`). Binding turns the
+data nodes into the pipeline's own keys, so a flow names nodes and never
+paths:
+
+* first hop — the source node feeds the source: a `files` node gives the
+  file source and `source.files.path`; a `jdbc` node gives the JDBC source
+  and `source.jdbc.url` (flow keys win where set);
+* later hops — a replication hop: it reads what its parent published
+  (`source.files.path` = the parent's publish dir, format = the parent's
+  writer format) and copies it as is, so the flow's extract, converter,
+  quality and fork keys apply to the first hop only;
+* every hop — a `files` destination publishes to
+  `<node path>/<flowGroup>/<flowName>` (`data.publisher.final.dir`, unless
+  the flow sets it for the final hop); a `jdbc` destination sets
+  `writer.output.format=jdbc` and `writer.jdbc.url`.
+
+Relative node paths are relative to FLOWPORT_DATA_DIR.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from django.conf import settings
+
+FILES_SOURCE = "portal.pipeline.sources.files.FileSource"
+JDBC_SOURCE = "portal.pipeline.sources.jdbc.JdbcSource"
+FIRST_HOP_ONLY = ("source.", "extract.", "converter.", "qualitychecker.", "fork.", "dataset.urn")
+
+
+def _node_path(path: str) -> str:
+    if "://" in path or os.path.isabs(path):
+        return path
+    return str(settings.FLOWPORT_DATA_DIR / path)
+
+
+def _node(props: dict[str, str], role: str) -> tuple[str, dict[str, str]]:
+    prefix = f"flowport.hop.{role}."
+    kind = props.get(f"flowport.hop.{role}.kind", "")
+    conn = {k[len(prefix) :]: v for k, v in props.items() if k.startswith(prefix) and k != f"{prefix}kind"}
+    return kind, conn
+
+
+def publish_dir(props: dict[str, str], flow_group: str, flow_name: str) -> str | None:
+    kind, conn = _node(props, "destination")
+    if kind == "files" and conn.get("path"):
+        return f"{_node_path(conn['path']).rstrip('/')}/{flow_group}/{flow_name}"
+    return None
+
+
+def bind_hop(plan: dict[str, Any], parents: list[dict[str, Any]], *, final: bool) -> dict[str, str]:
+    """The pipeline properties of one compiled job (`plan` in the compiler's
+    camelCase dict form; `parents` the same for its parent jobs)."""
+    props = dict(plan["properties"])
+    group, name = props.get("flow.group", ""), props.get("flow.name", "")
+    if parents:
+        parent = parents[0]
+        props = {k: v for k, v in props.items() if not k.startswith(FIRST_HOP_ONLY)}
+        parent_dir = publish_dir(parent["properties"], group, name)
+        props["source.class"] = FILES_SOURCE
+        if parent_dir:
+            props["source.files.path"] = parent_dir
+        props["source.files.format"] = parent["properties"].get("writer.output.format", "parquet")
+    else:
+        kind, conn = _node(props, "source")
+        if kind == "files":
+            props.setdefault("source.class", FILES_SOURCE)
+            if conn.get("path"):
+                props.setdefault("source.files.path", _node_path(conn["path"]))
+        elif kind == "jdbc":
+            props.setdefault("source.class", JDBC_SOURCE)
+            if conn.get("url"):
+                props.setdefault("source.jdbc.url", conn["url"])
+            if conn.get("driver"):
+                props.setdefault("source.jdbc.driver", conn["driver"])
+    kind, conn = _node(props, "destination")
+    if kind == "files":
+        target = publish_dir(props, group, name)
+        if target and not (final and props.get("data.publisher.final.dir")):
+            props["data.publisher.final.dir"] = target
+    elif kind == "jdbc":
+        props.setdefault("writer.output.format", "jdbc")
+        if conn.get("url"):
+            props.setdefault("writer.jdbc.url", conn["url"])
+    return props
+
+
+def build_jobspec(
+    execution: Any, plan: dict[str, Any], jobs_by_name: dict[str, dict[str, Any]]
+) -> dict[str, Any]:
+    """The JobSpec dict for `plan` in `execution` (previous watermarks are
+    added by the worker from the state store, when the job starts)."""
+    parents = [jobs_by_name[p] for p in plan.get("parents", []) if p in jobs_by_name]
+    children = [j for j in jobs_by_name.values() if plan["jobName"] in j.get("parents", [])]
+    spec: dict[str, Any] = {
+        "job_name": plan["jobName"],
+        "flow_group": execution.flow_group,
+        "flow_name": execution.flow_name,
+        "execution_id": execution.execution_id,
+        "properties": bind_hop(plan, parents, final=not children),
+        "work_dir": f"{settings.FLOWPORT_WORK_DIR.rstrip('/')}/{execution.flow_group}/{execution.flow_name}",
+        "spark_master": plan.get("sparkMaster", ""),
+        "spark_conf": dict(plan.get("sparkConf") or {}),
+        "technology": plan.get("technology", ""),
+        "executor": plan.get("executor", ""),
+    }
+    if execution.backfill and not parents:
+        spec["backfill"] = dict(execution.backfill)
+    return spec

@@ -1,0 +1,434 @@
+"""The orchestrator: the handlers of the action rows.
+
+LAUNCH compiles the flow and creates the execution's JobExecutions;
+REEVALUATE walks the DAG — a job is dispatched (through the outbox) when all
+its parents committed, skipped when one of them failed, retried after its
+backoff when it failed with retries left — and rolls the jobs' statuses up
+into the execution's. KILL, RESUME and the two deadline actions change jobs
+and then re-evaluate. Every handler runs inside the transaction that marks
+its action done, with the execution row locked, so handlers never race.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from portal.flows.models import FlowConfig
+from portal.monitoring.services import raise_event
+from portal.orchestration import outbox
+from portal.orchestration.actions import enqueue_for, handles
+from portal.orchestration.jobspecs import build_jobspec
+from portal.orchestration.models import (
+    FINISHED_STATUSES,
+    JOB_FINISHED,
+    JOB_NOT_COMMITTED,
+    JOB_STATUS_RANK,
+    RESUMABLE_STATUSES,
+    Action,
+    ActionKind,
+    ExecutionStatus,
+    FlowExecution,
+    JobExecution,
+    JobState,
+    JobStatus,
+)
+from portal.orchestration.policies import (
+    allow_concurrent_execution,
+    flow_sla_seconds,
+    job_start_sla_seconds,
+    retry_backoff_seconds,
+    retry_count,
+)
+
+logger = logging.getLogger(__name__)
+
+RUN_JOB_TASK = "flowport.run_job"
+
+
+def _locked_execution(action: Action) -> FlowExecution | None:
+    return (
+        FlowExecution.objects.select_for_update()
+        .filter(flow_group=action.flow_group, flow_name=action.flow_name, execution_id=action.execution_id)
+        .first()
+    )
+
+
+def _finish(execution: FlowExecution, status: str, message: str) -> None:
+    execution.status, execution.message = status, message[:4000]
+    execution.ended_at = timezone.now()
+    execution.save(update_fields=["status", "message", "ended_at"])
+    logger.info("execution %s %s: %s", execution, status, message)
+
+
+def _set_job(job: JobExecution, status: str, message: str | None = None, **fields) -> None:
+    job.status, job.status_rank = status, JOB_STATUS_RANK[status]
+    if message is not None:
+        job.message = message[:4000]
+    if status in JOB_FINISHED and job.ended_at is None:
+        job.ended_at = timezone.now()
+    if "attempt" in fields:  # a new attempt: the last one's log tails are not its own
+        fields = {"log_excerpt": "", "driver_log_excerpt": "", **fields}
+    for name, value in fields.items():
+        setattr(job, name, value)
+    job.save()
+
+
+# --- LAUNCH ----------------------------------------------------------------------
+
+
+@handles(ActionKind.LAUNCH)
+def launch(action: Action) -> None:
+    execution = _locked_execution(action)
+    if execution is None or execution.status != ExecutionStatus.PENDING:
+        return  # already launched (a retaken action) or gone
+    if execution.flow_id is None:
+        _finish(execution, ExecutionStatus.SKIPPED, "The flow was deleted before this execution started.")
+        return
+    # One launch per flow at a time, so the concurrency check cannot race.
+    flow = FlowConfig.objects.select_for_update().select_related("owner").get(pk=execution.flow_id)
+    if not allow_concurrent_execution(flow):
+        running = (
+            FlowExecution.objects.filter(
+                flow=flow, status__in=[ExecutionStatus.COMPILED, ExecutionStatus.RUNNING]
+            )
+            .exclude(pk=execution.pk)
+            .order_by("execution_id")
+            .first()
+        )
+        if running:
+            _finish(
+                execution,
+                ExecutionStatus.SKIPPED,
+                f"Execution {running.execution_id} of this flow is still {running.status.lower()} and "
+                "flow.allowConcurrentExecution is false.",
+            )
+            return
+    from portal.flows.compiler import COMPILED, PENDING, compile_flow
+
+    compiled = compile_flow(flow)
+    if compiled.status == PENDING:
+        # Waits for a topology change (see receivers), recorded, not dropped.
+        execution.message = "Waiting for the topology: " + "; ".join(compiled.pending_reasons)
+        execution.save(update_fields=["message"])
+        return
+    if compiled.status != COMPILED:
+        _finish(execution, ExecutionStatus.FAILED, f"Compilation failed: {compiled.message}")
+        return
+    dag = compiled.to_dict()
+    plans = {job["jobName"]: job for job in dag["jobs"]}
+    retries = retry_count(flow.properties)
+    JobExecution.objects.bulk_create(
+        [
+            JobExecution(
+                execution=execution,
+                job_name=name,
+                job_group=execution.flow_group,
+                hop_index=plan["hopIndex"],
+                executor=plan["executor"],
+                queue=plan["queue"],
+                spark_master=plan["sparkMaster"],
+                parents=plan["parents"],
+                spec=build_jobspec(execution, plan, plans),
+                max_retries=retry_count(plan["properties"], default=retries),
+                attempt=1,
+            )
+            for name, plan in plans.items()
+        ]
+    )
+    execution.dag = dag
+    execution.status = ExecutionStatus.COMPILED
+    execution.message = compiled.message
+    execution.save(update_fields=["dag", "status", "message"])
+    enqueue_for(
+        execution,
+        ActionKind.ENFORCE_FLOW_FINISH_DEADLINE,
+        due_at=timezone.now() + timedelta(seconds=flow_sla_seconds(flow.properties)),
+    )
+    reevaluate_execution(execution)
+
+
+# --- REEVALUATE ------------------------------------------------------------------
+
+
+@handles(ActionKind.REEVALUATE)
+def reevaluate(action: Action) -> None:
+    execution = _locked_execution(action)
+    if execution is not None and execution.status not in FINISHED_STATUSES:
+        reevaluate_execution(execution)
+
+
+def _send(job: JobExecution) -> None:
+    outbox.add_message(
+        job.queue, RUN_JOB_TASK, {"job_id": job.pk, "attempt": job.attempt, "jobspec": job.spec}
+    )
+
+
+def _resend_after() -> timezone.datetime:
+    return timezone.now() + timedelta(seconds=settings.WORKER_LEASE_SECONDS)
+
+
+def _dispatch(execution: FlowExecution, job: JobExecution) -> None:
+    now = timezone.now()
+    # Until a worker claims it, lease_until is when the message is sent again.
+    _set_job(
+        job,
+        JobStatus.ORCHESTRATED,
+        "",
+        dispatched_at=now,
+        worker="",
+        lease_until=_resend_after(),
+        not_before=None,
+    )
+    _send(job)
+    enqueue_for(
+        execution,
+        ActionKind.ENFORCE_JOB_START_DEADLINE,
+        job_name=job.job_name,
+        due_at=now + timedelta(seconds=job_start_sla_seconds(job.spec.get("properties", {}))),
+        payload={"attempt": job.attempt},
+    )
+
+
+def _retry_or_keep(execution: FlowExecution, job: JobExecution) -> bool:
+    """A failed job with retries left goes back to PENDING as a new attempt."""
+    if job.status != JobStatus.FAILED or execution.cancel_requested or job.retries >= job.max_retries:
+        return False
+    delay = retry_backoff_seconds(job.spec.get("properties", {}), job.retries)
+    not_before = timezone.now() + timedelta(seconds=delay)
+    _set_job(
+        job,
+        JobStatus.PENDING,
+        f"Retry {job.retries + 1} of {job.max_retries} in {delay:g}s after: {job.message}",
+        attempt=job.attempt + 1,
+        retries=job.retries + 1,
+        not_before=not_before,
+        ended_at=None,
+    )
+    enqueue_for(execution, ActionKind.REEVALUATE, due_at=not_before)
+    return True
+
+
+def reevaluate_execution(execution: FlowExecution) -> None:
+    """Dispatch, skip and retry jobs, then roll their statuses up."""
+    jobs = list(
+        JobExecution.objects.select_for_update().filter(execution=execution).order_by("hop_index", "pk")
+    )
+    by_name = {job.job_name: job for job in jobs}
+    now = timezone.now()
+    for job in jobs:  # hop order: parents are settled before their children
+        _retry_or_keep(execution, job)
+        if job.status != JobStatus.PENDING:
+            continue
+        parents = [by_name[p] for p in job.parents if p in by_name]
+        failed = next((p for p in parents if p.status in JOB_NOT_COMMITTED), None)
+        if execution.cancel_requested:
+            _set_job(job, JobStatus.CANCELLED, "Cancelled before it started.")
+        elif failed:
+            _set_job(
+                job, JobStatus.SKIPPED, f"Skipped: parent job {failed.job_name} {failed.status.lower()}."
+            )
+        elif all(p.status == JobStatus.COMMITTED for p in parents):
+            if job.not_before and job.not_before > now:
+                continue  # its REEVALUATE is queued for then
+            _dispatch(execution, job)
+    _roll_up(execution, jobs)
+
+
+def _roll_up(execution: FlowExecution, jobs: list[JobExecution]) -> None:
+    statuses = {job.status for job in jobs}
+    if jobs and statuses <= JOB_FINISHED:
+        if statuses == {JobStatus.COMMITTED}:
+            processed = sum(job.processed_count for job in jobs)
+            _finish(
+                execution, ExecutionStatus.COMMITTED, f"{len(jobs)} job(s) committed, {processed} record(s)."
+            )
+        elif execution.cancel_requested:
+            _finish(execution, ExecutionStatus.CANCELLED, execution.message or "Cancelled.")
+        else:
+            first = next(j for j in jobs if j.status in (JobStatus.FAILED, JobStatus.CANCELLED))
+            _finish(
+                execution,
+                ExecutionStatus.FAILED,
+                f"Job {first.job_name} {first.status.lower()}: {first.message}",
+            )
+        return
+    if statuses & {JobStatus.RUNNING, JobStatus.COMMITTED, JobStatus.FAILED} and (
+        execution.status != ExecutionStatus.RUNNING
+    ):
+        execution.status = ExecutionStatus.RUNNING
+        execution.started_at = execution.started_at or timezone.now()
+        execution.save(update_fields=["status", "started_at"])
+
+
+# --- KILL / RESUME -----------------------------------------------------------------
+
+
+def cancel_execution(execution: FlowExecution, message: str) -> None:
+    execution.cancel_requested = True
+    execution.message = message
+    execution.save(update_fields=["cancel_requested", "message"])
+    for job in JobExecution.objects.select_for_update().filter(execution=execution):
+        if job.status in (JobStatus.PENDING, JobStatus.ORCHESTRATED):
+            _set_job(job, JobStatus.CANCELLED, message)
+        elif job.status == JobStatus.RUNNING:
+            # The worker sees this on its next heartbeat and cancels the Spark job group.
+            job.cancel_requested = True
+            job.save(update_fields=["cancel_requested"])
+    if execution.status == ExecutionStatus.PENDING:
+        _finish(execution, ExecutionStatus.CANCELLED, message)
+    else:
+        reevaluate_execution(execution)
+
+
+@handles(ActionKind.KILL)
+def kill(action: Action) -> None:
+    execution = _locked_execution(action)
+    if execution is None or execution.status in FINISHED_STATUSES:
+        return
+    who = action.payload.get("by") or "a user"
+    cancel_execution(execution, f"Killed by {who}.")
+
+
+@handles(ActionKind.RESUME)
+def resume(action: Action) -> None:
+    execution = _locked_execution(action)
+    if execution is None or execution.status not in RESUMABLE_STATUSES:
+        return
+    resumed = 0
+    for job in JobExecution.objects.select_for_update().filter(execution=execution):
+        if job.status in JOB_NOT_COMMITTED:
+            _set_job(
+                job,
+                JobStatus.PENDING,
+                "Resumed.",
+                attempt=job.attempt + 1,
+                retries=0,
+                cancel_requested=False,
+                not_before=None,
+                ended_at=None,
+            )
+            resumed += 1
+    if not resumed:
+        return
+    execution.status = ExecutionStatus.RUNNING
+    execution.cancel_requested = False
+    execution.ended_at = None
+    execution.message = f"Resumed {resumed} job(s) by {action.payload.get('by') or 'a user'}."
+    execution.save(update_fields=["status", "cancel_requested", "ended_at", "message"])
+    reevaluate_execution(execution)
+
+
+# --- deadlines ----------------------------------------------------------------------
+
+
+@handles(ActionKind.ENFORCE_JOB_START_DEADLINE)
+def enforce_job_start_deadline(action: Action) -> None:
+    execution = _locked_execution(action)
+    if execution is None:
+        return
+    job = (
+        JobExecution.objects.select_for_update().filter(execution=execution, job_name=action.job_name).first()
+    )
+    if job is None or job.status != JobStatus.ORCHESTRATED or job.attempt != action.payload.get("attempt"):
+        return  # it started (or was redispatched) in time
+    waited = (timezone.now() - job.dispatched_at).total_seconds() if job.dispatched_at else 0
+    message = (
+        f"Did not start within its start deadline ({waited:.0f}s on queue {job.queue}; no worker took it)."
+    )
+    _set_job(job, JobStatus.FAILED, message)
+    raise_event(
+        "sla.job_start_missed",
+        f"{job.job_name}: {message}",
+        flow_group=execution.flow_group,
+        flow_name=execution.flow_name,
+        execution_id=execution.execution_id,
+        job_name=job.job_name,
+    )
+    reevaluate_execution(execution)
+
+
+@handles(ActionKind.ENFORCE_FLOW_FINISH_DEADLINE)
+def enforce_flow_finish_deadline(action: Action) -> None:
+    execution = _locked_execution(action)
+    if execution is None or execution.status in FINISHED_STATUSES:
+        return
+    message = "Killed: did not finish within its SLA (gobblin.flow.sla.time)."
+    raise_event(
+        "sla.flow_finish_missed",
+        f"{execution}: {message}",
+        flow_group=execution.flow_group,
+        flow_name=execution.flow_name,
+        execution_id=execution.execution_id,
+    )
+    cancel_execution(execution, message)
+
+
+# --- jobs whose worker died ------------------------------------------------------------
+
+
+def resend_unclaimed() -> int:
+    """A dispatched job no worker claimed within a lease gets its message
+    again (same attempt: the claim makes duplicates harmless), so a message
+    lost with a dying worker or broker does not wait for the start deadline."""
+    resent = 0
+    with transaction.atomic():
+        stale = JobExecution.objects.select_for_update(skip_locked=True).filter(
+            status=JobStatus.ORCHESTRATED, lease_until__lt=timezone.now()
+        )
+        for job in stale[:500]:
+            job.lease_until = _resend_after()
+            job.save(update_fields=["lease_until"])
+            _send(job)
+            resent += 1
+    if resent:
+        logger.warning("sent %d unclaimed job message(s) again", resent)
+    return resent
+
+
+def sweep_lost_jobs() -> int:
+    """RUNNING jobs whose worker stopped heartbeating past the lease: a new
+    attempt is dispatched (a redelivery, not a retry). Safe from many processes."""
+    now = timezone.now()
+    lost = 0
+    stale = JobExecution.objects.filter(status=JobStatus.RUNNING, lease_until__lt=now).values_list(
+        "execution_id", flat=True
+    )
+    for execution_pk in set(stale):
+        with transaction.atomic():
+            execution = (
+                FlowExecution.objects.select_for_update(skip_locked=True).filter(pk=execution_pk).first()
+            )
+            if execution is None:
+                continue
+            for job in JobExecution.objects.select_for_update().filter(
+                execution=execution, status=JobStatus.RUNNING, lease_until__lt=now
+            ):
+                cancelled = job.cancel_requested or execution.cancel_requested
+                # The dead worker's run record ends here.
+                JobState.objects.filter(job=job, attempt=job.attempt, ended_at__isnull=True).update(
+                    status=JobStatus.CANCELLED if cancelled else JobStatus.FAILED,
+                    message=f"Worker {job.worker} stopped heartbeating.",
+                    ended_at=now,
+                )
+                if cancelled:
+                    _set_job(
+                        job, JobStatus.CANCELLED, f"Cancelled; worker {job.worker} stopped heartbeating."
+                    )
+                else:
+                    _set_job(
+                        job,
+                        JobStatus.PENDING,
+                        f"Worker {job.worker} stopped heartbeating; redelivering.",
+                        attempt=job.attempt + 1,
+                        lease_until=None,
+                    )
+                lost += 1
+            reevaluate_execution(execution)
+    if lost:
+        logger.warning("redelivered %d job(s) whose worker died", lost)
+    return lost

@@ -1,0 +1,27 @@
+"""The scheduler as a catalog listener: a flow saved with runImmediately
+runs now; a topology change gives executions waiting for a path another try."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.dispatch import receiver
+
+from portal.flows.signals import flow_catalog_changed
+from portal.topology.signals import topology_catalog_changed
+
+
+@receiver(flow_catalog_changed, dispatch_uid="orchestration.run_immediately")
+def run_immediately(sender: Any, action: str, flow: Any, **kwargs: Any) -> None:
+    if action in ("add", "update") and flow.run_immediately:
+        from portal.orchestration.models import FlowExecution
+        from portal.orchestration.scheduler import create_execution
+
+        create_execution(flow, FlowExecution.Trigger.RUN_IMMEDIATELY, requested_by=flow.owner.get_username())
+
+
+@receiver(topology_catalog_changed, dispatch_uid="orchestration.relaunch_waiting")
+def relaunch_waiting(sender: Any, **kwargs: Any) -> None:
+    from portal.orchestration.services import relaunch_waiting as relaunch
+
+    relaunch()

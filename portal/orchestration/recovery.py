@@ -1,0 +1,236 @@
+"""Recovery: a run finishes the commit steps an earlier run left behind
+before it pulls new data (the exactly-once seed's "next run").
+
+For each dataset of the job's store with unfinished steps — in parallel,
+`commit.step.parallelism` threads — the sequence is run again (each step
+verified first, redone if not done), up to `commit.step.max.redo` times
+(default 3) in this run. A dataset whose steps still fail is SKIPPED for this
+run: it is not pulled (pulling before its watermark moved would publish the
+same records twice), its steps stay in the store for the next run, its state
+gets a SKIPPED history row, and an alert event `dataset.skipped` is
+raised. The rest of the job goes on.
+
+Skipping a dataset in the pipeline: `exclude_datasets` takes it out of the
+source's dataset list (`source.files.datasets`, `source.jdbc.tables`); for
+other sources the worker drops the skipped datasets' TaskStates before
+planning the commit, so their output is never published.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from portal.monitoring.models import Event
+from portal.monitoring.services import raise_event
+from portal.orchestration import statestore
+from portal.orchestration.commitstore import (
+    CommitSequence,
+    CommitStepStore,
+    max_redo,
+    parallel_map,
+    parallelism,
+    store_name_for,
+)
+from portal.orchestration.models import CommitStoreDataset
+from portal.pipeline import fs
+from portal.pipeline.commit_steps import CommitStep
+from portal.pipeline.properties import Properties
+from portal.pipeline.publisher import cleanup_task_output
+
+logger = logging.getLogger(__name__)
+
+RECOVERED = "RECOVERED"
+SKIPPED = "SKIPPED"
+FILES_SOURCE = "portal.pipeline.sources.files.FileSource"
+JDBC_SOURCE = "portal.pipeline.sources.jdbc.JdbcSource"
+
+
+@dataclass
+class DatasetRecovery:
+    dataset_urn: str
+    execution_id: int | None
+    attempt: int
+    steps: int
+    token: int = 0
+    status: str = RECOVERED
+    executed: int = 0
+    tries: int = 0
+    message: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "execution_id": self.execution_id,
+            "attempt": self.attempt,
+            "steps": self.steps,
+            "executed": self.executed,
+            "tries": self.tries,
+            "status": self.status,
+            "message": self.message,
+        }
+
+
+@dataclass
+class RecoveryReport:
+    datasets: dict[str, DatasetRecovery] = field(default_factory=dict)
+
+    @property
+    def skipped(self) -> dict[str, DatasetRecovery]:
+        return {u: d for u, d in self.datasets.items() if d.status == SKIPPED}
+
+    @property
+    def recovered(self) -> dict[str, DatasetRecovery]:
+        return {u: d for u, d in self.datasets.items() if d.status == RECOVERED}
+
+    def to_dict(self) -> dict[str, dict[str, Any]]:
+        return {urn: d.to_dict() for urn, d in sorted(self.datasets.items())}
+
+    def summary(self) -> str:
+        parts = []
+        if self.recovered:
+            steps = sum(d.executed for d in self.recovered.values())
+            parts.append(f"recovered {len(self.recovered)} dataset(s) ({steps} step(s) redone)")
+        if self.skipped:
+            parts.append(f"skipped {len(self.skipped)}: {', '.join(sorted(self.skipped))}")
+        return "; ".join(parts)
+
+
+def _redo_delay(tries: int) -> float:
+    return min(2.0, 0.25 * 2 ** (tries - 1))
+
+
+def _recover_one(
+    store: CommitStepStore, store_name: str, row: CommitStoreDataset, properties: Mapping[str, str], redo: int
+) -> DatasetRecovery:
+    dicts = store.step_dicts(row.pk)
+    result = DatasetRecovery(row.dataset_urn, row.execution_id, row.attempt, len(dicts), row.pk)
+    error = ""
+    for tries in range(1, redo + 1):
+        result.tries = tries
+        try:
+            steps = [CommitStep.from_dict(d, properties) for d in dicts]
+            sequence = CommitSequence(
+                store_name, row.dataset_urn, steps, store, token=row.pk, phase="recovery."
+            )
+            result.executed = sequence.run()
+            result.message = (
+                f"finished the commit of execution {row.execution_id} (attempt {row.attempt}): "
+                f"{result.executed} of {len(dicts)} step(s) redone"
+            )
+            return result
+        except Exception as exc:
+            error = f"{type(exc).__name__}: {exc}"
+            store.record_redo_failure(row.pk, error)
+            logger.warning("redo %d/%d of %s %s failed: %s", tries, redo, store_name, row.dataset_urn, error)
+            if tries < redo:
+                time.sleep(_redo_delay(tries))
+    result.status = SKIPPED
+    result.message = (
+        f"Dataset {row.dataset_urn} skipped: the commit steps left by execution {row.execution_id} "
+        f"(attempt {row.attempt}) could not be finished after {redo} redo(s): {error}. They stay in the "
+        "commit-step store; the next run tries again (fix the cause, or reset the watermark and "
+        "discard the steps on the dataset's state page)."
+    )[:4000]
+    return result
+
+
+def recover(
+    spec: Mapping[str, Any],
+    properties: Mapping[str, str] | None = None,
+    *,
+    initializer: Callable[[], object] | None = None,
+) -> RecoveryReport:
+    """Finish the job's leftover commit steps (see the module docstring).
+    `properties`: the job's decrypted properties (JDBC steps name their
+    password by property); `initializer` runs first in each thread."""
+    props = dict(properties if properties is not None else spec.get("properties") or {})
+    store, store_name = CommitStepStore(), store_name_for(spec)
+    report = RecoveryReport()
+    rows = store.pending(store_name)
+    if not rows:
+        return report
+    redo = max_redo(props)
+    results = parallel_map(
+        lambda row: _recover_one(store, store_name, row, props, redo),
+        rows,
+        parallelism(props, len(rows)),
+        initializer,
+    )
+    report.datasets = {r.dataset_urn: r for r in results}
+    _cleanup_recovered_runs(store, store_name, rows, report)
+    for result in report.skipped.values():
+        statestore.record_skip(
+            flow_group=spec.get("flow_group", ""),
+            flow_name=spec.get("flow_name", ""),
+            job_name=spec["job_name"],
+            dataset_urn=result.dataset_urn,
+            execution_id=spec.get("execution_id"),
+            reason=result.message,
+        )
+        raise_event(
+            "dataset.skipped",
+            f"{spec['job_name']}: {result.message}",
+            severity=Event.Severity.ERROR,
+            # once per run (a redelivered attempt does not repeat it) and stuck commit
+            dedupe_key=f"dataset.skipped:{store_name}:{result.token}:{spec.get('execution_id')}",
+            subject=result.dataset_urn[:200],
+            flow_group=spec.get("flow_group", ""),
+            flow_name=spec.get("flow_name", ""),
+            execution_id=spec.get("execution_id"),
+            job_name=spec["job_name"],
+        )
+    return report
+
+
+def _cleanup_recovered_runs(
+    store: CommitStepStore, store_name: str, rows: list[CommitStoreDataset], report: RecoveryReport
+) -> None:
+    """Delete the task output of each earlier run whose steps are now all done."""
+    still = {row.execution_id for row in store.pending(store_name)}
+    seen: set[tuple[int | None, str, str]] = set()
+    for row in rows:
+        key = (row.execution_id, row.job_name, row.work_dir)
+        if row.execution_id is None or row.execution_id in still or key in seen or not row.work_dir:
+            continue
+        seen.add(key)
+        cleanup_task_output(
+            {"job_name": row.job_name, "execution_id": row.execution_id, "work_dir": row.work_dir}
+        )
+
+
+def exclude_datasets(spec: dict[str, Any], skipped: set[str]) -> dict[str, Any] | None:
+    """The JobSpec without the skipped datasets, or None when nothing is left
+    to pull. Files and JDBC sources get a narrowed dataset list; other
+    sources run unchanged (the worker drops the skipped datasets' TaskStates)."""
+    if not skipped:
+        return spec
+    spec = copy.deepcopy(spec)
+    if spec.get("backfill"):
+        # A backfill runs only the datasets it lists: drop the skipped ones,
+        # and run nothing (not a normal run!) when none is left.
+        spec["backfill"] = {u: b for u, b in spec["backfill"].items() if u not in skipped}
+        if not spec["backfill"]:
+            return None
+    raw = spec.setdefault("properties", {})
+    props = Properties(raw)
+    source = props.get("source.class") or ""
+    if source == JDBC_SOURCE:
+        keep = [t for t in props.get_list("source.jdbc.tables") if t not in skipped]
+        if not keep:
+            return None
+        raw["source.jdbc.tables"] = ",".join(keep)
+    elif source == FILES_SOURCE:
+        root = props.get("source.files.path") or ""
+        if (props.get_int("source.files.dataset.level", 1) or 0) == 0:
+            urn = props.get("dataset.urn") or root.rstrip("/").rsplit("/", 1)[-1] or "files"
+            return None if urn in skipped else spec
+        names = props.get_list("source.files.datasets") or (fs.list_dirs(root) if root else [])
+        keep = [n for n in names if n not in skipped]
+        if not keep:
+            return None
+        raw["source.files.datasets"] = ",".join(keep)
+    return spec

@@ -1,0 +1,175 @@
+"""The seed's FlowStatus and JobStatus records (camelCase, times in epoch
+milliseconds), plus what Flowport adds: executor, attempt, Spark UI, progress
+and log excerpt per job; trigger and pending requests per execution."""
+
+from __future__ import annotations
+
+from drf_spectacular.extensions import OpenApiSerializerFieldExtension
+from drf_spectacular.plumbing import ResolvedComponent
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from portal.orchestration import status
+from portal.orchestration.models import ExecutionStatus, FlowExecution, JobStatus
+
+
+@extend_schema_field({"type": "integer", "format": "int64", "nullable": True})
+class EpochMillisField(serializers.ReadOnlyField):
+    """A datetime as epoch milliseconds; null while it has not happened."""
+
+    def to_representation(self, value):
+        return status.epoch_millis(value)
+
+
+class ExecutionStatusField(serializers.ReadOnlyField):
+    enum_name, choices = "ExecutionStatusEnum", ExecutionStatus
+
+
+class JobStatusField(serializers.ReadOnlyField):
+    enum_name, choices = "JobStatusEnum", JobStatus
+
+
+class TriggerField(serializers.ReadOnlyField):
+    enum_name, choices = "TriggerEnum", FlowExecution.Trigger
+
+
+class _NamedEnumExtension(OpenApiSerializerFieldExtension):
+    """Each status set is one named enum component. Inline enums would be
+    named by field (`executionStatus` is both a flow's and a job's status),
+    which drf-spectacular can only resolve with a warning."""
+
+    target_class = "portal.orchestration.serializers.ExecutionStatusField"
+    match_subclasses = True
+
+    def map_serializer_field(self, auto_schema, direction):
+        field = self.target
+        component = ResolvedComponent(
+            name=field.enum_name,
+            type=ResolvedComponent.SCHEMA,
+            object=field.enum_name,
+            schema={"type": "string", "enum": list(field.choices.values)},
+        )
+        auto_schema.registry.register_on_missing(component)
+        return component.ref
+
+
+class _JobStatusEnumExtension(_NamedEnumExtension):
+    target_class = "portal.orchestration.serializers.JobStatusField"
+
+
+class _TriggerEnumExtension(_NamedEnumExtension):
+    target_class = "portal.orchestration.serializers.TriggerField"
+
+
+class JobStatusSerializer(serializers.Serializer):
+    flowName = serializers.CharField(source="execution.flow_name", read_only=True)
+    flowGroup = serializers.CharField(source="execution.flow_group", read_only=True)
+    jobName = serializers.CharField(source="job_name", read_only=True)
+    jobGroup = serializers.CharField(source="job_group", read_only=True)
+    executionStartTime = EpochMillisField(source="started_at")
+    executionEndTime = EpochMillisField(source="ended_at")
+    executionStatus = JobStatusField(source="status")
+    message = serializers.CharField(read_only=True)
+    processedCount = serializers.IntegerField(source="processed_count", read_only=True)
+    lowWatermark = serializers.CharField(source="low_watermark", read_only=True)
+    highWatermark = serializers.CharField(source="high_watermark", read_only=True)
+    hopIndex = serializers.IntegerField(source="hop_index", read_only=True)
+    parents = serializers.ListField(child=serializers.CharField(), read_only=True)
+    executor = serializers.CharField(read_only=True, help_text="The SpecExecutor the job is bound to.")
+    attempt = serializers.IntegerField(
+        read_only=True, help_text="Every dispatch (retry, resume or redelivery) is a new attempt."
+    )
+    retries = serializers.IntegerField(read_only=True)
+    maxRetries = serializers.IntegerField(source="max_retries", read_only=True)
+    sparkUiUrl = serializers.CharField(source="spark_ui_url", read_only=True)
+    progress = serializers.DictField(read_only=True, help_text="Spark task counts from the last heartbeat.")
+    logExcerpt = serializers.CharField(
+        source="log_excerpt", read_only=True, help_text="The tail of the worker's log of the job."
+    )
+    driverLogExcerpt = serializers.CharField(
+        source="driver_log_excerpt", read_only=True, help_text="The tail of the job's Spark driver log."
+    )
+
+
+class FlowExecutionSerializer(serializers.Serializer):
+    """One execution of a flow, without its jobs (history lists)."""
+
+    flowName = serializers.CharField(source="flow_name", read_only=True)
+    flowGroup = serializers.CharField(source="flow_group", read_only=True)
+    flowExecutionId = serializers.IntegerField(
+        source="execution_id", read_only=True, help_text="Epoch milliseconds of its creation."
+    )
+    executionStartTime = EpochMillisField(source="started_at")
+    executionEndTime = EpochMillisField(source="ended_at")
+    executionStatus = ExecutionStatusField(source="status")
+    message = serializers.CharField(read_only=True)
+    trigger = TriggerField()
+    scheduledTime = EpochMillisField(source="scheduled_at", help_text="The cron tick; null when run by hand.")
+    requestedBy = serializers.CharField(source="requested_by", read_only=True)
+    backfill = serializers.DictField(
+        child=serializers.DictField(child=serializers.CharField()),
+        read_only=True,
+        help_text="{datasetUrn: {low, high}} for a backfill run.",
+    )
+    cancelRequested = serializers.BooleanField(source="cancel_requested", read_only=True)
+
+
+class FlowStatusSerializer(FlowExecutionSerializer):
+    """The seed's FlowStatus: an execution with its JobStatuses."""
+
+    jobStatuses = JobStatusSerializer(source="jobs", many=True, read_only=True)
+    pendingRequests = serializers.SerializerMethodField(
+        help_text="LAUNCH, KILL or RESUME requests the orchestrator has not handled yet."
+    )
+
+    @extend_schema_field(serializers.ListField(child=serializers.CharField()))
+    def get_pendingRequests(self, execution: FlowExecution) -> list[str]:
+        return status.pending_requests(execution)
+
+
+class BackfillRangeSerializer(serializers.Serializer):
+    low = serializers.CharField(
+        max_length=4000,
+        allow_blank=True,
+        allow_null=True,
+        help_text="Low watermark; empty or null reads from the first record.",
+    )
+    high = serializers.CharField(max_length=4000, help_text="High watermark.")
+
+    def to_internal_value(self, data):
+        if isinstance(data, dict):
+            unknown = sorted(set(data) - {"low", "high"})
+            if unknown:
+                raise serializers.ValidationError(
+                    {key: ["Unknown key; give low and high."] for key in unknown}
+                )
+            for key in ("low", "high"):
+                value = data.get(key)
+                if isinstance(value, bool) or not isinstance(value, str | int | type(None)):
+                    raise serializers.ValidationError(
+                        {key: [f"Must be a string, not {type(value).__name__}."]}
+                    )
+        return super().to_internal_value(data)
+
+
+class RunRequestSerializer(serializers.Serializer):
+    backfill = serializers.DictField(
+        child=BackfillRangeSerializer(),
+        required=False,
+        help_text="Backfill these datasets between the given watermarks; the stored watermarks do not move.",
+    )
+
+    def validate_backfill(self, value: dict) -> dict:
+        for urn in value:
+            if not urn.strip() or len(urn) > 500:
+                raise serializers.ValidationError("Each dataset URN must be 1-500 characters.")
+            if "\x00" in urn or any(0xD800 <= ord(char) <= 0xDFFF for char in urn):
+                raise serializers.ValidationError(f"{urn!r}: NUL and surrogate characters are not allowed.")
+        return value
+
+    def to_internal_value(self, data):
+        if isinstance(data, dict):
+            unknown = sorted(set(data) - {"backfill"})
+            if unknown:
+                raise serializers.ValidationError({key: ["Unknown field."] for key in unknown})
+        return super().to_internal_value(data)

@@ -1,0 +1,96 @@
+"""What the pages and the API ask of orchestration. Every request becomes an
+action row (or an execution plus its LAUNCH); the orchestrator does the rest."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.db import transaction
+
+from portal.flows.models import FlowConfig
+from portal.orchestration.actions import ActionKind, enqueue_for
+from portal.orchestration.models import (
+    FINISHED_STATUSES,
+    JOB_NOT_COMMITTED,
+    RESUMABLE_STATUSES,
+    ExecutionStatus,
+    FlowExecution,
+)
+from portal.orchestration.scheduler import create_execution
+
+
+class NotAllowedNow(Exception):
+    """The request does not fit the execution's state (a 409 for the API)."""
+
+
+def _clean_backfill(backfill: Any) -> dict[str, dict[str, str | None]]:
+    if backfill in (None, {}):
+        return {}
+    if not isinstance(backfill, dict):
+        raise ValidationError({"backfill": "must be an object {datasetUrn: {low, high}}"})
+    clean: dict[str, dict[str, str | None]] = {}
+    for urn, bounds in backfill.items():
+        if not isinstance(bounds, dict) or set(bounds) != {"low", "high"}:
+            raise ValidationError({"backfill": f"{urn}: give exactly 'low' and 'high'"})
+        high = str(bounds["high"] if bounds["high"] is not None else "").strip()
+        # An empty low means "from the first record".
+        low = str(bounds["low"]).strip() if bounds["low"] not in (None, "") else None
+        if not urn.strip() or not high:
+            raise ValidationError({"backfill": f"{urn}: dataset URN and high must be non-empty"})
+        clean[urn.strip()] = {"low": low, "high": high}
+    return clean
+
+
+def run_now(flow: FlowConfig, *, user: Any, backfill: Any = None) -> FlowExecution:
+    """Start an execution now (a backfill when `backfill` gives per-dataset
+    low/high watermarks; the stored watermarks are not moved by it)."""
+    bounds = _clean_backfill(backfill)
+    trigger = FlowExecution.Trigger.BACKFILL if bounds else FlowExecution.Trigger.RUN_NOW
+    with transaction.atomic():
+        execution = create_execution(
+            flow, trigger, requested_by=getattr(user, "username", ""), backfill=bounds
+        )
+    assert execution is not None  # only ticks can collide
+    return execution
+
+
+def can_kill(execution: FlowExecution) -> bool:
+    return execution.status not in FINISHED_STATUSES
+
+
+def can_resume(execution: FlowExecution) -> bool:
+    """Failed or cancelled, with some job for RESUME to run again (an
+    execution that ended before its jobs were created has none)."""
+    return execution.status in RESUMABLE_STATUSES and any(
+        job.status in JOB_NOT_COMMITTED for job in execution.jobs.all()
+    )
+
+
+def kill(execution: FlowExecution, *, user: Any) -> None:
+    if not can_kill(execution):
+        raise NotAllowedNow(f"Execution {execution.execution_id} is already {execution.status}.")
+    enqueue_for(execution, ActionKind.KILL, payload={"by": getattr(user, "username", "")})
+
+
+def resume(execution: FlowExecution, *, user: Any) -> None:
+    if execution.status not in RESUMABLE_STATUSES:
+        raise NotAllowedNow(
+            f"Only a failed or cancelled execution can be resumed; {execution.execution_id} is {execution.status}."
+        )
+    if not can_resume(execution):
+        raise NotAllowedNow(
+            f"Execution {execution.execution_id} has no failed, cancelled or skipped job to resume "
+            "(it ended before its jobs were created); run the flow again instead."
+        )
+    enqueue_for(execution, ActionKind.RESUME, payload={"by": getattr(user, "username", "")})
+
+
+def relaunch_waiting() -> int:
+    """After a topology change: executions still waiting for a path try again."""
+    waiting = FlowExecution.objects.filter(status=ExecutionStatus.PENDING, flow__isnull=False)
+    count = 0
+    for execution in waiting.iterator():
+        enqueue_for(execution, ActionKind.LAUNCH)
+        count += 1
+    return count

@@ -1,0 +1,260 @@
+"""Reading executions, for the status API and the execution pages alike:
+who may see and act on an execution, finding one by its flowExecutionId,
+and the small facts derived from the rows (epoch-millisecond times, what a
+user may do now, a job's progress, the DAG by hop).
+
+Access follows the flow's own rule (`FlowConfig.objects.visible_to` /
+`restrict`): whoever may see a flow sees its executions; whoever may change
+it (its owner, staff) may run it and kill or resume its executions. An
+execution whose flow was deleted has no owner left: only staff see it and
+act on it. What a user may not see is a 404, never a 403.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from django.core.exceptions import PermissionDenied
+from django.db.models import Q, QuerySet
+from django.http import Http404
+
+from portal.flows.models import FlowConfig
+from portal.flows.validators import NAME_PATTERN
+from portal.orchestration.models import (
+    FINISHED_STATUSES,
+    JOB_FINISHED,
+    Action,
+    ActionKind,
+    FlowExecution,
+    JobExecution,
+    JobStatus,
+)
+
+# flowExecutionId is a signed 64-bit column; a larger number cannot name one
+# (and would overflow the database driver instead of missing).
+MAX_EXECUTION_ID = 2**63 - 1
+# Requests a user made that the orchestrator has not handled yet.
+USER_REQUESTS = (ActionKind.LAUNCH, ActionKind.KILL, ActionKind.RESUME)
+_NAME = re.compile(rf"{NAME_PATTERN}\Z")
+ACT_DENIED = "Only the flow's owner or staff can run it or kill or resume its executions."
+
+
+class AmbiguousExecutionId(Exception):
+    """Several flows the user can see have an execution with this id."""
+
+    def __init__(self, execution_id: int, flows: list[str]) -> None:
+        self.execution_id, self.flows = execution_id, flows
+        super().__init__(
+            f"Execution id {execution_id} belongs to {len(flows)} flows ({', '.join(flows)}); "
+            "give flowGroup and flowName to choose one."
+        )
+
+
+def _is_name(value: str) -> bool:
+    """A flow group or name as the catalog allows them; anything else names
+    nothing (and never reaches the database, which may refuse NUL bytes)."""
+    return bool(_NAME.match(value))
+
+
+# --- access ------------------------------------------------------------------------
+
+
+def executions_visible_to(user) -> QuerySet[FlowExecution]:
+    if user is None or not user.is_authenticated:
+        return FlowExecution.objects.none()
+    visible = Q(flow__in=FlowConfig.objects.visible_to(user))
+    if user.is_staff:
+        visible |= Q(flow__isnull=True)
+    return FlowExecution.objects.filter(visible)
+
+
+def can_run(user, flow: FlowConfig | None) -> bool:
+    if flow is None or user is None or not user.is_authenticated:
+        return False
+    return FlowConfig.objects.restrict(user, "change").filter(pk=flow.pk).exists()
+
+
+def can_act(user, execution: FlowExecution) -> bool:
+    """May `user` kill or resume `execution` (and run its flow again)?"""
+    if user is None or not user.is_authenticated:
+        return False
+    if execution.flow_id is None:
+        return bool(user.is_staff)
+    return FlowConfig.objects.restrict(user, "change").filter(pk=execution.flow_id).exists()
+
+
+def check_can_act(user, execution: FlowExecution) -> None:
+    if not can_act(user, execution):
+        raise PermissionDenied(ACT_DENIED)
+
+
+def visible_flow(user, flow_group: str, flow_name: str, action: str = "view") -> FlowConfig:
+    """The flow, or 404 if the user cannot see it; 403 if they see it but may
+    not `action` it."""
+    if not (_is_name(flow_group) and _is_name(flow_name)):
+        raise Http404(f"No flow {flow_group}/{flow_name}.")
+    flow = (
+        FlowConfig.objects.visible_to(user)
+        .select_related("owner")
+        .filter(flow_group=flow_group, flow_name=flow_name)
+        .first()
+    )
+    if flow is None:
+        raise Http404(f"No flow {flow_group}/{flow_name}.")
+    if action != "view" and not can_run(user, flow):
+        raise PermissionDenied(ACT_DENIED)
+    return flow
+
+
+# --- finding executions -----------------------------------------------------------------
+
+
+def _with_jobs(queryset: QuerySet[FlowExecution]) -> QuerySet[FlowExecution]:
+    return queryset.prefetch_related("jobs")
+
+
+def find_execution(
+    user,
+    execution_id: int,
+    flow_group: str | None = None,
+    flow_name: str | None = None,
+) -> FlowExecution:
+    """The execution the user may see with this flowExecutionId (and flow, when
+    given). An id is unique per flow only: if flows the user can see share it
+    and no flow was given, AmbiguousExecutionId says which flows they are."""
+    if not 0 <= execution_id <= MAX_EXECUTION_ID or not all(
+        _is_name(name) for name in (flow_group, flow_name) if name
+    ):
+        raise Http404(f"No execution {execution_id}.")
+    queryset = executions_visible_to(user).filter(execution_id=execution_id)
+    if flow_group:
+        queryset = queryset.filter(flow_group=flow_group)
+    if flow_name:
+        queryset = queryset.filter(flow_name=flow_name)
+    found = list(_with_jobs(queryset.order_by("flow_group", "flow_name"))[:11])
+    if not found:
+        where = f" of flow {flow_group or '*'}/{flow_name or '*'}" if flow_group or flow_name else ""
+        raise Http404(f"No execution {execution_id}{where}.")
+    if len(found) > 1:
+        raise AmbiguousExecutionId(execution_id, [f"{e.flow_group}/{e.flow_name}" for e in found[:10]])
+    return found[0]
+
+
+def flow_execution(user, flow_group: str, flow_name: str, execution_id: int) -> FlowExecution:
+    """One execution by its full key, for the pages."""
+    return find_execution(user, execution_id, flow_group, flow_name)
+
+
+def last_status(user, flow_group: str, flow_name: str) -> FlowExecution:
+    """The flow's last execution (the seed's "last known status of a flow")."""
+    if not (_is_name(flow_group) and _is_name(flow_name)):
+        raise Http404(f"No flow {flow_group}/{flow_name}.")
+    execution = (
+        _with_jobs(executions_visible_to(user).filter(flow_group=flow_group, flow_name=flow_name))
+        .order_by("-execution_id")
+        .first()
+    )
+    if execution is not None:
+        return execution
+    if FlowConfig.objects.visible_to(user).filter(flow_group=flow_group, flow_name=flow_name).exists():
+        raise Http404(f"Flow {flow_group}/{flow_name} has no execution yet.")
+    raise Http404(f"No flow {flow_group}/{flow_name}.")
+
+
+def pending_requests(execution: FlowExecution) -> list[str]:
+    """LAUNCH/KILL/RESUME requests for this execution not handled yet."""
+    kinds = (
+        Action.objects.filter(
+            flow_group=execution.flow_group,
+            flow_name=execution.flow_name,
+            execution_id=execution.execution_id,
+            kind__in=USER_REQUESTS,
+            done_at__isnull=True,
+        )
+        .order_by("kind")
+        .values_list("kind", flat=True)
+        .distinct()
+    )
+    return list(kinds)
+
+
+# --- derived facts -------------------------------------------------------------------
+
+
+def epoch_millis(moment: datetime | None) -> int | None:
+    return None if moment is None else int(moment.timestamp() * 1000)
+
+
+def is_finished(execution: FlowExecution) -> bool:
+    return execution.status in FINISHED_STATUSES
+
+
+def progress_percent(job: JobExecution) -> int | None:
+    """0-100 from the job's progress record (Spark's task counts as the
+    heartbeat stores them), 100 once committed, None when nothing is known."""
+    if job.status == JobStatus.COMMITTED:
+        return 100
+    progress: Any = job.progress or {}
+    if not isinstance(progress, dict):
+        return None
+    fraction: float | None = None
+    for key, scale in (("percent", 100.0), ("fraction", 1.0)):
+        if isinstance(progress.get(key), int | float) and not isinstance(progress.get(key), bool):
+            fraction = float(progress[key]) / scale
+            break
+    else:
+        for done_key, total_key in (
+            ("tasks_completed", "tasks_total"),
+            ("tasksCompleted", "tasksTotal"),
+            ("numCompletedTasks", "numTasks"),
+        ):
+            done, total = progress.get(done_key), progress.get(total_key)
+            if isinstance(done, int) and isinstance(total, int) and total > 0:
+                fraction = done / total
+                break
+    if fraction is None:
+        return None
+    return max(0, min(100, round(fraction * 100)))
+
+
+@dataclass
+class DagJob:
+    job: JobExecution
+    children: list[str] = field(default_factory=list)
+    percent: int | None = None
+
+    @property
+    def finished(self) -> bool:
+        return self.job.status in JOB_FINISHED
+
+    @property
+    def spark_ui_link(self) -> str:
+        """The Spark UI address, only if it is a web address."""
+        url = self.job.spark_ui_url or ""
+        return url if url.startswith(("http://", "https://")) else ""
+
+
+@dataclass
+class DagHop:
+    index: int
+    jobs: list[DagJob]
+
+
+def dag_by_hop(execution: FlowExecution) -> list[DagHop]:
+    """The execution's jobs grouped by hop, each with its children, parents
+    before children (the order the orchestrator dispatches them in)."""
+    jobs = sorted(execution.jobs.all(), key=lambda j: (j.hop_index, j.job_name))
+    children: dict[str, list[str]] = {job.job_name: [] for job in jobs}
+    for job in jobs:
+        for parent in job.parents or []:
+            if parent in children:
+                children[parent].append(job.job_name)
+    hops: dict[int, list[DagJob]] = {}
+    for job in jobs:
+        hops.setdefault(job.hop_index, []).append(
+            DagJob(job=job, children=children[job.job_name], percent=progress_percent(job))
+        )
+    return [DagHop(index=index, jobs=hop_jobs) for index, hop_jobs in sorted(hops.items())]

@@ -1,0 +1,118 @@
+"""Executors on YARN or Kubernetes: the job runs as its own Spark
+application through `spark-submit` in cluster deploy mode, its driver on the
+cluster, instead of on the worker's long-lived SparkSession.
+
+The worker writes the JobSpec (ciphertext only) to the work dir, ships the
+`portal` package as a zip, and runs `python -m portal.pipeline run` as the
+application; the driver decrypts with the master key ring file at
+`SPARK_SUBMIT_MASTER_KEY_FILE` (an ACL-protected path on a filesystem the
+cluster shares, as the GaaS design puts it) and writes its TaskStates to the
+work dir, where the worker reads them back and commits as for any job.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import subprocess
+import sys
+import threading
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import pyspark
+from django.conf import settings
+
+from portal.pipeline import fs
+
+logger = logging.getLogger(__name__)
+
+CLUSTER_TECHNOLOGIES = ("yarn", "k8s")
+_zip_lock = threading.Lock()
+
+
+def uses_spark_submit(spec: dict[str, Any]) -> bool:
+    return spec.get("technology") in CLUSTER_TECHNOLOGIES
+
+
+def spark_submit_binary() -> str:
+    home = os.environ.get("SPARK_HOME") or str(Path(pyspark.__file__).parent)
+    return str(Path(home) / "bin" / "spark-submit")
+
+
+def portal_zip() -> Path:
+    """The `portal` package as --py-files, built once per process."""
+    target = Path(settings.VAR_DIR) / "spark-submit" / "portal.zip"
+    with _zip_lock:
+        if not target.exists():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            package = Path(settings.BASE_DIR) / "portal"
+            partial = target.with_suffix(".partial")
+            with zipfile.ZipFile(partial, "w", zipfile.ZIP_DEFLATED) as archive:
+                for path in sorted(package.rglob("*.py")):
+                    archive.write(path, path.relative_to(package.parent))
+            partial.replace(target)
+    return target
+
+
+def submit_argv(spec: dict[str, Any], jobspec_uri: str, output_uri: str, *, deploy_mode: str) -> list[str]:
+    argv = [
+        spark_submit_binary(),
+        "--master",
+        spec.get("spark_master") or settings.SPARK_MASTER,
+        "--deploy-mode",
+        deploy_mode,
+        "--name",
+        f"flowport:{spec['job_name']}:{spec['execution_id']}",
+    ]
+    for key, value in sorted((spec.get("spark_conf") or {}).items()):
+        argv += ["--conf", f"{key}={value}"]
+    argv += [
+        "--py-files",
+        str(portal_zip()),
+        str(Path(settings.BASE_DIR) / "portal" / "pipeline" / "__main__.py"),
+    ]
+    argv += ["run", jobspec_uri, "--master", "", "--output", output_uri]
+    if settings.SPARK_SUBMIT_MASTER_KEY_FILE:
+        argv += ["--master-key-file", settings.SPARK_SUBMIT_MASTER_KEY_FILE]
+    return argv
+
+
+def run_submitted(
+    spec: dict[str, Any], cancel: threading.Event, *, output_log: Path, deploy_mode: str = "cluster"
+) -> list[dict[str, Any]]:
+    """Run the job with spark-submit and return its TaskStates. `spec` must
+    hold ciphertext only: it is written to the work dir for the driver.
+    spark-submit's output (the driver's log in client mode, the application's
+    state reports in cluster mode) is appended to `output_log`: a file, never a
+    pipe a long job could fill."""
+    base = fs.join(spec["work_dir"], "submitted", spec["job_name"], str(spec["execution_id"]))
+    jobspec_uri, output_uri = fs.join(base, "jobspec.json"), fs.join(base, "taskstates.json")
+    fs.write_text(jobspec_uri, json.dumps(spec))
+    fs.delete(output_uri)
+    argv = submit_argv(spec, jobspec_uri, output_uri, deploy_mode=deploy_mode)
+    env = {**os.environ, "PYSPARK_PYTHON": os.environ.get("PYSPARK_PYTHON", sys.executable)}
+    logger.info("spark-submit for %s: %s", spec["job_name"], " ".join(argv[:8]))
+    output_log.parent.mkdir(parents=True, exist_ok=True)
+    with output_log.open("ab") as output:
+        process = subprocess.Popen(argv, env=env, stdout=output, stderr=subprocess.STDOUT)
+        while process.poll() is None:
+            if cancel.wait(0.5):
+                process.terminate()  # in cluster mode spark-submit kills the application with it
+                process.wait(30)
+                return []
+    if not fs.exists(output_uri):
+        tail = output_log.read_text(encoding="utf-8", errors="replace")[-1500:]
+        raise RuntimeError(f"spark-submit exited {process.returncode} without TaskStates: {tail}")
+    return json.loads(_read(output_uri))
+
+
+def _read(uri: str) -> str:
+    if "://" not in uri or uri.startswith("file:"):
+        return Path(uri.removeprefix("file://")).read_text(encoding="utf-8")
+    from pyspark.sql import SparkSession
+
+    spark = SparkSession.getActiveSession() or SparkSession.builder.getOrCreate()
+    return "\n".join(row.value for row in spark.read.text(uri).collect())

@@ -1,0 +1,26 @@
+"""Celery tasks of the SpecExecutor workers. Thin: the work is in
+`orchestration.executor`; the signal handlers keep the worker's heartbeat."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from celery import shared_task
+from celery.signals import celeryd_after_setup, worker_shutdown
+
+from portal.orchestration import executor, workers
+
+
+@shared_task(name="flowport.run_job", acks_late=True, reject_on_worker_lost=True)
+def run_job(job_id: int, attempt: int, jobspec: dict[str, Any]) -> str:
+    return executor.execute_job(job_id, attempt, jobspec)
+
+
+@celeryd_after_setup.connect
+def _start_heartbeat(sender: str, instance: Any, **kwargs: Any) -> None:
+    workers.start(list(instance.app.amqp.queues.consume_from or {}))
+
+
+@worker_shutdown.connect
+def _stop_heartbeat(**kwargs: Any) -> None:
+    workers.stop()

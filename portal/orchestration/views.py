@@ -1,0 +1,212 @@
+"""Execution pages. Thin: they read through orchestration.status, act through
+orchestration.services, and render. Each page serves both the whole page
+and, for htmx, the fragment it includes; a fragment polls itself every 2s
+only while something in it is unfinished, and re-renders without the
+trigger once everything finished, so polling stops by itself."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import ValidationError
+from django.core.paginator import Paginator
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.utils import timezone
+from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.vary import vary_on_headers
+from django_htmx.http import HttpResponseClientRedirect
+
+from portal.orchestration import joblogs, services, status
+from portal.orchestration.filters import FlowExecutionFilterSet
+from portal.orchestration.models import FINISHED_STATUSES, FlowExecution, JobStatus
+
+PAGE_SIZE = 25
+FLOW_PAGE_SIZE = 10
+
+
+def _execution_url(execution: FlowExecution) -> str:
+    return reverse(
+        "orchestration:execution", args=[execution.flow_group, execution.flow_name, execution.execution_id]
+    )
+
+
+def _go(request: HttpRequest, url: str) -> HttpResponse:
+    """After a POST: a plain redirect, or HX-Redirect for htmx (a 302 would
+    be followed into the fragment)."""
+    return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
+
+
+def _unfinished(executions) -> bool:
+    return any(execution.status not in FINISHED_STATUSES for execution in executions)
+
+
+def _local_input(filterset: FlowExecutionFilterSet, name: str) -> str:
+    """A time filter as a datetime-local input shows it (epoch ms or ISO in
+    the query string both come back as local time)."""
+    if not filterset.is_valid():
+        return filterset.data.get(name, "")
+    millis = filterset.form.cleaned_data.get(name)
+    if millis is None:
+        return ""
+    moment = timezone.localtime(datetime.fromtimestamp(millis / 1000, tz=UTC))
+    return moment.strftime("%Y-%m-%dT%H:%M")
+
+
+@login_required
+@require_GET
+@vary_on_headers("HX-Request")
+def execution_list(request: HttpRequest) -> HttpResponse:
+    filterset = FlowExecutionFilterSet(
+        request.GET, queryset=status.executions_visible_to(request.user).order_by("-execution_id", "-pk")
+    )
+    executions = filterset.qs if filterset.is_valid() else FlowExecution.objects.none()
+    page = Paginator(executions, PAGE_SIZE).get_page(request.GET.get("page"))
+    context = {
+        "filter": filterset,
+        "since_value": _local_input(filterset, "since"),
+        "until_value": _local_input(filterset, "until"),
+        "page": page,
+        "polling": _unfinished(page),
+        "refresh_url": request.get_full_path(),
+    }
+    code = 400 if filterset.errors else 200
+    if request.htmx:
+        return render(request, "orchestration/partials/execution_table.html", context, status=code)
+    return render(request, "orchestration/execution_list.html", context, status=code)
+
+
+def _detail_context(request: HttpRequest, execution: FlowExecution) -> dict:
+    can_act = status.can_act(request.user, execution)
+    pending = status.pending_requests(execution)
+    return {
+        "execution": execution,
+        "hops": status.dag_by_hop(execution),
+        "finished": status.is_finished(execution),
+        "pending": pending,
+        "can_run": can_act and execution.flow_id is not None,
+        "can_kill": can_act and services.can_kill(execution) and "KILL" not in pending,
+        "can_resume": can_act and services.can_resume(execution) and "RESUME" not in pending,
+        "flow_exists": execution.flow_id is not None,
+    }
+
+
+@login_required
+@require_GET
+@vary_on_headers("HX-Request")
+def execution_detail(
+    request: HttpRequest, flow_group: str, flow_name: str, execution_id: int
+) -> HttpResponse:
+    execution = status.flow_execution(request.user, flow_group, flow_name, execution_id)
+    context = _detail_context(request, execution)
+    if request.htmx:
+        return render(request, "orchestration/partials/execution_status.html", context)
+    return render(request, "orchestration/execution_detail.html", context)
+
+
+@login_required
+@require_GET
+@vary_on_headers("HX-Request")
+def job_log(
+    request: HttpRequest, flow_group: str, flow_name: str, execution_id: int, job_name: str
+) -> HttpResponse:
+    """A job attempt's worker and Spark driver logs; `?attempt=N` picks an
+    earlier attempt. Polls itself while the attempt runs."""
+    execution = status.flow_execution(request.user, flow_group, flow_name, execution_id)
+    job = get_object_or_404(execution.jobs, job_name=job_name)
+    try:
+        attempt = int(request.GET.get("attempt") or job.attempt)
+    except ValueError:
+        raise Http404("attempt must be a number") from None
+    if not 1 <= attempt <= max(job.attempt, 1):
+        raise Http404(f"{job_name} has no attempt {attempt}")
+    live = attempt == job.attempt and job.status == JobStatus.RUNNING
+    context = {
+        "execution": execution,
+        "job": job,
+        "attempt": attempt,
+        "attempts": range(1, job.attempt + 1),
+        "sections": joblogs.attempt_logs(job, attempt, live=live),
+        "live": live,
+    }
+    if request.htmx:
+        return render(request, "orchestration/partials/job_log.html", context)
+    return render(request, "orchestration/job_log.html", context)
+
+
+def _request(request: HttpRequest, execution: FlowExecution, verb: Callable, done: str) -> HttpResponse:
+    status.check_can_act(request.user, execution)
+    try:
+        verb(execution, user=request.user)
+    except services.NotAllowedNow as error:
+        messages.error(request, str(error))
+    else:
+        messages.success(request, done)
+    return _go(request, _execution_url(execution))
+
+
+@login_required
+@require_POST
+def execution_kill(request: HttpRequest, flow_group: str, flow_name: str, execution_id: int) -> HttpResponse:
+    execution = status.flow_execution(request.user, flow_group, flow_name, execution_id)
+    return _request(
+        request,
+        execution,
+        services.kill,
+        f"Kill of execution {execution.execution_id} requested; its jobs are being cancelled.",
+    )
+
+
+@login_required
+@require_POST
+def execution_resume(
+    request: HttpRequest, flow_group: str, flow_name: str, execution_id: int
+) -> HttpResponse:
+    execution = status.flow_execution(request.user, flow_group, flow_name, execution_id)
+    return _request(
+        request,
+        execution,
+        services.resume,
+        f"Resume of execution {execution.execution_id} requested; its failed jobs run again.",
+    )
+
+
+@login_required
+@require_POST
+def flow_run(request: HttpRequest, flow_group: str, flow_name: str) -> HttpResponse:
+    flow = status.visible_flow(request.user, flow_group, flow_name, "change")
+    try:
+        execution = services.run_now(flow, user=request.user)
+    except ValidationError as error:  # run_now validates only a backfill; none is given here
+        messages.error(request, " ".join(error.messages))
+        return _go(request, reverse("orchestration:flow_executions", args=[flow_group, flow_name]))
+    messages.success(request, f"Execution {execution.execution_id} of {flow} started.")
+    return _go(request, _execution_url(execution))
+
+
+@login_required
+@require_GET
+@vary_on_headers("HX-Request")
+def flow_executions(request: HttpRequest, flow_group: str, flow_name: str) -> HttpResponse:
+    """One flow's recent executions: the fragment the flow page includes
+    (it loads itself from here), or a page of its own without htmx."""
+    flow = status.visible_flow(request.user, flow_group, flow_name)
+    executions = list(
+        status.executions_visible_to(request.user)
+        .filter(flow=flow)
+        .order_by("-execution_id", "-pk")[:FLOW_PAGE_SIZE]
+    )
+    context = {
+        "flow": flow,
+        "flow_executions": executions,
+        "flow_executions_loaded": True,
+        "flow_executions_polling": _unfinished(executions),
+        "can_run_flow": status.can_run(request.user, flow),
+    }
+    if request.htmx:
+        return render(request, "orchestration/_flow_executions.html", context)
+    return render(request, "orchestration/flow_executions.html", context)

@@ -1,0 +1,86 @@
+"""axe-core (from npm, tests/e2e/node_modules) run in the browser on the main
+pages at a desktop and a phone width: no serious or critical violation.
+Lesser ones are printed and saved with the results under test-artifacts/e2e/."""
+
+from __future__ import annotations
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from portal.orchestration import services
+from tests import ldap_server
+from tests.e2e import ui
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+WIDTHS = {"desktop": 1280, "phone": 375}
+
+
+def _ready(page: Page, path: str) -> None:
+    page.goto(path)
+    page.wait_for_load_state("networkidle")
+
+
+@pytest.mark.parametrize("width_name", list(WIDTHS))
+def test_the_main_pages_have_no_serious_accessibility_violations(axe_source, page, lake, width_name):
+    width = WIDTHS[width_name]
+    page.set_viewport_size({"width": width, "height": 900 if width > 600 else 812})
+    results: dict[str, list[dict]] = {}
+
+    def check(name: str) -> None:
+        results[name] = ui.run_axe(page, axe_source)
+        ui.screenshot(page, f"{name}-{width_name}")
+
+    _ready(page, "/login/")
+    check("login")
+    # Staff (dana) see every control: the topology's admin buttons too.
+    page.get_by_label("Username").fill("dana")
+    page.get_by_label("Password").fill(ldap_server.PEOPLE["dana"][0])
+    page.get_by_role("button", name="Log in").click()
+    expect(page.locator("header .who")).to_have_text("dana")
+    dana = ui.user("dana")
+    flow = ui.make_flow(dana, "a11y")
+    execution = ui.finished(services.run_now(flow, user=dana))
+    assert execution.status == "COMMITTED", execution.message
+    path = f"/executions/e2e/a11y/{execution.execution_id}/"
+
+    _ready(page, "/")
+    check("dashboard")
+    _ready(page, "/flows/")
+    check("flows")
+    _ready(page, "/flows/e2e/a11y/")
+    expect(page.locator("#flow-executions table")).to_be_visible()
+    check("flow")
+    _ready(page, path)
+    expect(page.locator("pre.log")).to_be_visible()
+    check("execution")
+    _ready(page, f"{path}jobs/{execution.jobs.get().job_name}/log/")
+    expect(page.locator("pre.log-full").first).to_be_visible()
+    check("job-log")
+    _ready(page, "/executions/")
+    check("executions")
+    _ready(page, "/topology/")
+    check("topology-overview")
+    _ready(page, "/topology/executors/ingest/")
+    check("executor")
+    _ready(page, "/keys/")
+    check("keys")
+    _ready(page, "/flows/new/")
+    check("flow-new")
+    # The form as a person sees it after a mistake: a live error and the preview's problems.
+    page.locator("#id_schedule").fill("every night at 3")
+    expect(page.locator("#id_schedule_errors .error")).to_be_visible()
+    page.locator("#compile-preview-button").click()
+    expect(page.locator("#compile-preview .errors")).to_be_visible()
+    check("flow-new-errors")
+
+    ui.save_json(f"axe-{width_name}", results)
+    serious, lesser = [], []
+    for name, violations in results.items():
+        for violation in violations:
+            (serious if violation["impact"] in ui.SERIOUS else lesser).append((name, violation))
+    for name, violation in lesser:
+        print(f"axe {width_name} {name}:\n{ui.describe_violations([violation])}")
+    assert not serious, f"serious accessibility violations at {width}px:\n" + "\n".join(
+        f"{name}:\n{ui.describe_violations([violation])}" for name, violation in serious
+    )

@@ -1,0 +1,59 @@
+"""Integration fixtures: a real Celery worker and a real scheduler process
+per test module, on the Redis broker and the test database."""
+
+from __future__ import annotations
+
+import pytest
+import redis
+
+from tests.integration.stack import (
+    process_env,
+    relay_through,
+    retry_flush_on_deadlock,
+    start_scheduler,
+    start_worker,
+)
+
+retry_flush_on_deadlock()
+
+# A Redis database of the integration tests' own, flushed when a module starts.
+BROKER_DB = 10
+INGEST_QUEUE = "it.ingest"
+REPLICATE_QUEUE = "it.replicate"
+
+
+@pytest.fixture(scope="module")
+def stack_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("stack")
+
+
+@pytest.fixture(scope="module")
+def broker_url() -> str:
+    url = f"redis://127.0.0.1:6379/{BROKER_DB}"
+    redis.Redis.from_url(url).flushdb()
+    return url
+
+
+@pytest.fixture(autouse=True)
+def _relay_through_the_stack_broker(monkeypatch, broker_url):
+    relay_through(monkeypatch, broker_url)
+
+
+@pytest.fixture(scope="module")
+def stack_env(django_db_setup, django_db_blocker, stack_dir, broker_url):
+    with django_db_blocker.unblock():
+        return process_env(stack_dir / "var", broker_url)
+
+
+@pytest.fixture(scope="module")
+def worker(stack_env, stack_dir):
+    proc = start_worker("worker", [INGEST_QUEUE, REPLICATE_QUEUE], stack_env, stack_dir / "logs")
+    yield proc
+    proc.stop()
+
+
+@pytest.fixture(scope="module")
+def scheduler(stack_env, stack_dir):
+    proc = start_scheduler("scheduler", stack_env, stack_dir / "logs")
+    yield proc
+    proc.stop()

@@ -1,0 +1,213 @@
+"""Crash-injection harness for the exactly-once tests.
+
+* A source of records: JSON-lines files under `<landing>/<dataset>/`, one
+  `{"id": n}` per line, with strictly increasing modification times (the
+  files source orders by mtime, then name).
+* `RecordingPipeline`: the real `run_job` (real Spark, in this process)
+  that remembers the JobSpecs it ran, for the in-process tests.
+* Checks: the published multiset of ids against the source, the watermark
+  against the source max, and the crash table.
+* Real processes for the SIGKILL tests: a broker DB of our own (11), a
+  worker armed through FLOWPORT_FAILPOINT_FILE.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from portal.orchestration import executor
+from portal.orchestration.commitstore import FailpointCrash, arm
+from portal.orchestration.models import (
+    CommitStoreDataset,
+    DatasetState,
+    FlowExecution,
+    JobExecution,
+    JobStatus,
+)
+from portal.pipeline import fs, run_job
+from portal.pipeline.sources.files import file_watermark
+
+BROKER_DB = 11
+MTIME_BASE = 1_700_000_000
+
+
+class Landing:
+    """The source: datasets of JSON-lines files with increasing mtimes."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.next_id = 1
+        self.files = 0
+        root.mkdir(parents=True, exist_ok=True)
+
+    def add(self, dataset: str, rows: int) -> list[int]:
+        ids = list(range(self.next_id, self.next_id + rows))
+        self.next_id += rows
+        self.files += 1
+        path = self.root / dataset / f"batch-{self.files:05d}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("".join(json.dumps({"id": i, "dataset": dataset}) + "\n" for i in ids))
+        stamp = MTIME_BASE + self.files
+        os.utime(path, (stamp, stamp))
+        return ids
+
+    def datasets(self) -> list[str]:
+        return sorted(p.name for p in self.root.iterdir() if p.is_dir())
+
+    def ids(self, dataset: str | None = None) -> list[int]:
+        return read_ids(self.root / dataset if dataset else self.root)
+
+    def max_watermark(self, dataset: str) -> str:
+        return max(file_watermark(f) for f in fs.list_files(str(self.root / dataset)))
+
+
+def read_ids(folder: Path) -> list[int]:
+    ids: list[int] = []
+    for path in sorted(folder.rglob("*.json")) if folder.exists() else []:
+        ids.extend(json.loads(line)["id"] for line in path.read_text().splitlines() if line.strip())
+    return sorted(ids)
+
+
+def compare(source: list[int], published: list[int]) -> tuple[int, int]:
+    """(duplicates, lost): extra copies published, source ids never published."""
+    have, want = Counter(published), Counter(source)
+    duplicates = sum((have - want).values())
+    lost = sum((want - have).values())
+    return duplicates, lost
+
+
+COLUMNS = {
+    "point": "crash point",
+    "crashed": "crashed",
+    "recovered": "recovered?",
+    "duplicates": "duplicates",
+    "lost": "lost",
+    "watermark": "watermark = source max",
+    "seconds": "seconds",
+}
+
+
+def format_table(rows: list[dict[str, Any]]) -> str:
+    keys = [k for k in COLUMNS if any(k in r for r in rows)] or list(COLUMNS)[:6]
+    header = [COLUMNS[k] for k in keys]
+    lines = [[str(r.get(k, "")) for k in keys] for r in rows]
+    widths = [max([len(h), *(len(line[i]) for line in lines)]) for i, h in enumerate(header)]
+    out = [" | ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)).rstrip()]
+    out.append("-+-".join("-" * w for w in widths))
+    out.extend(" | ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)).rstrip() for line in lines)
+    return "\n".join(out)
+
+
+# --- the pipeline, recorded ------------------------------------------------------------------
+
+
+class RecordingPipeline:
+    """The real `portal.pipeline.run_job` on the worker's SparkSession, with
+    each JobSpec it was given kept for the test to read."""
+
+    def __init__(self) -> None:
+        self.specs: list[dict[str, Any]] = []
+
+    def __call__(self, spark: Any, jobspec: dict[str, Any], **options: Any) -> list[dict[str, Any]]:
+        self.specs.append(jobspec)
+        return run_job(spark, jobspec, **options)
+
+
+def job_spec(
+    landing: Path, publish: Path, work: Path, execution_id: int, job_name: str = "eo_job", **props: str
+) -> dict[str, Any]:
+    return {
+        "job_name": job_name,
+        "flow_group": "eo",
+        "flow_name": "landing-to-lake",
+        "execution_id": execution_id,
+        "work_dir": str(work),
+        "properties": {
+            "source.class": "portal.pipeline.sources.files.FileSource",
+            "source.files.path": str(landing),
+            "source.files.format": "json",
+            "source.files.workunit.max.files": "1",
+            "writer.output.format": "json",
+            "data.publisher.final.dir": str(publish),
+            "job.commit.policy": "partial",
+            **props,
+        },
+    }
+
+
+# --- running the worker in-process ------------------------------------------------------------
+
+
+class World:
+    """A landing folder, a lake, a work dir, and the worker's `execute_job`
+    run in-process (patch `executor.run_job` with a RecordingPipeline first)."""
+
+    def __init__(self, tmp_path: Path, pipeline: RecordingPipeline) -> None:
+        self.landing = Landing(tmp_path / "landing")
+        self.publish = tmp_path / "lake"
+        self.work = tmp_path / "work"
+        self.pipeline = pipeline
+        self.execution_id = 1000
+        self.props: dict[str, str] = {"commit.step.max.redo": "2"}
+
+    def new_job(self) -> JobExecution:
+        self.execution_id += 1
+        spec = job_spec(self.landing.root, self.publish, self.work, self.execution_id, **self.props)
+        execution = FlowExecution.objects.create(
+            flow_group="eo", flow_name="landing-to-lake", execution_id=self.execution_id, trigger="RUN_NOW"
+        )
+        return JobExecution.objects.create(
+            execution=execution,
+            job_name=spec["job_name"],
+            job_group="eo",
+            executor="x",
+            queue="q",
+            spec=spec,
+            status=JobStatus.ORCHESTRATED,
+            attempt=1,
+        )
+
+    def run(self, job: JobExecution, *failpoints: str) -> str:
+        job.refresh_from_db()
+        with arm(*failpoints):
+            try:
+                return executor.execute_job(job.pk, job.attempt, job.spec)
+            except FailpointCrash:
+                return "crashed"
+
+    def redeliver(self, job: JobExecution) -> None:
+        """What the orchestrator does when a worker stopped heartbeating."""
+        JobExecution.objects.filter(pk=job.pk).update(status=JobStatus.ORCHESTRATED, attempt=job.attempt + 1)
+        job.refresh_from_db()
+
+    def exactly_once(self) -> tuple[int, int]:
+        return compare(self.landing.ids(), read_ids(self.publish))
+
+    def watermark(self, dataset: str) -> str:
+        return DatasetState.objects.get(dataset_urn=dataset).watermark
+
+    def pending(self, dataset: str) -> CommitStoreDataset | None:
+        return CommitStoreDataset.objects.filter(dataset_urn=dataset).first()
+
+
+def all_points(max_steps: int) -> list[str]:
+    """Every failpoint a run can hit, given at most `max_steps` steps per dataset."""
+    between = [f"after_step:{n}" for n in range(1, max_steps)]
+    commit = [
+        "after_task_output",
+        "after_steps_written",
+        *between,
+        "before_steps_removed",
+        "after_steps_removed",
+    ]
+    recovery = [f"recovery.after_step:{n}" for n in range(1, max_steps)]
+    return [*commit, *recovery, "recovery.before_steps_removed", "recovery.after_steps_removed"]
+
+
+def by_dataset(points: Iterable[str], datasets: Iterable[str]) -> list[str]:
+    return [f"{p}@{d}" for p in points for d in datasets]

@@ -1,0 +1,206 @@
+"""From run-now or a cron tick to committed output, through a real scheduler
+process, the Redis broker, a real Celery worker and real Spark."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from django.contrib.auth import get_user_model
+
+from portal.flows import services as flow_services
+from portal.orchestration import services
+from portal.orchestration.models import DatasetState, ExecutionStatus, FlowExecution, JobExecution, JobStatus
+from portal.topology import services as topology
+from tests.integration.conftest import INGEST_QUEUE, REPLICATE_QUEUE
+from tests.integration.stack import wait_until
+
+pytestmark = pytest.mark.django_db(transaction=True)
+User = get_user_model()
+
+SOURCE = "tests.integration.sources.CountingSource"
+
+
+@pytest.fixture
+def lake(tmp_path) -> Path:
+    """A topology: landing → lake on the ingest executor, lake → archive on
+    the replicate executor, with folders under the test's tmp dir."""
+    for name in ("landing", "lake", "archive"):
+        (tmp_path / name).mkdir()
+        topology.create_data_node(
+            {"name": name, "kind": "files", "properties": {"path": str(tmp_path / name)}}
+        )
+    for name, queue, hop in (
+        ("ingest", INGEST_QUEUE, ("landing", "lake")),
+        ("replicate", REPLICATE_QUEUE, ("lake", "archive")),
+    ):
+        topology.create_executor(
+            {"name": name, "technology": "spark-local", "spark_master": "local[2]", "queue": queue},
+            capabilities=[hop],
+        )
+    return tmp_path
+
+
+def make_flow(destination: str = "lake", schedule: str = "", name: str = "", **properties: str):
+    props = {"source.class": SOURCE, "writer.output.format": "json", "numbers.per.run": "10", **properties}
+    return flow_services.create_flow(
+        owner=User.objects.get_or_create(username="olivia")[0],
+        data={
+            "flow_group": "it",
+            "flow_name": name or f"numbers-to-{destination}",
+            "schedule": schedule,
+            "source": "landing",
+            "destinations": [destination],
+            "properties": props,
+        },
+    )
+
+
+def finished(execution: FlowExecution, timeout: float = 90) -> FlowExecution:
+    def done():
+        execution.refresh_from_db()
+        return execution.status in {"COMMITTED", "FAILED", "CANCELLED", "SKIPPED"}
+
+    wait_until(done, timeout, f"execution {execution.execution_id} to finish")
+    return execution
+
+
+def published_ids(folder: Path) -> list[int]:
+    ids: list[int] = []
+    for path in sorted(folder.rglob("*.json")):
+        ids.extend(json.loads(line)["id"] for line in path.read_text().splitlines() if line.strip())
+    return sorted(ids)
+
+
+def test_run_now_commits_the_records_and_checks_in_the_watermark(lake, worker, scheduler):
+    flow = make_flow()
+    first = finished(services.run_now(flow, user=flow.owner))
+    assert first.status == ExecutionStatus.COMMITTED, first.message
+    job = first.jobs.get()
+    assert (job.status, job.attempt, job.processed_count) == (JobStatus.COMMITTED, 1, 10)
+    assert published_ids(lake / "lake" / "it" / "numbers-to-lake") == list(range(1, 11))
+    assert DatasetState.objects.get(job_name=job.job_name, dataset_urn="numbers").watermark == "10"
+
+    # The next run continues where the last one stopped.
+    second = finished(services.run_now(flow, user=flow.owner))
+    assert second.status == ExecutionStatus.COMMITTED, second.message
+    assert second.jobs.get().low_watermark == "10"
+    assert published_ids(lake / "lake" / "it" / "numbers-to-lake") == list(range(1, 21))
+
+
+def test_each_job_keeps_its_own_worker_and_spark_driver_log(
+    lake, worker, scheduler, stack_dir, client, settings
+):
+    flows = [make_flow(name=f"logged-{n}", **{"numbers.per.run": "40"}) for n in range(2)]
+    # Both run at once in the worker's one SparkSession.
+    executions = [finished(e) for e in [services.run_now(flow, user=flow.owner) for flow in flows]]
+    jobs = [execution.jobs.get() for execution in executions]
+    assert [j.status for j in jobs] == [JobStatus.COMMITTED] * 2, [e.message for e in executions]
+
+    assert jobs[1].started_at < jobs[0].ended_at and jobs[0].started_at < jobs[1].ended_at  # overlapped
+    task_ids = []
+    for job in jobs:
+        assert "40 extracted" in job.log_excerpt
+        assert "Executor: Running task" in job.driver_log_excerpt, job.driver_log_excerpt[-2000:]
+        driver_log = (
+            stack_dir
+            / "var"
+            / "logs"
+            / "jobs"
+            / str(job.execution.execution_id)
+            / f"{job.job_name}.1.driver.log"
+        )
+        task_ids.append(set(re.findall(r"\(TID (\d+)\)", driver_log.read_text())))
+    # Spark numbers the tasks of its whole JVM: each log holds only its own job's.
+    assert task_ids[0] and task_ids[1] and not task_ids[0] & task_ids[1], task_ids
+
+    settings.FLOWPORT_LOG_DIR = str(stack_dir / "var" / "logs")
+    client.force_login(jobs[0].execution.flow.owner)
+    page = client.get(
+        f"/executions/it/logged-0/{jobs[0].execution.execution_id}/jobs/{jobs[0].job_name}/log/"
+    ).content.decode()
+    assert "Spark driver log" in page and "Executor: Running task" in page and "40 extracted" in page
+    assert "Only the end of this log is shown" not in page
+
+
+def test_a_two_hop_flow_runs_its_jobs_in_order(lake, worker, scheduler):
+    flow = make_flow("archive")
+    execution = finished(services.run_now(flow, user=flow.owner))
+    assert execution.status == ExecutionStatus.COMMITTED, execution.message
+    first, second = execution.jobs.order_by("hop_index")
+    assert (first.executor, second.executor) == ("ingest", "replicate")
+    assert second.started_at >= first.ended_at
+    assert published_ids(lake / "archive" / "it" / "numbers-to-archive") == list(range(1, 11))
+
+
+def test_a_failing_parent_skips_its_child(lake, worker, scheduler):
+    flow = make_flow("archive", **{"writer.output.format": "xml"})
+    execution = finished(services.run_now(flow, user=flow.owner))
+    first, second = execution.jobs.order_by("hop_index")
+    assert execution.status == ExecutionStatus.FAILED
+    assert first.status == JobStatus.FAILED and "writer.output.format" in first.message
+    assert second.status == JobStatus.SKIPPED and first.job_name in second.message
+    assert not (lake / "archive" / "it").exists()
+
+
+def test_a_transient_failure_is_retried(lake, worker, scheduler, tmp_path):
+    flow = make_flow(
+        **{
+            "flaky.marker.file": str(tmp_path / "flaky"),
+            "job.retry.count": "2",
+            "job.retry.backoff.seconds": "0.5",
+        }
+    )
+    execution = finished(services.run_now(flow, user=flow.owner))
+    job = execution.jobs.get()
+    assert execution.status == ExecutionStatus.COMMITTED, execution.message
+    assert (job.attempt, job.retries) == (2, 1)
+    assert published_ids(lake / "lake" / "it" / "numbers-to-lake") == list(range(1, 11))
+
+
+def test_kill_cancels_the_running_job_and_resume_finishes_it(lake, worker, scheduler, tmp_path):
+    release = tmp_path / "release"
+    flow = make_flow(
+        **{"slow.seconds.per.row": "2", "slow.release.file": str(release), "numbers.per.run": "40"}
+    )
+    execution = services.run_now(flow, user=flow.owner)
+    wait_until(
+        lambda: JobExecution.objects.filter(execution=execution, status=JobStatus.RUNNING).exists(),
+        60,
+        "the job to run",
+    )
+    time.sleep(1)  # let Spark start the slow stage
+    services.kill(execution, user=flow.owner)
+    finished(execution, timeout=60)
+    job = execution.jobs.get()
+    assert execution.status == ExecutionStatus.CANCELLED
+    assert job.status == JobStatus.CANCELLED, job.message
+    assert published_ids(lake / "lake") == []
+    assert not DatasetState.objects.filter(dataset_urn="numbers").exists()
+
+    release.touch()
+    services.resume(execution, user=flow.owner)
+
+    def committed():
+        execution.refresh_from_db()
+        return execution.status == ExecutionStatus.COMMITTED
+
+    wait_until(committed, 90, "the resumed execution to commit")
+    assert execution.jobs.get().attempt == 2
+    assert published_ids(lake / "lake" / "it" / "numbers-to-lake") == list(range(1, 41))
+
+
+def test_a_cron_flow_runs_at_its_tick(lake, worker, scheduler):
+    flow = make_flow(schedule="* * * * *")
+    next_minute = (datetime.now(UTC) + timedelta(minutes=1)).replace(second=0, microsecond=0)
+    execution = wait_until(
+        lambda: FlowExecution.objects.filter(flow=flow, trigger=FlowExecution.Trigger.SCHEDULE).first(),
+        95,
+        "the scheduler to turn the next tick into an execution",
+    )
+    assert execution.scheduled_at == next_minute
+    assert finished(execution).status == ExecutionStatus.COMMITTED, execution.message
