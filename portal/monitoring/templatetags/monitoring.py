@@ -32,6 +32,14 @@ def duration(seconds: float | None) -> str:
 
 
 @register.filter
+def took(started, ended) -> str:
+    """How long from `started` to `ended`, to the second (`timesince` rounds a 20 s run to 0 minutes)."""
+    if started is None or ended is None:
+        return "—"
+    return format_duration(max(0.0, (ended - started).total_seconds()))
+
+
+@register.filter
 def count(value: float | None) -> str:
     return "—" if value is None else format_count(value)
 

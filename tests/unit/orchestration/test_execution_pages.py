@@ -194,6 +194,14 @@ def test_the_page_polls_while_running_and_the_last_refresh_stops_it(browser, run
     assert "COMMITTED" in last
 
 
+def test_a_short_run_says_how_many_seconds_it_took(browser, flow):
+    quick = FlowExecutionFactory(
+        flow=flow, status="COMMITTED", started_at=T0, ended_at=T0 + timedelta(seconds=23)
+    )
+    page = browser.get(page_url(quick)).content.decode()
+    assert "(took 23s)" in page
+
+
 def test_a_pending_execution_says_its_jobs_come_with_the_launch(browser, flow):
     pending = FlowExecutionFactory(flow=flow, status="PENDING", started_at=None)
     page = browser.get(page_url(pending)).content.decode()
