@@ -1,5 +1,6 @@
-"""`manage.py load_demo`: the embedded mode's demo — an admin, a topology, sample
-data and a flow — so `make run` shows a working portal. Safe to run again."""
+"""`manage.py load_demo`: the embedded mode's demo — an admin, a topology, a
+template pack, sample data and a flow — so `make run` shows a working portal.
+Safe to run again."""
 
 from __future__ import annotations
 
@@ -25,11 +26,22 @@ DEMO_FLOW = {
     "run_immediately": True,
     "source": "landing",
     "destinations": ["archive"],
-    "properties": {
-        "source.files.format": "csv",
-        "writer.output.format": "parquet",
-        "job.commit.policy": "full",
-    },
+    "template_uris": "pack://demo-pack/ingest/files.template",
+    "properties": {"source.files.format": "csv"},
+}
+
+
+DEMO_PACK = "demo-pack"
+# A Gobblin-style job template; the README's API example uses it.
+DEMO_TEMPLATES = {
+    "ingest/files.template": """\
+# Ingest the files of the flow's source data node and publish them as Parquet.
+gobblin.template.required_attributes = "source.files.format"
+flowport.attribute.source.files.format.description = "Format of the source files: csv, json or parquet"
+flowport.attribute.source.files.format.default = "csv"
+writer.output.format = parquet
+job.commit.policy = full
+""",
 }
 
 
@@ -57,6 +69,18 @@ def write_sample_orders(folder: Path, rows: int = 200) -> None:
             )
 
 
+def load_pack(owner) -> None:
+    """The demo template pack, made through the pack service so it is audited like any other."""
+    from portal.templatepacks import services as packs
+    from portal.templatepacks.models import TemplatePack
+
+    if TemplatePack.objects.filter(name=DEMO_PACK).exists():
+        return
+    pack = packs.create_pack(user=owner, name=DEMO_PACK, description="Job templates of the demo.")
+    for path, text in DEMO_TEMPLATES.items():
+        packs.save_template(pack, user=owner, path=path, text=text)
+
+
 class Command(BaseCommand):
     help = "Create the demo admin, topology, sample data and flow (idempotent)."
 
@@ -72,6 +96,7 @@ class Command(BaseCommand):
                 admin.set_password(password)
                 admin.save()
         self._load_topology()
+        load_pack(admin)
         write_sample_orders(settings.FLOWPORT_DATA_DIR / "landing" / "orders")
         if not FlowConfig.objects.filter(flow_group="demo", flow_name="orders-to-archive").exists():
             flow_services.create_flow(owner=admin, data=DEMO_FLOW)
