@@ -2,6 +2,7 @@
 
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
+from django.templatetags.static import static
 from django.urls import include, path
 from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
@@ -44,4 +45,8 @@ urlpatterns = [
     path("api/", include(api_urlpatterns)),
     path("", include("portal.monitoring.root_urls")),  # /metrics for Prometheus
     path("admin/", admin.site.urls),
+    path("favicon.ico", RedirectView.as_view(url=static("img/favicon.svg"), permanent=True)),
 ]
+
+handler404 = "portal.errors.page_not_found"
+handler500 = "portal.errors.server_error"
