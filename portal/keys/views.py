@@ -44,6 +44,11 @@ def key_list(request: HttpRequest) -> HttpResponse:
         logger.error("master key unavailable: %s", error)
         form.add_error(None, "The portal's master key is not available; an administrator must fix it.")
         return _page(request, form, status=503)
-    messages.success(request, f"Key {result.customer_key} wrapped and stored.")
+    key = result.customer_key
+    messages.success(
+        request,
+        f"Key “{key.label or key.short_fingerprint}” of {key.owner_name} is wrapped with the master key "
+        "and stored.",
+    )
     # Rendered, not redirected: a generated key must never travel in a URL or session.
     return _page(request, WrapKeyForm(user=request.user), new_key=result.generated_key, status=201)

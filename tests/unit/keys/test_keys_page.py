@@ -30,6 +30,9 @@ def test_a_generated_key_is_shown_once(page, owner):
     shown = response.context["new_key"]
     assert client.key_fingerprint(client.load_key(shown)).startswith(record.short_fingerprint)
     assert shown in response.content.decode()
+    assert f"Key “prod-db” of {owner.username} is wrapped with the master key and stored." in [
+        str(m) for m in response.context["messages"]
+    ]
 
     again = page.get("/keys/")
     html = again.content.decode()
