@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models
@@ -84,7 +86,9 @@ class FlowConfig(models.Model):
 
     def clean(self) -> None:
         # Stored once in unix form, so the scheduler never sees Quartz syntax.
-        self.schedule = to_unix_cron(self.schedule)
+        # A bad schedule is already reported under its field by its validator.
+        with contextlib.suppress(ValidationError):
+            self.schedule = to_unix_cron(self.schedule)
         if not self.source and self.properties.get(SOURCE_PROPERTY):
             self.source = self.properties[SOURCE_PROPERTY]
         if not self.destinations and self.properties.get(DESTINATION_PROPERTY):

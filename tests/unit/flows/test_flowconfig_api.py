@@ -128,6 +128,7 @@ def test_bad_input_names_the_field_and_saves_nothing(api, overrides, field, reas
     errors = response.json()
     assert field in errors, errors
     assert reason in json.dumps(errors[field]), errors
+    assert reason not in json.dumps({k: v for k, v in errors.items() if k != field}), "said twice"
     assert not FlowConfig.objects.exists()
 
 
