@@ -2,8 +2,9 @@
  *
  * The form works without this file: fixed blank rows add properties, errors
  * come with the page after saving. With it: rows are added and removed in
- * place, aria-invalid follows the live errors htmx brings, and secret values
- * ([data-secret]) stay out of every preview request: only saving sends them.
+ * place, aria-invalid and the error summary follow the live errors htmx
+ * brings, and secret values ([data-secret]) stay out of every preview
+ * request: only saving sends them.
  */
 (function () {
   "use strict";
@@ -67,6 +68,28 @@
     });
   }
 
+  // The summary of the last save's problems follows live validation: an
+  // item goes when its field's errors container (data-errors) is empty or
+  // gone, the count follows, and the box is hidden when nothing is left.
+  // Problems live validation cannot see (no data-errors) stay until saving.
+  function syncSummary() {
+    var summary = document.getElementById("error-summary");
+    if (!summary || summary.hidden) return;
+    summary.querySelectorAll("li[data-errors]").forEach(function (item) {
+      var box = document.getElementById(item.getAttribute("data-errors"));
+      if (!box || box.querySelector(".error") === null) item.remove();
+    });
+    var left = summary.querySelectorAll("li").length;
+    if (left === 0) {
+      summary.hidden = true;
+      return;
+    }
+    var heading = summary.querySelector("h2");
+    var text = left + " problem" + (left === 1 ? "" : "s") + " to fix before saving";
+    // Only a real change: the box is an alert, every change is announced.
+    if (heading && heading.textContent !== text) heading.textContent = text;
+  }
+
   // Secret inputs (data-secret) go to the server only with the real submit.
   function removeSecretValues(form, detail) {
     form.querySelectorAll("[data-secret][name]").forEach(function (input) {
@@ -89,7 +112,10 @@
 
   document.addEventListener("htmx:afterSettle", function () {
     var form = document.getElementById("flow-form");
-    if (form) syncInvalid(form);
+    if (form) {
+      syncInvalid(form);
+      syncSummary();
+    }
   });
 
   function start() {

@@ -16,8 +16,10 @@ from django.core.paginator import Paginator
 from django.db.models import Q
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_http_methods
 
+from portal.monitoring import history as monitoring_history
 from portal.orchestration import statestore
 from portal.orchestration.models import CommitStoreDataset, DatasetState
 from portal.pipeline.watermarks import value_of
@@ -117,6 +119,8 @@ def dataset_detail(request: HttpRequest, pk: int) -> HttpResponse:
         status = 400
     pending = statestore.pending_steps(state)
     history = Paginator(state.history.all(), HISTORY_PAGE).get_page(request.GET.get("page"))
+    # The monitoring dataset page's charts, drawn by the same code (history.py, charts.py).
+    charts = monitoring_history.dataset_context(state)
     context = {
         "state": state,
         "shown": _display(state.watermark),
@@ -124,5 +128,10 @@ def dataset_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "pending": pending,
         "pending_count": pending.steps.count() if pending else 0,
         "form": form,
+        "watermark_svg": mark_safe(charts["watermark_svg"]),  # noqa: S308 - built by charts.py, labels escaped
+        "records_svg": mark_safe(charts["records_svg"]),  # noqa: S308 - built by charts.py, labels escaped
+        "watermark_kind": charts["watermark_kind"],
+        "unplotted": charts["unplotted"],
+        "execution_url": charts["execution_url"],
     }
     return render(request, "orchestration/state/detail.html", context, status=status)

@@ -5,6 +5,7 @@ input, errors tied to their inputs, stable ids."""
 
 from __future__ import annotations
 
+import re
 from html.parser import HTMLParser
 
 import pytest
@@ -218,6 +219,40 @@ def test_errors_are_tied_to_their_inputs_after_a_failed_save(browser, topology_n
     for target in ("#id_flow_name", "#id_schedule", "#id_attr-source-jdbc-tables"):
         assert f'href="{target}"' in html
     assert "minute 61 is outside 0-59" in html
+
+
+def test_the_summary_names_each_problems_errors_box_so_it_follows_live_checks(
+    browser, topology_nodes, sales_pack
+):
+    """flowform.js drops a summary item once live validation empties the
+    errors box the item names (data-errors), and hides the summary with the
+    last one: each item must name the box that shows the same problem."""
+    html = browser.post(
+        "/flows/new/",
+        {
+            "flow_group": "sales",
+            "flow_name": "bad name!",
+            "schedule": "61 * * * *",
+            "template_uris": "pack://sales-pack/ingest/jdbc.template",
+        },
+    ).content.decode()
+    summary = html.split('id="error-summary"')[1].split("</div>")[0]
+    items = re.findall(r'<li data-errors="([^"]+)"><a href="#([^"]+)">[^:<]+: ([^<]+)</a></li>', summary)
+    assert {box for box, _target, _message in items} >= {
+        "id_flow_name_errors",
+        "id_schedule_errors",
+        "id_attr-source-jdbc-url_errors",
+        "id_attr-source-jdbc-tables_errors",
+    }
+    for box, target, message in items:
+        assert f'id="{target}"' in html
+        shown = html.split(f'id="{box}"')[1].split("</div>")[0]
+        assert f'<p class="error">{message}</p>' in shown, box
+    # Once the name is fixed, its live check answers an empty box: the script drops the item.
+    fixed = htmx(
+        browser, "/flows/new/?part=field&field=flow_name", {"flow_group": "sales", "flow_name": "orders"}
+    )
+    assert 'class="error"' not in fixed.content.decode()
 
 
 def test_the_page_uses_stable_ids_for_browser_tests(browser, topology_nodes, sales_pack):

@@ -14,6 +14,7 @@ from portal.monitoring.services import raise_event
 from portal.orchestration.models import Action, OutboxMessage, WorkerHeartbeat
 from portal.topology.models import SpecExecutor
 from tests.unit.monitoring.conftest import make_execution
+from tests.unit.tables import assert_cells_name_their_columns, cells_by_label
 
 pytestmark = pytest.mark.django_db
 URL = reverse("monitoring:dashboard")
@@ -161,6 +162,20 @@ def test_executor_health_workers_and_backlog(signed_in, settings):
     backlog = html.split('id="dash-backlog"')[1].split("</section>")[0]
     assert "1 unsent" in backlog and "1 failed to send" in backlog and "ConnectionError: refused" in backlog
     assert re.search(r"<dd>1, oldest waiting 1m 3\ds</dd>", backlog)
+
+
+def test_on_a_phone_each_worker_and_executor_cell_still_says_what_it_is(signed_in, executor):
+    # The tables stack into one card per row there: the cell "0" alone would mean nothing.
+    now = timezone.now()
+    WorkerHeartbeat.objects.create(
+        worker="vm:31815", queues=["executor.local"], running_jobs=0, started=now, last_seen=now
+    )
+    html = signed_in.get(URL).content.decode()
+    assert_cells_name_their_columns(html)
+    cells = cells_by_label(html)
+    assert cells["Worker"] == ["vm:31815"] and cells["Running"] == ["0"]
+    assert '<code class="ident">vm:31815</code>' in html  # an identifier: kept on one line
+    assert cells["Executor"][0].startswith("local") and cells["Spark master"][0].startswith("local[*]")
 
 
 def test_the_htmx_poll_gets_the_live_fragment_only(signed_in, flow):

@@ -16,6 +16,7 @@ from portal.monitoring.history import watermark_point
 from portal.orchestration import statestore
 from portal.orchestration.models import DatasetStateHistory
 from tests.unit.monitoring.conftest import finished_run, make_execution
+from tests.unit.tables import assert_cells_name_their_columns
 
 pytestmark = pytest.mark.django_db
 HTMX = {"HX-Request": "true"}
@@ -50,6 +51,7 @@ def test_the_flow_chart_has_one_point_per_finished_execution(signed_in, flow):
     # The same numbers as a table, linking to each execution.
     for run in runs:
         assert f'href="/executions/sales/orders/{run.execution_id}/"' in html
+    assert_cells_name_their_columns(html)
 
 
 def test_the_chart_polls_while_the_flow_runs_and_stops_after(signed_in, flow):
@@ -93,6 +95,7 @@ def test_the_chart_lists_the_flows_datasets(signed_in, flow):
     html = signed_in.get(_chart_url()).content.decode()
     assert 'href="/monitoring/datasets/sales/orders/sales.orders.1-a-to-b/public.orders/"' in html
     assert "<code>42</code>" in html
+    assert_cells_name_their_columns(html)
 
 
 def _history(watermarks, *, urn="public.orders", records=10):
@@ -136,6 +139,7 @@ def test_a_dataset_page_charts_numeric_watermarks_and_lists_every_run(signed_in,
         assert f"<code>{value}</code>" in table
         assert f'href="/executions/sales/orders/{execution_id}/"' in table
     assert 'href="/flows/sales/orders/"' in html
+    assert_cells_name_their_columns(html)  # legible as stacked cards on a phone
 
 
 def test_file_and_timestamp_watermarks_are_plotted_as_times(signed_in, flow):

@@ -16,6 +16,7 @@ from portal.orchestration.actions import enqueue_for, process_actions
 from portal.orchestration.models import Action, ActionKind, FlowExecution
 from tests.factories import FlowConfigFactory
 from tests.unit.orchestration.factories import T0, FlowExecutionFactory, JobExecutionFactory, two_hop_flow
+from tests.unit.tables import assert_cells_name_their_columns, cells_by_label
 
 pytestmark = pytest.mark.django_db
 
@@ -134,6 +135,26 @@ def test_the_list_filters_by_time_with_local_date_time_inputs(browser, flow, set
     by_millis = browser.get(f"/executions/?until={early.execution_id}").content.decode()
     assert page_url(early) in by_millis and page_url(late) not in by_millis
     assert 'name="until" id="id_until" value="2026-03-01T13:00"' in by_millis
+
+
+def test_on_a_phone_each_filter_keeps_its_label_and_each_cell_its_column(browser, flow, settings):
+    settings.TIME_ZONE = "UTC"
+    FlowExecutionFactory(flow=flow, execution_id=int(T0.timestamp() * 1000), status="COMMITTED")
+    FlowExecutionFactory(flow=flow, execution_id=int(T0.timestamp() * 1000) + 60_000, status="RUNNING")
+    html = browser.get("/executions/").content.decode()
+    # The filters wrap as whole label-and-input pairs, never a label away from its input.
+    for name in ("flowGroup", "flowName", "status", "since", "until"):
+        assert re.search(
+            rf'<div class="filter">\s*<label for="id_{name}">\w+</label>\s*<(input|select)[^>]* id="id_{name}"',
+            html,
+        ), name
+    # The table stacks into cards: each cell says which column it is.
+    assert_cells_name_their_columns(html)
+    cells = cells_by_label(html)
+    assert cells["Started"] == ["2026-03-01 12:01:00", "2026-03-01 12:00:00"]
+    assert cells["Ended"] == ["—", "2026-03-01 12:05:00"]
+    # So does one flow's list of executions.
+    assert_cells_name_their_columns(browser.get("/executions/sales/orders/", headers=HTMX).content)
 
 
 def test_a_bad_filter_is_shown_not_a_crash(browser, flow):

@@ -4,6 +4,8 @@ pages with an audited reset."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from django.urls import include, path, reverse
 
@@ -13,6 +15,7 @@ from portal.orchestration.commitstore import CommitStepStore
 from portal.orchestration.models import DatasetState, FlowExecution, JobExecution, JobState, JobStatus
 from portal.orchestration.statestore import HighWatermarkCommitStep, PendingCommitSteps
 from portal.pipeline.commit_steps import CommitStep
+from tests.unit.tables import assert_cells_name_their_columns, cells_by_label
 
 # The page URLs, mounted as portal/urls.py will mount them (see state_urls).
 urlpatterns = [*portal.urls.urlpatterns, path("state/", include("portal.orchestration.state_urls"))]
@@ -206,3 +209,39 @@ def test_a_reset_page_shows_unfinished_steps_and_needs_them_discarded(client, st
     assert done.status_code == 302
     state.refresh_from_db()
     assert state.watermark == "0"
+
+
+@pytest.mark.django_db
+@pytest.mark.urls(__name__)
+def test_the_dataset_page_charts_the_history_and_links_to_the_monitoring_page(client, staff):
+    state = _check_in("orders", "100", 1)  # the first run started from nothing
+    _check_in("orders", "150", 2)
+    client.force_login(staff)
+    page = client.get(reverse("state:dataset", args=[state.pk])).content.decode()
+    facts = page.split('<dl class="facts">')[1].split("</dl>")[0]  # styled like every other page's facts
+    assert "<dt>Watermark</dt><dd><code>150</code>" in facts
+    # The monitoring dataset page's chart, drawn by the same code, and a link to that page.
+    assert f'<svg xmlns="http://www.w3.org/2000/svg" class="chart" id="dataset-{state.pk}-watermark"' in page
+    dataset_page = reverse("monitoring:dataset", args=["sales", "orders", KEY["job_name"], "orders"])
+    assert f'href="{dataset_page}"' in page
+    # Newest first; the first run's "From" was nothing and says so, not an empty code pill.
+    assert cells_by_label(page)["From"] == ["100", "—"]
+    assert "<code></code>" not in page
+    assert_cells_name_their_columns(page)
+
+
+@pytest.mark.django_db
+@pytest.mark.urls(__name__)
+def test_each_reset_input_is_described_by_its_help_and_its_errors(client, staff):
+    state = _check_in("orders", "100", 1)
+    client.force_login(staff)
+    url = reverse("state:dataset", args=[state.pk])
+    for page in (client.get(url), client.post(url, {"watermark": "120"})):  # the second lacks a reason
+        html = page.content.decode()
+        described = re.findall(r'aria-describedby="([^"]+)"', html)
+        assert described
+        for ids in described:
+            for element_id in ids.split():
+                assert f'id="{element_id}"' in html, element_id
+    assert 'aria-describedby="id_reason_helptext id_reason_error"' in html
+    assert re.search(r'id="id_reason_error">\s*<p class="error">Give a reason', html)
