@@ -12,7 +12,7 @@ import pytest
 from django.test import Client
 
 import portal.topology
-from portal.topology import svg
+from portal.topology import svg, svg_geometry, svg_layout
 from portal.topology.loader import sync_topology_file
 from tests.unit.topology.helpers import executor, nodes
 
@@ -21,12 +21,12 @@ pytestmark = pytest.mark.django_db
 DEMO = Path(portal.topology.__file__).parent / "demo_topology.yaml"
 
 
-def _crosses_box(edge: svg.Edge, box: svg.Rect) -> bool:
+def _crosses_box(edge: svg_geometry.Edge, box: svg_geometry.Rect) -> bool:
     inside = box.grown(-1)  # an arrow may touch the side it leaves or enters
     return any(inside.crosses(a, b) for a, b in edge.segments)
 
 
-def assert_readable(picture: svg.Layout) -> None:
+def assert_readable(picture: svg_geometry.Layout) -> None:
     labels = [edge.label_box for edge in picture.edges]
     for edge in picture.edges:
         label = edge.label_box
@@ -45,7 +45,10 @@ def assert_readable(picture: svg.Layout) -> None:
 def test_the_demo_topology_has_every_label_beside_its_own_arrow(client: Client, owner):
     sync_topology_file(DEMO)
     names, _kinds, capabilities = svg.current_topology()
-    wide, narrow = svg.layout(names, capabilities, across=False), svg.layout(names, capabilities, across=True)
+    wide, narrow = (
+        svg_layout.layout(names, capabilities, across=False),
+        svg_layout.layout(names, capabilities, across=True),
+    )
     for picture in (wide, narrow):
         assert_readable(picture)
     # spark-local-replicate reads in full between lake and archive, off both boxes.
@@ -73,7 +76,7 @@ def test_an_arrow_skipping_a_layer_goes_round_the_boxes_between(owner):
     executor("direct", "landing>archive")
     names, _kinds, capabilities = svg.current_topology()
     for across in (False, True):
-        assert_readable(svg.layout(names, capabilities, across=across))
+        assert_readable(svg_layout.layout(names, capabilities, across=across))
 
 
 def test_a_cycle_is_drawn_against_the_flow_with_its_arrowhead_at_the_start(owner):
@@ -82,7 +85,7 @@ def test_a_cycle_is_drawn_against_the_flow_with_its_arrowhead_at_the_start(owner
     executor("replicate", "lake>archive")
     executor("restore", "archive>lake", enabled=False)
     names, _kinds, capabilities = svg.current_topology()
-    picture = svg.layout(names, capabilities, across=False)
+    picture = svg_layout.layout(names, capabilities, across=False)
     assert_readable(picture)
     restore = next(e for e in picture.edges if e.executor == "restore")
     assert restore.reversed and restore.label == "restore (off)"
@@ -90,5 +93,5 @@ def test_a_cycle_is_drawn_against_the_flow_with_its_arrowhead_at_the_start(owner
     assert 'stroke-dasharray="5 4" marker-start="url(#topology-arrow-wide)"' in drawn
     # A node onto itself (the services refuse it, the drawing copes): a small loop.
     for across in (False, True):
-        looped = svg.layout(names, [*capabilities, ("lake", "lake", "compact", True)], across=across)
+        looped = svg_layout.layout(names, [*capabilities, ("lake", "lake", "compact", True)], across=across)
         assert_readable(looped)
