@@ -120,7 +120,6 @@ def time_series_svg(
             f'<text x="{width / 2}" y="{height / 2}" text-anchor="middle" class="chart-empty">'
             "No data yet</text></svg>"
         )
-    plot_w, plot_h = width - LEFT - RIGHT, height - TOP - BOTTOM
     xs = [p.at.timestamp() for p in points]
     ys = [float(p.value) for p in points]
     x_low, x_high = min(xs), max(xs)
@@ -134,19 +133,23 @@ def time_series_svg(
     y_step = nice_step(y_high - y_low, 4, y_steps)
     y_low = math.floor(y_low / y_step) * y_step
     y_high = math.ceil(y_high / y_step) * y_step
+    y_labels = [(value, y_format(value)) for value in ticks(y_low, y_high, y_step)]
+    # Room for the longest y label (a time axis says "25 Nov 00:00"): 11 px text, ~6.5 px a character.
+    left = max(LEFT, 12 + round(6.5 * max(len(label) for _value, label in y_labels)))
+    plot_w, plot_h = width - left - RIGHT, height - TOP - BOTTOM
 
     def sx(x: float) -> float:
-        return round(LEFT + (x - x_low) / (x_high - x_low) * plot_w, 1)
+        return round(left + (x - x_low) / (x_high - x_low) * plot_w, 1)
 
     def sy(y: float) -> float:
         return round(TOP + plot_h - (y - y_low) / (y_high - y_low) * plot_h, 1)
 
     parts = [head, '<g class="axis">']
-    for value in ticks(y_low, y_high, y_step):
+    for value, label in y_labels:
         y = sy(value)
         parts.append(
-            f'<line class="grid" x1="{LEFT}" x2="{LEFT + plot_w}" y1="{y}" y2="{y}" stroke="#e6e9ef"/>'
-            f'<text x="{LEFT - 6}" y="{y + 4}" text-anchor="end" font-size="11" fill="#5a6372">{escape(y_format(value))}</text>'
+            f'<line class="grid" x1="{left}" x2="{left + plot_w}" y1="{y}" y2="{y}" stroke="#e6e9ef"/>'
+            f'<text x="{left - 6}" y="{y + 4}" text-anchor="end" font-size="11" fill="#5a6372">{escape(label)}</text>'
         )
     x_span = x_high - x_low
     for value in ticks(x_low, x_high, nice_step(x_span, 5, TIME_STEPS)):
@@ -156,7 +159,7 @@ def time_series_svg(
             f'<text x="{x}" y="{height - 8}" text-anchor="middle" font-size="11" fill="#5a6372">{escape(format_time(value, x_span))}</text>'
         )
     parts.append(
-        f'<line class="baseline" x1="{LEFT}" x2="{LEFT + plot_w}" y1="{TOP + plot_h}" y2="{TOP + plot_h}" stroke="#8a94a6"/></g>'
+        f'<line class="baseline" x1="{left}" x2="{left + plot_w}" y1="{TOP + plot_h}" y2="{TOP + plot_h}" stroke="#8a94a6"/></g>'
     )
     if len(points) > 1:
         path = " ".join(f"{sx(x)},{sy(y)}" for x, y in zip(xs, ys, strict=True))

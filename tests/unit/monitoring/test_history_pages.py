@@ -11,7 +11,14 @@ from django.template import Context, Template
 from django.urls import reverse
 from django.utils import timezone
 
-from portal.monitoring.charts import format_duration, nice_step, ticks
+from portal.monitoring.charts import (
+    ChartPoint,
+    format_duration,
+    format_time,
+    nice_step,
+    ticks,
+    time_series_svg,
+)
 from portal.monitoring.history import watermark_point
 from portal.orchestration import statestore
 from portal.orchestration.models import DatasetStateHistory
@@ -194,3 +201,21 @@ def test_chart_scales():
     assert (
         format_duration(42) == "42s" and format_duration(125) == "2m 5s" and format_duration(7260) == "2h 1m"
     )
+
+
+def test_long_y_labels_such_as_times_fit_left_of_the_plot():
+    start = timezone.now()
+    points = [
+        ChartPoint(start + timedelta(days=day), (start + timedelta(days=day)).timestamp(), "run")
+        for day in range(3)
+    ]
+    svg = time_series_svg(
+        points,
+        chart_id="marks",
+        title="t",
+        description="d",
+        y_format=lambda v: format_time(v, 2 * 86400),
+        y_from_zero=False,
+    )
+    for x, label in re.findall(r'<text x="([\d.]+)" y="[\d.]+" text-anchor="end"[^>]*>([^<]+)</text>', svg):
+        assert float(x) - 6.5 * len(label) >= 0, f"{label!r} is cut off at the left"
