@@ -68,8 +68,16 @@ def relay_outbox(limit: int = 200) -> int:
         )
         if not batch:
             return 0
-        with _connection() as connection:
+        connection = _connection()
+        try:
             sent = _relay(batch, connection)
+        finally:
+            # A broker that died mid-batch can make closing fail too; that must
+            # not roll back what this batch recorded (sent marks, last errors).
+            try:
+                connection.release()
+            except Exception:
+                logger.debug("outbox: closing the broker connection failed", exc_info=True)
     return sent
 
 
