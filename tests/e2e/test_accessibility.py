@@ -1,6 +1,8 @@
 """axe-core (from npm, tests/e2e/node_modules) run in the browser on the main
-pages at a desktop and a phone width: no serious or critical violation.
-Lesser ones are printed and saved with the results under test-artifacts/e2e/."""
+pages at a desktop, a tablet and a phone width: no serious or critical
+violation, and no page wider than the window (nothing to scroll sideways).
+Lesser violations are printed and saved with the results under
+test-artifacts/e2e/."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ from tests.e2e import ui
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-WIDTHS = {"desktop": 1280, "phone": 375}
+WIDTHS = {"desktop": 1280, "tablet": 760, "phone": 375}
 
 
 def _ready(page: Page, path: str) -> None:
@@ -26,10 +28,16 @@ def test_the_main_pages_have_no_serious_accessibility_violations(axe_source, pag
     width = WIDTHS[width_name]
     page.set_viewport_size({"width": width, "height": 900 if width > 600 else 812})
     results: dict[str, list[dict]] = {}
+    too_wide: list[str] = []
 
     def check(name: str) -> None:
         results[name] = ui.run_axe(page, axe_source)
         ui.screenshot(page, f"{name}-{width_name}")
+        scroll, window = page.evaluate(
+            "[document.documentElement.scrollWidth, document.documentElement.clientWidth]"
+        )
+        if scroll > window:
+            too_wide.append(f"{name}: {scroll}px wide in a {window}px window")
 
     _ready(page, "/login/")
     check("login")
@@ -75,6 +83,7 @@ def test_the_main_pages_have_no_serious_accessibility_violations(axe_source, pag
     check("flow-new-errors")
 
     ui.save_json(f"axe-{width_name}", results)
+    assert not too_wide, f"pages that scroll sideways at {width}px: {too_wide}"
     serious, lesser = [], []
     for name, violations in results.items():
         for violation in violations:
