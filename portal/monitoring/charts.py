@@ -128,7 +128,8 @@ def time_series_svg(
     y_low = min(0.0, min(ys)) if y_from_zero else min(ys)
     y_high = max(ys)
     if y_high - y_low <= 0:
-        pad = abs(y_high) * 0.1 or 1.0
+        # One value: a time axis shows the half hour around it (10 % of an epoch is years).
+        pad = 1800.0 if y_steps is TIME_STEPS else (abs(y_high) * 0.1 or 1.0)
         y_low, y_high = (y_low if y_from_zero else y_low - pad), y_high + pad
     y_step = nice_step(y_high - y_low, 4, y_steps)
     y_low = math.floor(y_low / y_step) * y_step

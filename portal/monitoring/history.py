@@ -187,7 +187,8 @@ def dataset_context(state: DatasetState) -> dict[str, Any]:
     slug = f"dataset-{state.pk}"
     watermark_svg = ""
     if points:
-        span = max(p.value for p in points) - min(p.value for p in points)
+        # The labels' precision follows the axis, which spans at least the hour a lone point gets.
+        span = max(3600.0, max(p.value for p in points) - min(p.value for p in points))
         watermark_svg = time_series_svg(
             points,
             chart_id=f"{slug}-watermark",

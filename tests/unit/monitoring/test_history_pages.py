@@ -160,6 +160,14 @@ def test_file_and_timestamp_watermarks_are_plotted_as_times(signed_in, flow):
     assert "not-a-time" in html.split('id="dataset-table"')[1]
 
 
+def test_a_single_file_watermark_gets_a_readable_time_axis(signed_in, flow):
+    state = _history(["001767225600000:in/a.csv"], urn="file:///data/landing/orders")
+    watermark = _svg(signed_in.get(_dataset_url(state)).content.decode(), f"dataset-{state.pk}-watermark")
+    labels = re.findall(r'text-anchor="end"[^>]*>([^<]+)</text>', watermark)
+    assert len(labels) >= 2 and len(set(labels)) == len(labels), labels  # one distinct time per tick
+    assert all(re.fullmatch(r"\d\d:\d\d", label) for label in labels), labels
+
+
 def test_unplottable_watermarks_still_get_their_table(signed_in, flow):
     state = _history(['{"a": "x"}', "abc"], urn="weird?urn#with%chars")
     url = _dataset_url(state)
