@@ -60,3 +60,23 @@ def test_execution_ids_are_epoch_milliseconds_from_the_database():
     value = db_epoch_millis()
     after = int(datetime.now(UTC).timestamp() * 1000)
     assert before - 2000 <= value <= after + 2000
+
+
+def test_a_deleted_flow_is_unscheduled(owner):
+    from portal.flows import services as flow_services
+
+    flow = FlowConfigFactory(schedule="* * * * *", owner=owner)
+    schedule_due_ticks(T0)
+    flow_services.delete_flow(flow)
+    assert schedule_due_ticks(T0 + timedelta(minutes=5)).created == 0
+    assert not FlowExecution.objects.exists() and not ScheduleCursor.objects.exists()
+
+
+def test_cron_ticks_follow_the_configured_time_zone(owner, settings):
+    settings.TIME_ZONE = "Europe/Oslo"  # UTC+1 in March
+    FlowConfigFactory(schedule="0 3 * * *", owner=owner)
+    night = datetime(2026, 3, 1, 1, 0, tzinfo=UTC)
+    schedule_due_ticks(night)
+    assert schedule_due_ticks(night + timedelta(minutes=59, seconds=58)).created == 0  # 02:59:58 in Oslo
+    assert schedule_due_ticks(night + timedelta(hours=1, seconds=2)).created == 1
+    assert FlowExecution.objects.get().scheduled_at == datetime(2026, 3, 1, 2, 0, tzinfo=UTC)  # 03:00 Oslo
