@@ -35,6 +35,18 @@ from tests.integration.test_orchestration import finished, make_flow, published_
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
+
+@pytest.fixture
+def scheduler(stack_env, stack_dir):
+    """Per test here, not per module: the broker-outage test runs its own
+    scheduler on a private broker, and a module scheduler still running would
+    claim its LAUNCH actions and relay them to the module's broker instead
+    (which made that test fail whenever it ran after the worker-kill test)."""
+    proc = start_scheduler("scheduler", stack_env, stack_dir / "logs")
+    yield proc
+    proc.stop()
+
+
 FLOWS = 200
 RUN_SECONDS = 60
 BACKLOG_MINUTES = 3
