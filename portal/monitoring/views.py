@@ -12,7 +12,6 @@ from django.contrib.auth.decorators import login_required
 from django.contrib.auth.views import redirect_to_login
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render, resolve_url
-from django.utils.safestring import mark_safe
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
@@ -60,12 +59,6 @@ def dashboard(request: HttpRequest) -> HttpResponse:
     return render(request, "monitoring/dashboard.html", context)
 
 
-def _safe_svgs(context: dict, *names: str) -> dict:
-    for name in names:  # built by charts.py, every label escaped
-        context[name] = mark_safe(context[name])  # noqa: S308
-    return context
-
-
 def flow_chart_context(request: HttpRequest, flow_group: str, flow_name: str) -> dict:
     """The chart of a flow the user may see; 404 otherwise (a flow deleted
     since keeps its chart while its executions are kept)."""
@@ -74,7 +67,7 @@ def flow_chart_context(request: HttpRequest, flow_group: str, flow_name: str) ->
         or FlowExecution.objects.filter(flow_group=flow_group, flow_name=flow_name).exists()
     ):
         raise Http404("No such flow.")
-    return _safe_svgs(history.flow_chart_context(flow_group, flow_name), "records_svg", "duration_svg")
+    return history.flow_chart_context(flow_group, flow_name)
 
 
 @require_GET
@@ -100,7 +93,7 @@ def dataset(
     state = get_object_or_404(
         DatasetState, flow_group=flow_group, flow_name=flow_name, job_name=job_name, dataset_urn=dataset_urn
     )
-    context = _safe_svgs(history.dataset_context(state), "watermark_svg", "records_svg")
+    context = history.dataset_context(state)
     context["flow_exists"] = FlowConfig.objects.filter(flow_group=flow_group, flow_name=flow_name).exists()
     return render(request, "monitoring/dataset.html", context)
 
