@@ -14,9 +14,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
-import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
@@ -28,15 +26,7 @@ from portal.keys.errors import EncryptionError
 from portal.keys.services import decrypt_properties, is_encrypted, secret_values
 from portal.orchestration import joblogs, sparkctx, statestore
 from portal.orchestration.actions import enqueue_for, process_id
-from portal.orchestration.commitstore import (
-    CommitSequence,
-    CommitStepStore,
-    failpoint,
-    max_redo,
-    parallel_map,
-    parallelism,
-    store_name_for,
-)
+from portal.orchestration.commitstore import failpoint
 from portal.orchestration.models import (
     JOB_FINISHED,
     JOB_STATUS_RANK,
@@ -47,12 +37,12 @@ from portal.orchestration.models import (
     JobState,
     JobStatus,
 )
+from portal.orchestration.publish import commit
 from portal.orchestration.recovery import exclude_datasets, recover
 from portal.orchestration.submit import run_submitted, uses_spark_submit
 from portal.pipeline import run_job
-from portal.pipeline.commit_steps import CommitStep
 from portal.pipeline.logtag import tag_thread
-from portal.pipeline.publisher import cleanup_task_output, plan_commit
+from portal.pipeline.publisher import cleanup_task_output
 from portal.pipeline.taskstate import SUCCEEDED
 
 logger = logging.getLogger(__name__)
@@ -171,121 +161,6 @@ def _summarise(states: list[dict[str, Any]]) -> dict[str, Any]:
         return next(iter(values.values())) if len(values) == 1 else json.dumps(values, sort_keys=True)
 
     return {"processed_count": processed, "low_watermark": one(lows), "high_watermark": one(highs)}
-
-
-@dataclass
-class DatasetCommit:
-    """What the commit did for one dataset."""
-
-    dataset_urn: str
-    steps: int
-    executed: int = 0
-    done: bool = False
-    tries: int = 0
-    watermark: str | None = None
-    error: str = ""
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "status": "COMMITTED" if self.done else "COMMIT_FAILED",
-            "steps": self.steps,
-            "executed": self.executed,
-            "tries": self.tries,
-            "watermark": self.watermark,
-            "message": self.error,
-        }
-
-
-def _watermark_steps(spec: dict[str, Any], states: list[dict[str, Any]], plan: dict[str, list]) -> None:
-    """Give each high_watermark step what the state store needs (who, records, status)."""
-    for urn, steps in plan.items():
-        tasks = [s for s in states if s["dataset_urn"] == urn]
-        for step in steps:
-            if step["type"] == "high_watermark":
-                step.update(
-                    flow_group=spec["flow_group"],
-                    flow_name=spec["flow_name"],
-                    job_name=spec["job_name"],
-                    execution_id=spec["execution_id"],
-                    records=sum(int(t.get("records_extracted") or 0) for t in tasks),
-                    source_schema=next((t["source_schema"] for t in tasks if t.get("source_schema")), None),
-                    status="COMMITTED" if all(t["status"] == SUCCEEDED for t in tasks) else "FAILED",
-                )
-
-
-def commit(
-    spec: dict[str, Any],
-    states: list[dict[str, Any]],
-    *,
-    properties: dict[str, str] | None = None,
-    job: JobExecution | None = None,
-    attempt: int = 0,
-    initializer: Callable[[], object] | None = None,
-) -> dict[str, DatasetCommit]:
-    """Publish and check in watermarks, per dataset, in parallel
-    (`commit.step.parallelism` threads). For each dataset: ALL its steps go
-    to the CommitStepStore in one transaction, then the sequence runs
-    (verify, else execute, step by step) and removes them. A sequence that
-    fails is tried `commit.step.max.redo` times; after that its steps stay
-    stored and the next run finishes them before pulling that dataset."""
-    props = properties if properties is not None else spec["properties"]
-    plan = plan_commit(spec, states)
-    _watermark_steps(spec, states, plan)
-    store, store_name = CommitStepStore(), store_name_for(spec)
-    store.create(store_name)
-    work_dir = spec.get("work_dir") or props.get("job.work.dir") or ""
-    redo = max_redo(props)
-
-    def current() -> bool:
-        """The fence: a superseded attempt (its worker was given up on) writes nothing."""
-        assert job is not None
-        return JobExecution.objects.filter(pk=job.pk, attempt=attempt, status=JobStatus.RUNNING).exists()
-
-    def one(urn: str) -> DatasetCommit:
-        dicts = plan[urn]
-        result = DatasetCommit(urn, len(dicts))
-        result.watermark = next((str(d["value"]) for d in dicts if d["type"] == "high_watermark"), None)
-        if not dicts:
-            result.done = True
-            return result
-        try:
-            steps = [CommitStep.from_dict(d, props) for d in dicts]
-            token = store.put_all(
-                store_name,
-                urn,
-                dicts,
-                execution_id=spec["execution_id"],
-                attempt=attempt,
-                job_name=spec["job_name"],
-                work_dir=work_dir,
-                fence=current if job is not None else None,
-            )
-        except Exception as exc:  # nothing stored, nothing published: the next run pulls it again
-            result.error = f"{urn}: commit steps not written: {type(exc).__name__}: {exc}"
-            return result
-        failpoint("after_steps_written", urn)
-        sequence = CommitSequence(store_name, urn, steps, store, token=token)
-        for tries in range(1, redo + 1):
-            result.tries = tries
-            try:
-                result.executed = sequence.run()
-                result.done = True
-                return result
-            except Exception as exc:
-                result.error = f"{type(exc).__name__}: {exc}"
-                store.record_redo_failure(token, result.error)
-                logger.warning("commit %d/%d of %s %s failed: %s", tries, redo, store_name, urn, result.error)
-                if tries < redo:
-                    time.sleep(min(2.0, 0.25 * 2 ** (tries - 1)))
-        result.error = (
-            f"commit of {urn} failed after {redo} attempt(s): {result.error}; its steps stay in the "
-            "commit-step store and the next run finishes them before pulling this dataset"
-        )
-        return result
-
-    urns = sorted(plan)
-    results = parallel_map(one, urns, parallelism(props, len(urns)), initializer)
-    return {r.dataset_urn: r for r in results}
 
 
 def _activate(spark: Any, log_tag: str) -> Callable[[], None]:

@@ -5,7 +5,7 @@ Standalone (not a pytest test). For each database — a throw-away SQLite file
 PostgreSQL database — it runs itself in a subprocess that sets Django up on
 it and times, on the local filesystem:
 
-1. commit: `executor.commit()` of a dataset whose tasks wrote 10,000 files —
+1. commit: `publish.commit()` of a dataset whose tasks wrote 10,000 files —
    plan, ALL 10,001 steps (10,000 fs_rename + high_watermark) written to the
    CommitStepStore in one transaction, run (verify, else execute), removed;
 2. recovery: a run that wrote its 10,001 steps and died after 5,000 renames;
@@ -100,7 +100,7 @@ def measure(label: str, database_url: str, files: int) -> None:
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
         setup_django(database_url, tmp_name)
-        from portal.orchestration import executor, recovery
+        from portal.orchestration import publish, recovery
         from portal.orchestration.commitstore import CommitStepStore, store_name_for
         from portal.orchestration.models import CommitStepRecord, DatasetState
         from portal.pipeline.commit_steps import CommitStep
@@ -120,7 +120,7 @@ def measure(label: str, database_url: str, files: int) -> None:
         spec = spec_for(tmp, 1)
         states = write_task_output(tmp / "work", 1, files)
         started = time.perf_counter()
-        results = executor.commit(spec, states)
+        results = publish.commit(spec, states)
         commit_s = time.perf_counter() - started
         assert results["events"].done and results["events"].executed == files + 1, results
 
@@ -128,7 +128,7 @@ def measure(label: str, database_url: str, files: int) -> None:
         spec2 = spec_for(tmp, 2)
         states2 = write_task_output(tmp / "work", 2, files)
         plan = plan_commit(spec2, states2)
-        executor._watermark_steps(spec2, states2, plan)
+        publish.watermark_steps(spec2, states2, plan)
         store = CommitStepStore()
         started = time.perf_counter()
         store.put_all(

@@ -15,7 +15,7 @@ import pytest
 from django.conf import settings
 
 from portal.monitoring.models import Event
-from portal.orchestration import commitstore, executor, recovery
+from portal.orchestration import commitstore, executor, publish, recovery
 from portal.orchestration.commitstore import CommitStepStore, store_name_for
 from portal.orchestration.models import (
     CommitStoreDataset,
@@ -210,7 +210,7 @@ def test_recovery_runs_per_dataset_in_parallel(world, monkeypatch):
     # A run that wrote every dataset's steps and died before running any.
     states = world.pipeline(executor.sparkctx.session_for(settings.SPARK_MASTER), spec)
     plan = plan_commit(spec, states)
-    executor._watermark_steps(spec, states, plan)
+    publish.watermark_steps(spec, states, plan)
     store = CommitStepStore()
     for urn, steps in plan.items():
         store.put_all(
@@ -248,7 +248,7 @@ def test_a_superseded_attempt_writes_no_steps_and_publishes_nothing(world):
     spec = job.spec
     states = world.pipeline(executor.sparkctx.session_for(settings.SPARK_MASTER), spec)
     world.redeliver(job)  # the orchestrator gave up on attempt 1 (its lease lapsed)
-    results = executor.commit(spec, states, job=job, attempt=1)
+    results = publish.commit(spec, states, job=job, attempt=1)
     assert all(not r.done and "StaleAttempt" in r.error for r in results.values())
     assert not CommitStoreDataset.objects.exists()
     assert read_ids(world.publish) == [] and not DatasetState.objects.exists()
