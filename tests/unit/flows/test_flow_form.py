@@ -12,30 +12,12 @@ from portal.templatepacks import services as packs
 from tests.factories import FlowConfigFactory, UserFactory
 from tests.unit.flows.test_flow_form_html import (
     as_post,
-    make_sales_pack,
-    make_topology_nodes,
     read_form,
     submit_as_rendered,
 )
 from tests.unit.templatepacks.factories import make_pack
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def browser(client, owner):
-    client.force_login(owner)
-    return client
-
-
-@pytest.fixture
-def topology_nodes(db):
-    make_topology_nodes()
-
-
-@pytest.fixture
-def sales_pack(owner):
-    return make_sales_pack(owner)
 
 
 JDBC = "pack://sales-pack/ingest/jdbc.template"

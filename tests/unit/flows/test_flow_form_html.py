@@ -160,22 +160,6 @@ def make_sales_pack(owner):
     return make_pack(owner, templates={**SALES_TEMPLATES, "ingest/documented.template": ATTRIBUTES_TEMPLATE})
 
 
-@pytest.fixture
-def browser(client, owner):
-    client.force_login(owner)
-    return client
-
-
-@pytest.fixture
-def topology_nodes(db):
-    make_topology_nodes()
-
-
-@pytest.fixture
-def sales_pack(owner):
-    return make_sales_pack(owner)
-
-
 # --- accessibility of the page -------------------------------------------------
 
 pytestmark = pytest.mark.django_db

@@ -10,26 +10,10 @@ import pytest
 
 from portal.flows.models import FlowConfig
 from tests.factories import FlowConfigFactory, UserFactory
-from tests.unit.flows.test_flow_form_html import htmx, make_sales_pack, make_topology_nodes
+from tests.unit.flows.test_flow_form_html import htmx
 from tests.unit.templatepacks.factories import make_pack
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def browser(client, owner):
-    client.force_login(owner)
-    return client
-
-
-@pytest.fixture
-def topology_nodes(db):
-    make_topology_nodes()
-
-
-@pytest.fixture
-def sales_pack(owner):
-    return make_sales_pack(owner)
 
 
 RUN = re.compile(r'<li><time datetime="([^"]+)">([^<]+)</time></li>')

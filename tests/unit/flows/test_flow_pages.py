@@ -10,12 +10,6 @@ from tests.factories import FlowConfigFactory
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def browser(client, owner):
-    client.force_login(owner)
-    return client
-
-
 def test_visitors_are_sent_to_log_in(client):
     response = client.get("/flows/")
     assert response.status_code == 302
