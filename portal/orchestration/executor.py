@@ -123,7 +123,7 @@ class JobHeartbeat:
                 if beats * interval >= settings.WORKER_HEARTBEAT_SECONDS:
                     beats = 0
                     # The tails are masked: the log page shows them while the job runs.
-                    updates = {"lease_until": _lease(), "progress": self._progress(), **self.log.fields()}
+                    updates = {"lease_until": _lease(), "progress": self.progress(), **self.log.fields()}
                 row = JobExecution.objects.filter(pk=self.job.pk, attempt=self.attempt)
                 if updates:
                     row.filter(status=JobStatus.RUNNING).update(**updates)
@@ -134,7 +134,8 @@ class JobHeartbeat:
         finally:
             connection.close()
 
-    def _progress(self) -> dict[str, Any]:
+    def progress(self) -> dict[str, Any]:
+        """The job's Spark progress in this process ({} when it runs elsewhere or is not known)."""
         if self.spark is None:
             return {}
         try:
@@ -297,6 +298,9 @@ def _run(
             states = run_job(spark, run_spec, cancel_event=cancel, on_task_state=log.task_state)
     states = [s for s in states if s["dataset_urn"] not in skipped]
     summary = _summarise(states)
+    if run_spec is not None and not submitted:
+        # The last heartbeat's figures would otherwise stay, e.g. 0.475 on a committed job.
+        summary["progress"] = heartbeat.progress()
     if cancel.is_set():
         cleanup_task_output(spec)
         log.write("cancelled; nothing published")

@@ -82,7 +82,10 @@ class JobStatusSerializer(serializers.Serializer):
     retries = serializers.IntegerField(read_only=True)
     maxRetries = serializers.IntegerField(source="max_retries", read_only=True)
     sparkUiUrl = serializers.CharField(source="spark_ui_url", read_only=True)
-    progress = serializers.DictField(read_only=True, help_text="Spark task counts from the last heartbeat.")
+    progress = serializers.DictField(
+        read_only=True,
+        help_text="Spark task counts from the last heartbeat; the final counts once the job has run.",
+    )
     logExcerpt = serializers.CharField(
         source="log_excerpt", read_only=True, help_text="The tail of the worker's log of the job."
     )

@@ -82,6 +82,7 @@ def test_run_now_commits_the_records_and_checks_in_the_watermark(lake, worker, s
     assert first.status == ExecutionStatus.COMMITTED, first.message
     job = first.jobs.get()
     assert (job.status, job.attempt, job.processed_count) == (JobStatus.COMMITTED, 1, 10)
+    assert (job.progress["state"], job.progress["fraction"]) == ("FINISHED", 1.0)
     assert published_ids(lake / "lake" / "it" / "numbers-to-lake") == list(range(1, 11))
     assert DatasetState.objects.get(job_name=job.job_name, dataset_urn="numbers").watermark == "10"
 
