@@ -35,12 +35,15 @@ E2E_NODE := tests/e2e/node_modules/.package-lock.json
 $(E2E_NODE): tests/e2e/package.json tests/e2e/package-lock.json
 	npm ci --prefix tests/e2e --no-audit --no-fund --loglevel=error
 
+# honcho reads ./.env (if any) for the set-up steps too, as it does for the processes.
+MANAGE := $(VENV)/bin/honcho run $(PY) manage.py
+
 migrate: system-deps $(VENV)/.runtime-installed
-	$(PY) manage.py migrate --noinput
+	$(MANAGE) migrate --noinput
 
 demo: migrate
-	$(PY) manage.py ensure_master_key
-	$(PY) manage.py load_demo
+	$(MANAGE) ensure_master_key
+	$(MANAGE) load_demo
 
 run: demo
 	@echo ""

@@ -6,6 +6,15 @@ from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
 
+def body_limit(request: HttpRequest) -> int:
+    """The largest body this request may carry: pack archive uploads get ``MAX_UPLOAD_BYTES``,
+    everything else ``MAX_REQUEST_BYTES`` (so a form under ``/packs/`` is not an upload)."""
+    upload = request.content_type == "multipart/form-data" and request.path.startswith(
+        settings.LARGE_UPLOAD_PATHS
+    )
+    return settings.MAX_UPLOAD_BYTES if upload else settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+
+
 class RequestSizeLimitMiddleware:
     def __init__(self, get_response) -> None:
         self.get_response = get_response
@@ -15,8 +24,8 @@ class RequestSizeLimitMiddleware:
             length = int(request.META.get("CONTENT_LENGTH") or 0)
         except ValueError:
             length = 0
-        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
-        if limit and length > limit and not request.path.startswith(settings.LARGE_UPLOAD_PATHS):
+        limit = body_limit(request)
+        if limit and length > limit:
             return JsonResponse(
                 {"detail": f"Request body of {length} bytes is over the {limit}-byte limit."}, status=413
             )

@@ -175,9 +175,10 @@ SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if env_bool("BEHIN
 
 # A request body over this is answered 413 before any view parses it.
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("MAX_REQUEST_BYTES", 1024 * 1024)
-# Paths that take file uploads (template pack archives) have their own limit.
+# Multipart bodies (template pack archives) to these paths have their own, larger limit;
+# every other body under them (ACL and template edit forms) keeps the one above.
 LARGE_UPLOAD_PATHS = ("/api/templatepacks", "/packs/")
-FILE_UPLOAD_MAX_MEMORY_SIZE = env_int("MAX_UPLOAD_BYTES", 20 * 1024 * 1024)
+MAX_UPLOAD_BYTES = env_int("MAX_UPLOAD_BYTES", 20 * 1024 * 1024)
 
 REST_FRAMEWORK = {
     # Token first: its WWW-Authenticate header turns anonymous calls into 401s.

@@ -4,6 +4,7 @@ refused with a clear reason and nothing is stored."""
 from __future__ import annotations
 
 import io
+import secrets
 import zipfile
 
 import pytest
@@ -203,3 +204,31 @@ def test_resolve_preview_lists_missing_required_attributes(pack, reader):
     assert body["pinnedVersions"][uri] == 1
     bad = client.post("/api/templates/resolve", {"templateUri": "pack://x/../y.template"}, format="json")
     assert bad.status_code == 400 and "templateUri" in bad.json()
+
+
+def test_an_archive_over_the_upload_limit_is_refused_before_it_is_read(pack, owner, settings):
+    settings.MAX_UPLOAD_BYTES = 64 * 1024
+    archive = zip_bytes({"big.template": "a = 1\n# " + secrets.token_hex(100_000)})  # ~100 KB deflated
+    assert len(archive) > settings.MAX_UPLOAD_BYTES
+
+    response = api_client_for(owner).post(
+        f"/api/templatepacks/{pack.name}/versions", {"archive": upload(archive)}, format="multipart"
+    )
+
+    assert response.status_code == 413
+    assert "65536-byte limit" in response.json()["detail"]
+    pack.refresh_from_db()
+    assert pack.current_version.number == 1
+
+
+def test_a_form_under_packs_is_not_an_upload_and_keeps_the_request_limit(client, pack, owner, settings):
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 1024  # MAX_REQUEST_BYTES
+    client.force_login(owner)
+
+    # as a browser sends the ACL form (no enctype: url-encoded)
+    response = client.post(
+        f"/packs/{pack.name}/acl/", "entries=" + "x" * 4096, content_type="application/x-www-form-urlencoded"
+    )
+
+    assert response.status_code == 413
+    assert "1024-byte limit" in response.json()["detail"]
