@@ -1,8 +1,9 @@
-"""The portal's 404 and 500 answers: JSON under /api/ (what an API client can
+"""The portal's 404, 413 and 500 answers: JSON under /api/ (what an API client can
 parse), a page with the site's navigation everywhere else."""
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.template.loader import render_to_string
@@ -24,3 +25,16 @@ def server_error(request: HttpRequest) -> HttpResponse:
     if _is_api(request):
         return JsonResponse({"detail": "Server error; the portal log has the details."}, status=500)
     return HttpResponse(render_to_string("500.html"), status=500)
+
+
+def request_too_large(request: HttpRequest, length: int, limit: int) -> HttpResponse:
+    """Answered by the size-limit middleware, before sessions exist: no request context."""
+    detail = f"Request body of {length} bytes is over the {limit}-byte limit."
+    if _is_api(request):
+        return JsonResponse({"detail": detail}, status=413)
+    context = {
+        "detail": detail,
+        "upload_limit": settings.MAX_UPLOAD_BYTES,
+        "request_limit": settings.DATA_UPLOAD_MAX_MEMORY_SIZE,
+    }
+    return HttpResponse(render_to_string("413.html", context), status=413)

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from django.conf import settings
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse
+
+from portal.errors import request_too_large
 
 
 def body_limit(request: HttpRequest) -> int:
@@ -26,7 +28,5 @@ class RequestSizeLimitMiddleware:
             length = 0
         limit = body_limit(request)
         if limit and length > limit:
-            return JsonResponse(
-                {"detail": f"Request body of {length} bytes is over the {limit}-byte limit."}, status=413
-            )
+            return request_too_large(request, length, limit)
         return self.get_response(request)

@@ -231,4 +231,4 @@ def test_a_form_under_packs_is_not_an_upload_and_keeps_the_request_limit(client,
     )
 
     assert response.status_code == 413
-    assert "1024-byte limit" in response.json()["detail"]
+    assert "over the 1024-byte limit. Nothing was saved." in response.content.decode()
