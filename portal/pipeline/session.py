@@ -3,13 +3,17 @@
 One helper so the worker, the CLI, the tests and the benchmark all get the same settings: the
 PostgreSQL JDBC driver on the classpath, the FAIR scheduler (tasks and fork branches run as
 concurrent Spark jobs from threads and should share the cores), UTC as session time zone (so
-timestamp watermarks mean the same thing everywhere) and a small shuffle partition count for
-``local`` masters, where the default 200 only adds overhead.
+timestamp watermarks mean the same thing everywhere), and for ``local`` masters a small shuffle
+partition count (the default 200 only adds overhead) and this process's own Python for the Python
+workers: Spark's default is whatever ``python3`` is on PATH, which lacks the driver's virtualenv, so
+a Python UDF in a custom source or converter (or an Arrow-optimised one, once pandas is installed)
+failed with ModuleNotFoundError in the worker although it imported fine in the driver.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 from typing import Any
 
 from pyspark.sql import SparkSession
@@ -34,6 +38,8 @@ def get_or_create_spark(
     if master.startswith("local"):
         settings["spark.sql.shuffle.partitions"] = "4"
         settings["spark.default.parallelism"] = str(os.cpu_count() or 2)
+        # PySpark takes the workers' Python from this variable when the SparkContext starts.
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     jar = os.environ.get("POSTGRES_JDBC_JAR", DEFAULT_JDBC_JAR)
     if jar and os.path.exists(jar):
         settings["spark.jars"] = jar

@@ -7,6 +7,7 @@ import threading
 from pathlib import Path
 
 from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
 
 from portal.pipeline import run_job
 from portal.pipeline.sources.base import Extraction, Source
@@ -27,6 +28,35 @@ class NumbersSource(Source):
     def extract(self, wu: WorkUnit) -> Extraction:
         start = int(wu.low_watermark or 0)
         return Extraction(self.spark.range(start + 1, int(wu.expected_high_watermark) + 1))
+
+
+class CronSource(NumbersSource):
+    """Derives a column with a Python UDF that imports a package only the virtualenv has."""
+
+    def extract(self, wu: WorkUnit) -> Extraction:
+        def next_minute(n: int) -> str:
+            from datetime import datetime
+
+            from croniter import croniter
+
+            return croniter("* * * * *", datetime(2026, 1, 1, 0, n)).get_next(datetime).isoformat()
+
+        df = super().extract(wu).df
+        return Extraction(df.withColumn("next", F.udf(next_minute)("id")))
+
+
+def test_a_python_udf_in_a_custom_source_imports_the_virtualenvs_packages(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    props = {
+        "source.class": f"{__name__}.CronSource",
+        "numbers.per.run": "2",
+        "data.publisher.final.dir": str(tmp_path / "lake"),
+    }
+    states = run_and_publish(spark, spec(tmp_path, props), {})
+    assert states[0]["status"] == "SUCCEEDED", states[0]["error"]
+    rows = read(spark, tmp_path / "lake" / "numbers").orderBy("id").collect()
+    assert [r.next for r in rows] == ["2026-01-01T00:02:00", "2026-01-01T00:03:00"]
 
 
 def test_custom_source_by_dotted_path_runs_incrementally(spark: SparkSession, tmp_path: Path) -> None:
