@@ -5,9 +5,8 @@ PostgreSQL JDBC driver on the classpath, the FAIR scheduler (tasks and fork bran
 concurrent Spark jobs from threads and should share the cores), UTC as session time zone (so
 timestamp watermarks mean the same thing everywhere), and for ``local`` masters a small shuffle
 partition count (the default 200 only adds overhead) and this process's own Python for the Python
-workers: Spark's default is whatever ``python3`` is on PATH, which lacks the driver's virtualenv, so
-a Python UDF in a custom source or converter (or an Arrow-optimised one, once pandas is installed)
-failed with ModuleNotFoundError in the worker although it imported fine in the driver.
+workers, so a UDF in a custom source or converter imports what the driver imports (Spark's default,
+``python3`` on PATH, lacks the virtualenv).
 """
 
 from __future__ import annotations
