@@ -4,8 +4,7 @@ Everything up to the writers is a lazy DataFrame; each branch is one Spark write
 by re-deriving their DataFrame from the bounded extract (the work unit's fixed file list or staged
 database extract), which was measured cheaper than ``cache()`` and is a consistent snapshot: every
 branch sees exactly the same records.  Counts come from ``DataFrame.observe`` during those writes,
-so checking and counting costs no extra pass; a Parquet or ORC branch with no row policy takes its
-written count from the files' footers instead, cheaper still.  Configuration of every branch (writer format,
+so checking and counting costs no extra pass.  Configuration of every branch (writer format,
 required keys, class paths) is validated before any data is read.
 
 Failure semantics (the fork seed's): a failing branch does not stop the others; the task succeeds
@@ -353,23 +352,19 @@ class TaskRunner:
                 raise QualityCheckError(failure)
             tagged = branch.checker.tag(df)
             obs = Observation()
-            # With no row policy to count, a writer that counts its output spares a per-row count.
-            counted = branch.writer.counts_records and not branch.checker.active
             written = (
                 F.count(F.lit(1))
                 if not branch.checker.active
                 else F.sum(F.when(F.col("fp_reject_index").isNull(), 1).otherwise(0))
             )
-            metrics = ([] if counted else [written.alias("fp_written")]) + [
+            metrics = [written.alias("fp_written")] + [
                 c.alias(n) for n, c in branch.checker.metrics("row").items()
             ]
-            result = branch.writer.write(
-                branch.checker.good(tagged.observe(obs, *metrics) if metrics else tagged)
-            )
-            values = observed(obs) if metrics else {}
+            result = branch.writer.write(branch.checker.good(tagged.observe(obs, *metrics)))
+            values = observed(obs)
             state.output_dir, state.output_files = result.output_dir, result.output_files
             state.bytes_written, state.staging_table = result.bytes_written, result.staging_table
-            state.records_written = int((result.records if counted else values.get("fp_written")) or 0)
+            state.records_written = int(values.get("fp_written") or 0)
             reports, state.records_rejected, state.records_err_file, fail = branch.checker.outcome(
                 values, "row", scope
             )
