@@ -11,8 +11,9 @@ On generated rows (8 columns, Parquet) it measures, in one Spark session:
    routing fork (each record to one branch: Parquet / ORC / JSON) and, for information, an identity
    fork (three full copies: Parquet / ORC / CSV, run once);
 
-goals 1 and 2 take the best of ``--repeat`` (default 2) interleaved rounds of raw copy, single run
-and routing fork;
+goals 1 and 2 take the best of ``--repeat`` (default 4) interleaved rounds of raw copy, single run
+and routing fork, and also print the median (and range) of the ratios within each round, which a
+burst of load on a shared 2-core machine moves far less than a best-of taken from different rounds;
 3. an incremental run finding 1% new rows vs the full run (goal <= 0.1);
 
 and prints records/second and peak memory (JVM high-water RSS, Python max RSS).
@@ -36,6 +37,7 @@ import argparse
 import os
 import resource
 import shutil
+import statistics
 import sys
 import tempfile
 import time
@@ -116,6 +118,13 @@ def run_and_publish(spark: SparkSession, spec: dict[str, Any]) -> list[dict[str,
     return states
 
 
+def paired(numerators: list[float], denominators: list[float]) -> str:
+    """Median and range of the ratios of runs of the same round: a burst of load on the machine
+    then slows both sides of a ratio instead of one side's best-of."""
+    ratios = sorted(n / d for n, d in zip(numerators, denominators, strict=True))
+    return f"{statistics.median(ratios):5.2f}x ({ratios[0]:.2f}-{ratios[-1]:.2f})"
+
+
 def jvm_peak_mb(spark: SparkSession) -> float:
     pid = spark.sparkContext._jvm.ProcessHandle.current().pid()
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
@@ -144,8 +153,9 @@ def main() -> int:
     parser.add_argument(
         "--repeat",
         type=int,
-        default=2,
-        help="interleaved rounds of the raw copy, the single run and the routing fork (best of each kept)",
+        default=4,
+        help="interleaved rounds of the raw copy, the single run and the routing fork (best of each kept, "
+        "and the median of the ratios within each round)",
     )
     args = parser.parse_args()
 
@@ -338,6 +348,12 @@ def main() -> int:
         f"{route_s / raw_fork_s:.2f}x"
     )
     print(f"  3. incremental 1% / full run             {inc_s / full_s:6.2f}x   (goal <= 0.1)")
+    full_times = [t for t, _ in full_runs]
+    print(
+        f"  paired within each of the {args.repeat} rounds (median, range; steadier than best-of when load comes and goes):"
+    )
+    print(f"     1. {paired(full_times, raw_runs)}   2. {paired(route_runs, full_times)}")
+    print(f"     plain Spark fork / copy {paired(raw_fork_runs, raw_runs)}")
     single_cpu = CPU["run_job + publish (single branch)"] or float("nan")
     print("  the same as JVM CPU-time ratios (less sensitive to other load on the machine):")
     print(f"     1. {CPU['run_job + publish (single branch)'] / (raw_cpu or float('nan')):6.2f}x", end="")
