@@ -42,7 +42,7 @@ class CronSource(NumbersSource):
             return croniter("* * * * *", datetime(2026, 1, 1, 0, n)).get_next(datetime).isoformat()
 
         df = super().extract(wu).df
-        return Extraction(df.withColumn("next", F.udf(next_minute)("id")))
+        return Extraction(df.withColumn("next", F.udf(next_minute, "string", useArrow=False)("id")))
 
 
 def test_a_python_udf_in_a_custom_source_imports_the_virtualenvs_packages(
