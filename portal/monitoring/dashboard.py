@@ -24,6 +24,7 @@ from portal.orchestration.models import (
     OutboxMessage,
     WorkerHeartbeat,
 )
+from portal.orchestration.status import reported_fraction
 from portal.topology.models import SpecExecutor
 
 RUNNING_LIMIT = 50
@@ -46,14 +47,7 @@ def job_fraction(job: JobExecution) -> float | None:
         return 1.0
     if job.status != JobStatus.RUNNING:
         return 0.0
-    progress = job.progress if isinstance(job.progress, dict) else {}
-    if progress.get("state") == "UNKNOWN" or progress.get("work_units_total") == 0:
-        return None  # the pipeline has not planned its work units yet (portal.pipeline.progress)
-    try:
-        fraction = float(progress["fraction"])
-    except (KeyError, TypeError, ValueError):
-        return None
-    return min(1.0, max(0.0, fraction))
+    return reported_fraction(job.progress)
 
 
 def job_progress_text(job: JobExecution) -> str:

@@ -192,32 +192,27 @@ def is_finished(execution: FlowExecution) -> bool:
     return execution.status in FINISHED_STATUSES
 
 
-def progress_percent(job: JobExecution) -> int | None:
-    """0-100 from the job's progress record (Spark's task counts as the
-    heartbeat stores them), 100 once committed, None when nothing is known."""
-    if job.status == JobStatus.COMMITTED:
-        return 100
-    progress: Any = job.progress or {}
+def reported_fraction(progress: Any) -> float | None:
+    """0..1 from a job's heartbeat record (:func:`portal.pipeline.progress.job_progress`); None when
+    there is none yet or the pipeline has not planned its work units."""
     if not isinstance(progress, dict):
         return None
-    fraction: float | None = None
-    for key, scale in (("percent", 100.0), ("fraction", 1.0)):
-        if isinstance(progress.get(key), int | float) and not isinstance(progress.get(key), bool):
-            fraction = float(progress[key]) / scale
-            break
-    else:
-        for done_key, total_key in (
-            ("tasks_completed", "tasks_total"),
-            ("tasksCompleted", "tasksTotal"),
-            ("numCompletedTasks", "numTasks"),
-        ):
-            done, total = progress.get(done_key), progress.get(total_key)
-            if isinstance(done, int) and isinstance(total, int) and total > 0:
-                fraction = done / total
-                break
-    if fraction is None:
+    if progress.get("state") == "UNKNOWN" or progress.get("work_units_total") == 0:
         return None
-    return max(0, min(100, round(fraction * 100)))
+    try:
+        fraction = float(progress["fraction"])
+    except (KeyError, TypeError, ValueError):
+        return None
+    return min(1.0, max(0.0, fraction))
+
+
+def progress_percent(job: JobExecution) -> int | None:
+    """0-100 for the execution page's DAG: 100 once committed; a job that ended otherwise keeps
+    the share it reached; None when nothing is known."""
+    if job.status == JobStatus.COMMITTED:
+        return 100
+    fraction = reported_fraction(job.progress)
+    return None if fraction is None else round(fraction * 100)
 
 
 @dataclass

@@ -69,7 +69,13 @@ def running(flow):
         max_retries=3,
         started_at=T0 + timedelta(minutes=2),
         spark_ui_url="http://127.0.0.1:4040",
-        progress={"tasks_total": 4, "tasks_completed": 3},
+        progress={
+            "state": "RUNNING",
+            "fraction": 0.75,
+            "work_units_total": 1,
+            "tasks_total": 4,
+            "tasks_done": 3,
+        },
     )
     return execution
 
@@ -190,7 +196,7 @@ def test_the_execution_page_shows_the_job_dag_by_hop(browser, running):
     assert "(1 of 3 retries used)" in page
     assert "120 records" in page
     assert "<code>100</code> → <code>220</code>" in page
-    assert '<progress max="100" value="75"' in page  # 3 of 4 tasks
+    assert '<progress max="100" value="75"' in page  # the heartbeat's fraction
     assert '<progress max="100" value="100"' in page  # committed
     assert '<a href="http://127.0.0.1:4040"' in page
     assert (
