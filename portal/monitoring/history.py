@@ -13,6 +13,7 @@ from django.conf import settings
 from django.db.models import Sum
 from django.utils import timezone
 
+from portal.flows.models import FlowConfig
 from portal.monitoring.charts import (
     TIME_STEPS,
     ChartPoint,
@@ -47,6 +48,23 @@ class RunRow:
     def path(self) -> str:
         e = self.execution
         return execution_path(e.flow_group, e.flow_name, e.execution_id)
+
+
+def flow_history_visible(user: Any, flow_group: str, flow_name: str) -> bool:
+    """A flow's history may be seen by whoever may see the flow (one rule:
+    FlowConfig.visible_to); the history of a deleted flow, by anyone signed in."""
+    flows = FlowConfig.objects.filter(flow_group=flow_group, flow_name=flow_name)
+    if flows.exists():
+        return FlowConfig.objects.visible_to(user).filter(pk__in=flows.values("pk")).exists()
+    return bool(user.is_authenticated)
+
+
+def flow_has_history(flow_group: str, flow_name: str) -> bool:
+    """The flow exists, or did and still has executions kept."""
+    return (
+        FlowConfig.objects.filter(flow_group=flow_group, flow_name=flow_name).exists()
+        or FlowExecution.objects.filter(flow_group=flow_group, flow_name=flow_name).exists()
+    )
 
 
 def flow_runs(flow_group: str, flow_name: str, limit: int | None = None) -> list[RunRow]:
@@ -215,6 +233,9 @@ def dataset_context(state: DatasetState) -> dict[str, Any]:
     )
     return {
         "state": state,
+        "flow_exists": FlowConfig.objects.filter(
+            flow_group=state.flow_group, flow_name=state.flow_name
+        ).exists(),
         "current": value_of(state.watermark) or "",
         "rows": rows,
         "limited": len(entries) == limit,

@@ -17,10 +17,9 @@ from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import HttpResponseClientRedirect
 
-from portal.flows.models import FlowConfig
 from portal.monitoring import history, metrics
 from portal.monitoring.dashboard import dashboard_context
-from portal.orchestration.models import DatasetState, FlowExecution
+from portal.orchestration.models import DatasetState
 
 HTMX_STOP_POLLING = 286
 
@@ -38,15 +37,6 @@ def _signed_in_or_redirect(request: HttpRequest) -> HttpResponse | None:
     return redirect_to_login(request.get_full_path())
 
 
-def _flow_visible(request: HttpRequest, flow_group: str, flow_name: str) -> bool:
-    """The flow's history may be seen by whoever may see the flow (one rule:
-    FlowConfig.visible_to); the history of a deleted flow, by anyone signed in."""
-    flows = FlowConfig.objects.filter(flow_group=flow_group, flow_name=flow_name)
-    if flows.exists():
-        return FlowConfig.objects.visible_to(request.user).filter(pk__in=flows.values("pk")).exists()
-    return request.user.is_authenticated
-
-
 @require_GET
 @never_cache
 @vary_on_headers("HX-Request")
@@ -62,9 +52,8 @@ def dashboard(request: HttpRequest) -> HttpResponse:
 def flow_chart_context(request: HttpRequest, flow_group: str, flow_name: str) -> dict:
     """The chart of a flow the user may see; 404 otherwise (a flow deleted
     since keeps its chart while its executions are kept)."""
-    if not _flow_visible(request, flow_group, flow_name) or not (
-        FlowConfig.objects.filter(flow_group=flow_group, flow_name=flow_name).exists()
-        or FlowExecution.objects.filter(flow_group=flow_group, flow_name=flow_name).exists()
+    if not history.flow_history_visible(request.user, flow_group, flow_name) or not history.flow_has_history(
+        flow_group, flow_name
     ):
         raise Http404("No such flow.")
     return history.flow_chart_context(flow_group, flow_name)
@@ -88,14 +77,12 @@ def flow_chart(request: HttpRequest, flow_group: str, flow_name: str) -> HttpRes
 def dataset(
     request: HttpRequest, flow_group: str, flow_name: str, job_name: str, dataset_urn: str
 ) -> HttpResponse:
-    if not _flow_visible(request, flow_group, flow_name):
+    if not history.flow_history_visible(request.user, flow_group, flow_name):
         raise Http404("No such dataset.")
     state = get_object_or_404(
         DatasetState, flow_group=flow_group, flow_name=flow_name, job_name=job_name, dataset_urn=dataset_urn
     )
-    context = history.dataset_context(state)
-    context["flow_exists"] = FlowConfig.objects.filter(flow_group=flow_group, flow_name=flow_name).exists()
-    return render(request, "monitoring/dataset.html", context)
+    return render(request, "monitoring/dataset.html", history.dataset_context(state))
 
 
 @require_GET
