@@ -12,6 +12,7 @@ import copy
 import json
 import os
 import re
+import threading
 import types
 from typing import Any
 
@@ -64,6 +65,13 @@ def _sandboxed(method: Any) -> classmethod:
     return classmethod(clone)
 
 
+# pyhocon rebuilds its grammar on every parse while it changes pyparsing's process-wide default
+# whitespace, so two threads parsing at once (gunicorn's threads: a compile preview beside a
+# template-attributes request) can fail a valid text with "Expected end of text". Every HOCON parse
+# in the portal holds this lock.
+PARSE_LOCK = threading.Lock()
+
+
 class SandboxedParser(_pyhocon_parser.ConfigParser):
     parse = _sandboxed(_pyhocon_parser.ConfigParser.parse)
     _resolve_variable = _sandboxed(_pyhocon_parser.ConfigParser._resolve_variable)
@@ -74,7 +82,8 @@ def parse_template(text: str, name: str) -> ConfigTree:
     """The unresolved tree of one template (substitutions resolve later,
     once the parent chain and the flow's properties are known)."""
     try:
-        tree = SandboxedParser.parse(text, resolve=False)
+        with PARSE_LOCK:
+            tree = SandboxedParser.parse(text, resolve=False)
     except ParseBaseException as error:
         raise HoconError(
             f"{name}: invalid HOCON at line {error.lineno}, column {error.col}: {error.msg}"

@@ -93,8 +93,11 @@ def _parse(path: Path) -> tuple[dict, str]:
         from pyhocon import ConfigFactory
         from pyparsing import ParseBaseException
 
+        from portal.templatepacks.hocon import PARSE_LOCK
+
         try:
-            data = ConfigFactory.parse_string(text).as_plain_ordered_dict()
+            with PARSE_LOCK:
+                data = ConfigFactory.parse_string(text).as_plain_ordered_dict()
         except ParseBaseException as error:
             raise TopologyFileError(path, [(error.lineno, f"not valid HOCON: {error.msg}")]) from None
         except Exception as error:  # pyhocon raises plain exceptions for bad substitutions
