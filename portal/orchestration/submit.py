@@ -12,6 +12,7 @@ work dir, where the worker reads them back and commits as for any job.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -31,6 +32,7 @@ logger = logging.getLogger(__name__)
 
 CLUSTER_TECHNOLOGIES = ("yarn", "k8s")
 _zip_lock = threading.Lock()
+_zip_path: list[Path] = []
 
 
 def uses_spark_submit(spec: dict[str, Any]) -> bool:
@@ -43,18 +45,25 @@ def spark_submit_binary() -> str:
 
 
 def portal_zip() -> Path:
-    """The `portal` package as --py-files, built once per process."""
-    target = Path(settings.VAR_DIR) / "spark-submit" / "portal.zip"
+    """The `portal` package as --py-files, built once per process and named by its content, so an
+    upgraded worker never ships the zip an older version left in the shared var dir."""
     with _zip_lock:
-        if not target.exists():
-            target.parent.mkdir(parents=True, exist_ok=True)
+        if not _zip_path:
             package = Path(settings.BASE_DIR) / "portal"
-            partial = target.with_suffix(".partial")
-            with zipfile.ZipFile(partial, "w", zipfile.ZIP_DEFLATED) as archive:
-                for path in sorted(package.rglob("*.py")):
-                    archive.write(path, path.relative_to(package.parent))
-            partial.replace(target)
-    return target
+            sources = sorted(package.rglob("*.py"))
+            digest = hashlib.sha256()
+            for path in sources:
+                digest.update(str(path.relative_to(package)).encode() + b"\0" + path.read_bytes() + b"\0")
+            target = Path(settings.VAR_DIR) / "spark-submit" / f"portal-{digest.hexdigest()[:16]}.zip"
+            if not target.exists():
+                target.parent.mkdir(parents=True, exist_ok=True)
+                partial = target.with_suffix(f".{os.getpid()}.partial")
+                with zipfile.ZipFile(partial, "w", zipfile.ZIP_DEFLATED) as archive:
+                    for path in sources:
+                        archive.write(path, path.relative_to(package.parent))
+                partial.replace(target)
+            _zip_path.append(target)
+    return _zip_path[0]
 
 
 def submit_argv(spec: dict[str, Any], jobspec_uri: str, output_uri: str, *, deploy_mode: str) -> list[str]:
