@@ -10,7 +10,7 @@ BIND ?= 127.0.0.1:8000
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/flowport
 TEST_BROKER_URL ?= redis://127.0.0.1:6379/0
 
-.PHONY: run test bench lint check system-deps system-deps-test migrate demo clean
+.PHONY: run test bench lint check system-deps system-deps-test migrate demo clean jar
 
 $(VENV)/bin/python:
 	python3 -m venv $(VENV)
@@ -35,10 +35,17 @@ E2E_NODE := tests/e2e/node_modules/.package-lock.json
 $(E2E_NODE): tests/e2e/package.json tests/e2e/package-lock.json
 	npm ci --prefix tests/e2e --no-audit --no-fund --loglevel=error
 
+# The one-pass fork's Spark file format (portal/pipeline/onepass.py), built against the venv's PySpark.
+PIPELINE_JAR := portal/pipeline/jvm/flowport-pipeline.jar
+$(PIPELINE_JAR): portal/pipeline/jvm/ForkFileFormat.java requirements.txt | $(VENV)/.runtime-installed
+	scripts/build-pipeline-jar.sh $(PY)
+
+jar: $(PIPELINE_JAR)
+
 # honcho reads ./.env (if any) for the set-up steps too, as it does for the processes.
 MANAGE := $(VENV)/bin/honcho run $(PY) manage.py
 
-migrate: system-deps $(VENV)/.runtime-installed
+migrate: system-deps $(VENV)/.runtime-installed $(PIPELINE_JAR)
 	$(MANAGE) migrate --noinput
 
 demo: migrate
@@ -59,13 +66,13 @@ check: lint
 	$(PY) manage.py check
 	$(PY) manage.py makemigrations --check --dry-run
 
-test: system-deps-test $(VENV)/.dev-installed $(E2E_NODE)
+test: system-deps-test $(VENV)/.dev-installed $(E2E_NODE) $(PIPELINE_JAR)
 	$(MAKE) --no-print-directory check
 	DATABASE_URL=$${DATABASE_URL:-$(TEST_DATABASE_URL)} CELERY_BROKER_URL=$${CELERY_BROKER_URL:-$(TEST_BROKER_URL)} \
 		$(VENV)/bin/pytest $(PYTEST_ARGS)
 
-bench: system-deps-test $(VENV)/.dev-installed
+bench: system-deps-test $(VENV)/.dev-installed $(PIPELINE_JAR)
 	$(PY) tests/bench/run_all.py
 
 clean:
-	rm -rf $(VENV) var test-artifacts
+	rm -rf $(VENV) var test-artifacts $(PIPELINE_JAR)

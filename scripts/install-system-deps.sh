@@ -5,6 +5,8 @@
 set -euo pipefail
 mode=${1:-run}
 packages=(libldap2-dev libsasl2-dev default-jre-headless libpostgresql-jdbc-java)
+# javac builds the one-pass fork's jar (scripts/build-pipeline-jar.sh); any JDK 17+ on PATH will do.
+command -v javac >/dev/null 2>&1 || packages+=(default-jdk-headless)
 if [ "$mode" = test ]; then
   packages+=(slapd ldap-utils chromium redis-server)
   # npm installs axe-core for the browser tests; any npm on PATH will do.

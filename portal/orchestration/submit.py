@@ -26,7 +26,7 @@ from typing import Any
 import pyspark
 from django.conf import settings
 
-from portal.pipeline import fs
+from portal.pipeline import fs, onepass
 
 logger = logging.getLogger(__name__)
 
@@ -78,6 +78,9 @@ def submit_argv(spec: dict[str, Any], jobspec_uri: str, output_uri: str, *, depl
     ]
     for key, value in sorted((spec.get("spark_conf") or {}).items()):
         argv += ["--conf", f"{key}={value}"]
+    jars = [jar for jar in (settings.POSTGRES_JDBC_JAR, onepass.jar_path()) if jar and os.path.exists(jar)]
+    if jars:  # the driver's session leaves spark.jars to spark-submit (see pipeline.session)
+        argv += ["--jars", ",".join(jars)]
     argv += [
         "--py-files",
         str(portal_zip()),

@@ -1,8 +1,9 @@
 """Create the SparkSession the pipeline runs on.
 
 One helper so the worker, the CLI, the tests and the benchmark all get the same settings: the
-PostgreSQL JDBC driver on the classpath, the FAIR scheduler (tasks and fork branches run as
-concurrent Spark jobs from threads and should share the cores), UTC as session time zone (so
+PostgreSQL JDBC driver and Flowport's own jar (the one-pass fork's file format, when built) on the
+classpath, the FAIR scheduler (tasks and fork branches run as concurrent Spark jobs from threads and
+should share the cores), UTC as session time zone (so
 timestamp watermarks mean the same thing everywhere), and for ``local`` masters a small shuffle
 partition count (the default 200 only adds overhead) and this process's own Python for the Python
 workers, so a UDF in a custom source or converter imports what the driver imports (Spark's default,
@@ -16,6 +17,8 @@ import sys
 from typing import Any
 
 from pyspark.sql import SparkSession
+
+from portal.pipeline import onepass
 
 DEFAULT_JDBC_JAR = "/usr/share/java/postgresql.jar"
 
@@ -39,9 +42,10 @@ def get_or_create_spark(
         settings["spark.default.parallelism"] = str(os.cpu_count() or 2)
         # PySpark takes the workers' Python from this variable when the SparkContext starts.
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    jar = os.environ.get("POSTGRES_JDBC_JAR", DEFAULT_JDBC_JAR)
-    if jar and os.path.exists(jar):
-        settings["spark.jars"] = jar
+    jars = [os.environ.get("POSTGRES_JDBC_JAR", DEFAULT_JDBC_JAR), onepass.jar_path()]
+    jars = [jar for jar in jars if jar and os.path.exists(jar)]
+    if jars and master:  # under spark-submit (empty master) its --jars are the ones that reach the cluster
+        settings["spark.jars"] = ",".join(jars)
     settings.update(conf or {})
     builder = SparkSession.builder.appName(app_name)
     if master:  # empty: the master spark-submit configured

@@ -1,10 +1,11 @@
 """Run one WorkUnit as a task: extract -> converters -> quality -> fork -> branches -> writers.
 
-Everything up to the writers is a lazy DataFrame; each branch is one Spark write.  Branches are fed
-by re-deriving their DataFrame from the bounded extract (the work unit's fixed file list or staged
-database extract), which was measured cheaper than ``cache()`` and is a consistent snapshot: every
-branch sees exactly the same records.  Counts come from ``DataFrame.observe`` during those writes,
-so checking and counting costs no extra pass.  Configuration of every branch (writer format,
+Everything up to the writers is a lazy DataFrame over the bounded extract (the work unit's fixed
+file list or staged database extract), so every branch sees exactly the same records.  Branches
+with nothing of their own but a file writer are written together by one Spark write that reads the
+extract once (:mod:`portal.pipeline.onepass`); otherwise each branch is its own Spark write that
+re-derives its DataFrame from the extract, which was measured cheaper than ``cache()``.  Counts
+come from ``DataFrame.observe`` during the writes, so checking and counting costs no extra pass.  Configuration of every branch (writer format,
 required keys, class paths) is validated before any data is read.
 
 Failure semantics (the fork seed's): a failing branch does not stop the others; the task succeeds
@@ -15,6 +16,7 @@ published, and its actual high watermark is its low watermark.
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -24,7 +26,7 @@ from typing import Any
 from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
-from portal.pipeline import fs, progress
+from portal.pipeline import fs, onepass, progress
 from portal.pipeline.converters import Converter, ConverterContext, apply_converters, build_converters
 from portal.pipeline.errors import CancelledError, PipelineError, QualityCheckError
 from portal.pipeline.fork import as_column, build_fork_operator, checked
@@ -42,7 +44,9 @@ from portal.pipeline.quality import (
 from portal.pipeline.sources.base import Source
 from portal.pipeline.taskstate import CANCELLED, FAILED, SKIPPED, SUCCEEDED, BranchState, TaskState
 from portal.pipeline.workunits import WorkUnit
-from portal.pipeline.writers import DataWriter, WriterContext, build_writer
+from portal.pipeline.writers import DataWriter, WriterContext, WriteResult, build_writer
+
+log = logging.getLogger(__name__)
 
 SECRET_MARKERS = ("password", "secret", "token", "credential")
 
@@ -254,7 +258,8 @@ class TaskRunner:
             and not self.branches[0].checker.active
         )
 
-        extract_obs = Observation()
+        # Fresh observations if a one-pass fork is abandoned: an Observation observes one Dataset only.
+        obs = {"extract": Observation(), "pre": Observation()}
         records = (
             F.count(F.lit(1)) if extraction.keep is None else F.sum(F.when(extraction.keep, 1).otherwise(0))
         )
@@ -262,7 +267,7 @@ class TaskRunner:
 
         def extracted(observe: bool) -> DataFrame:
             observe = observe and not single_count
-            df = extraction.df.observe(extract_obs, *extract_metrics) if observe else extraction.df
+            df = extraction.df.observe(obs["extract"], *extract_metrics) if observe else extraction.df
             if extraction.keep is not None:
                 df = df.where(extraction.keep)
             return df.drop(*extraction.helper_columns)
@@ -273,7 +278,7 @@ class TaskRunner:
                 job.work_dir, "extract", spec.job_name, str(spec.execution_id), wu.task_id
             )
             extracted(True).write.mode("overwrite").parquet(self.extract_dir)
-            metrics.update(observed(extract_obs))
+            metrics.update(observed(obs["extract"]))
             staged = self.extract_dir
 
             def base(observe: bool) -> DataFrame:
@@ -281,12 +286,10 @@ class TaskRunner:
         else:
             base = extracted
 
-        pre_obs = Observation()
-
         def pre_fork(observe: bool) -> DataFrame:
             df = pre_checker.tag(apply_converters(base(observe and not extraction.stage), pre_converters))
             if observe and pre_checker.active:
-                df = df.observe(pre_obs, *[c.alias(n) for n, c in pre_checker.metrics("pre").items()])
+                df = df.observe(obs["pre"], *[c.alias(n) for n, c in pre_checker.metrics("pre").items()])
             return df
 
         active = [b for b in self.branches if forward[b.state.index]]
@@ -301,7 +304,18 @@ class TaskRunner:
                 branch, pre_fork(branch is first), pre_checker, routes[branch.state.index], previous_schema
             )
 
-        if len(active) > 1:
+        fed_once = False
+        if len(active) > 1 and not any(b.converters or b.checker.active for b in active):
+            fork_input = pre_checker.good(pre_fork(True))
+            writers = [b.writer for b in active]
+            if onepass.eligible(job.spark, pre, fork_input.schema, writers):
+                fed_once = self._run_one_pass(active, fork_input, routes, previous_schema)
+            if not fed_once:
+                obs.update(pre=Observation(), extract=Observation())
+        if fed_once:
+            self.state.fork_feed = "one_pass"
+        elif len(active) > 1:
+            self.state.fork_feed = "per_branch"
             with ThreadPoolExecutor(max_workers=len(active), thread_name_prefix="fork") as pool:
                 list(pool.map(run_branch, active))
         elif active:
@@ -313,10 +327,10 @@ class TaskRunner:
         if single_count:
             metrics["fp_records"] = self.branches[0].state.records_written
         elif not extraction.stage and first is not None:
-            metrics.update(observed(extract_obs))
+            metrics.update(observed(obs["extract"]))
         self.state.records_extracted = int(metrics.get("fp_records") or 0)
         if pre_checker.active and first is not None:
-            reports, rejected, err, fail = pre_checker.outcome(observed(pre_obs), "pre", "pre-fork")
+            reports, rejected, err, fail = pre_checker.outcome(observed(obs["pre"]), "pre", "pre-fork")
             self.state.quality.extend(reports)
             self.state.records_rejected = rejected
             if err:
@@ -340,13 +354,10 @@ class TaskRunner:
     def _run_branch(
         self, branch: _Branch, df: DataFrame, pre_checker: RowChecker, route: Column, previous_schema: Any
     ) -> None:
-        state = branch.state
         started = time.time()
         try:
-            df = pre_checker.good(df).where(route)
-            df = apply_converters(df, branch.converters)
-            scope = f"branch {state.index} ({state.name})"
-            check = TaskCheckContext(self.wu.dataset_urn, scope, df.schema, previous_schema, None)
+            df = apply_converters(pre_checker.good(df).where(route), branch.converters)
+            check = self._branch_check(branch, df.schema, previous_schema)
             failure = run_task_policies(branch.policies, check, "before", self.state.quality)
             if failure:
                 raise QualityCheckError(failure)
@@ -361,31 +372,89 @@ class TaskRunner:
                 c.alias(n) for n, c in branch.checker.metrics("row").items()
             ]
             result = branch.writer.write(branch.checker.good(tagged.observe(obs, *metrics)))
-            values = observed(obs)
-            state.output_dir, state.output_files = result.output_dir, result.output_files
-            state.bytes_written, state.staging_table = result.bytes_written, result.staging_table
-            state.records_written = int(values.get("fp_written") or 0)
-            reports, state.records_rejected, state.records_err_file, fail = branch.checker.outcome(
-                values, "row", scope
-            )
-            self.state.quality.extend(reports)
-            if state.records_err_file:
-                state.err_dir = self._err_dir(branch.props, f"branch_{state.index}")
-                branch.checker.err_rows(tagged).write.mode("overwrite").json(state.err_dir)
-            if fail:
-                raise QualityCheckError(fail)
-            check.records = state.records_written
-            failure = run_task_policies(branch.policies, check, "after", self.state.quality)
-            if failure:
-                raise QualityCheckError(failure)
-            state.status = SUCCEEDED
+            self._finish_branch(branch, check, result, observed(obs), tagged)
         except Exception as exc:
-            state.status = CANCELLED if self.job.cancel_event.is_set() else FAILED
-            state.error = describe_exception(exc, self.job.props)
-            branch.writer.abort()
-            state.output_files, state.bytes_written = [], 0
+            self._branch_failed(branch, exc)
         finally:
-            state.duration_seconds = round(time.time() - started, 3)
+            branch.state.duration_seconds = round(time.time() - started, 3)
+
+    def _run_one_pass(
+        self, active: list[_Branch], df: DataFrame, routes: list[Column], previous_schema: Any
+    ) -> bool:
+        """Write the active branches in one pass (:mod:`portal.pipeline.onepass`).  False, with nothing
+        recorded or left behind, when a branch's schema policy fails or the pass fails: the caller then
+        runs the branches one by one, so each reports its own outcome."""
+        quality: list[dict[str, Any]] = []
+        checks = [self._branch_check(b, df.schema, previous_schema) for b in active]
+        if any(
+            run_task_policies(b.policies, c, "before", quality) for b, c in zip(active, checks, strict=True)
+        ):
+            return False
+        started = time.time()
+        try:
+            results, counts = onepass.write(
+                df,
+                [routes[b.state.index] for b in active],
+                [b.writer for b in active],  # type: ignore[misc]
+            )
+        except Exception as exc:
+            if self.job.cancel_event.is_set():
+                raise CancelledError("job cancelled") from exc
+            log.warning(
+                "one-pass fork of %s failed, writing its branches one by one: %s", self.wu.task_id, exc
+            )
+            return False
+        self.state.quality.extend(quality)
+        values = observed(counts)
+        elapsed = round(time.time() - started, 3)
+        for i, (branch, check, result) in enumerate(zip(active, checks, results, strict=True)):
+            try:
+                self._finish_branch(
+                    branch, check, result, {"fp_written": values.get(f"fp_written_{i}")}, None
+                )
+            except Exception as exc:
+                self._branch_failed(branch, exc)
+            branch.state.duration_seconds = elapsed
+        return True
+
+    def _branch_check(self, branch: _Branch, schema: Any, previous_schema: Any) -> TaskCheckContext:
+        scope = f"branch {branch.state.index} ({branch.state.name})"
+        return TaskCheckContext(self.wu.dataset_urn, scope, schema, previous_schema, None)
+
+    def _finish_branch(
+        self,
+        branch: _Branch,
+        check: TaskCheckContext,
+        result: WriteResult,
+        values: dict[str, Any],
+        tagged: DataFrame | None,
+    ) -> None:
+        """Record a branch's written output and counts, then its row and task policies' verdicts."""
+        state = branch.state
+        state.output_dir, state.output_files = result.output_dir, result.output_files
+        state.bytes_written, state.staging_table = result.bytes_written, result.staging_table
+        state.records_written = int(values.get("fp_written") or 0)
+        reports, state.records_rejected, state.records_err_file, fail = branch.checker.outcome(
+            values, "row", check.scope
+        )
+        self.state.quality.extend(reports)
+        if state.records_err_file and tagged is not None:
+            state.err_dir = self._err_dir(branch.props, f"branch_{state.index}")
+            branch.checker.err_rows(tagged).write.mode("overwrite").json(state.err_dir)
+        if fail:
+            raise QualityCheckError(fail)
+        check.records = state.records_written
+        failure = run_task_policies(branch.policies, check, "after", self.state.quality)
+        if failure:
+            raise QualityCheckError(failure)
+        state.status = SUCCEEDED
+
+    def _branch_failed(self, branch: _Branch, exc: Exception) -> None:
+        state = branch.state
+        state.status = CANCELLED if self.job.cancel_event.is_set() else FAILED
+        state.error = describe_exception(exc, self.job.props)
+        branch.writer.abort()
+        state.output_files, state.bytes_written = [], 0
 
 
 def _iso(epoch: float) -> str:

@@ -13,7 +13,9 @@ expected high on success, the low watermark otherwise), ``records_extracted``, `
 ``tasks_failed`` of the task's job group), ``quality``
 (one dict per policy evaluated: ``policy``, ``type``, ``scope``, ``failed_records`` or ``passed``,
 ``message``), ``source_schema`` (Spark schema JSON of the extract, for the next run's schema check),
-``err_dir`` (where pre-fork ERR_FILE rows went, or None).
+``err_dir`` (where pre-fork ERR_FILE rows went, or None), ``fork_feed`` (how several branches got
+their records: ``one_pass`` — one read written by every branch, see :mod:`portal.pipeline.onepass` —
+or ``per_branch`` — each branch re-read the bounded extract; None with a single branch).
 
 A branch dict: ``index``, ``name``, ``status`` (SUCCEEDED / FAILED / CANCELLED / SKIPPED — SKIPPED
 when the fork operator did not forward the schema to it), ``format``, ``records_written``,
@@ -80,6 +82,7 @@ class TaskState:
     quality: list[dict[str, Any]] = field(default_factory=list)
     source_schema: str | None = None
     err_dir: str | None = None
+    fork_feed: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -134,25 +134,46 @@ class FileDataWriter(DataWriter):
         target = self.props.get_int("writer.target.file.size")
         if target and self.ctx.estimated_input_bytes:
             df = df.coalesce(max(1, math.ceil(self.ctx.estimated_input_bytes / target)))
-        writer = df.write.format(FILE_FORMATS[self.format]).mode("overwrite")
-        if self.format == "CSV":
-            writer = writer.option("header", "true")
-        codec = self.props.get("writer.codec")
-        if codec:
-            writer = writer.option("compression", codec)
+        writer = df.write.format(self.spark_format).mode("overwrite").options(**self.spark_options())
         max_records = self.props.get_int("writer.file.max.records")
         if max_records:
             writer = writer.option("maxRecordsPerFile", str(max_records))
         if self.partition_columns:
             writer = writer.partitionBy(*self.partition_columns)
         writer.save(self.staging_dir)
+        return self.collect(self.staging_dir)
+
+    @property
+    def spark_format(self) -> str:
+        return FILE_FORMATS[self.format]
+
+    def spark_options(self) -> dict[str, str]:
+        """The options of this branch's Spark file format (not of the write as a whole)."""
+        options = {"header": "true"} if self.format == "CSV" else {}
+        codec = self.props.get("writer.codec")
+        if codec:
+            options["compression"] = codec
+        return options
+
+    @property
+    def plain(self) -> bool:
+        """Whether the write is the format alone: no partition folders, file sizing or record limit,
+        which are settings of a whole Spark write (so a one-pass fork cannot give them per branch)."""
+        return not (
+            self.partition_columns
+            or self.props.get_int("writer.target.file.size")
+            or self.props.get_int("writer.file.max.records")
+        )
+
+    def collect(self, staged: str) -> WriteResult:
+        """Move the data files Spark wrote under ``staged`` to this branch's task output."""
         fs.delete(self.output_dir)
         files = []
-        for info in fs.list_files(self.staging_dir):
+        for info in fs.list_files(staged):
             dst = fs.join(self.output_dir, info.relative)
             fs.rename(info.path, dst)
             files.append({"path": dst, "size": info.size})
-        fs.delete(self.staging_dir)
+        fs.delete(staged)
         return WriteResult(self.output_dir, files, sum(f["size"] for f in files))
 
     def abort(self) -> None:

@@ -9,7 +9,9 @@ On generated rows (8 columns, Parquet) it measures, in one Spark session:
    (goal <= 1.10);
 2. a 3-branch fork, each branch its own format, vs the single-branch run (goal <= 1.6); measured for a
    routing fork (each record to one branch: Parquet / ORC / JSON) and, for information, an identity
-   fork (three full copies: Parquet / ORC / CSV, run once);
+   fork (three full copies: Parquet / ORC / CSV, run once); the routing fork is written in one pass
+   (``fork_feed`` one_pass) and, for comparison, again with ``fork.one.pass=false`` (each branch
+   re-reads the extract);
 
 goals 1 and 2 take the best of ``--repeat`` (default 4) interleaved rounds of raw copy, single run
 and routing fork, and also print the median (and range) of the ratios within each round, which a
@@ -283,7 +285,8 @@ def main() -> int:
         with ThreadPoolExecutor(max_workers=3) as pool:
             list(pool.map(one, range(3)))
 
-    raw_runs, full_runs, route_runs, raw_fork_runs = [], [], [], []
+    reread = {**route, "fork.one.pass": "false"}
+    raw_runs, full_runs, route_runs, reread_runs, raw_fork_runs = [], [], [], [], []
     for i in range(1, args.repeat + 1):
         raw_runs.append(
             timed(
@@ -300,10 +303,18 @@ def main() -> int:
         )
         for folder in ("route0", "route1", "route2"):
             shutil.rmtree(work / folder, ignore_errors=True)
-        route_runs.append(
+        elapsed, route_states = timed(
+            f"3-branch routing fork, Parquet/ORC/JSON (#{i})",
+            lambda i=i: run_and_publish(spark, spec("route", route, execution=i)),
+        )
+        assert route_states[0]["fork_feed"] == "one_pass", "the one-pass fork's jar is not loaded: make jar"
+        route_runs.append(elapsed)
+        for folder in ("route0", "route1", "route2"):
+            shutil.rmtree(work / folder, ignore_errors=True)
+        reread_runs.append(
             timed(
-                f"3-branch routing fork, Parquet/ORC/JSON (#{i})",
-                lambda i=i: run_and_publish(spark, spec("route", route, execution=i)),
+                f"the same fork, branches re-reading (#{i})",
+                lambda i=i: run_and_publish(spark, spec("route", reread, execution=100 + i)),
             )[0]
         )
         raw_fork_runs.append(timed(f"raw 3 filtered reads -> Parquet/ORC/JSON (#{i})", raw_fork)[0])
@@ -347,6 +358,10 @@ def main() -> int:
         f"     for reference, plain Spark: fork / copy {raw_fork_s / raw_s:6.2f}x; Flowport fork / plain fork "
         f"{route_s / raw_fork_s:.2f}x"
     )
+    print(
+        f"     one-pass fork / branches re-reading     {route_s / min(reread_runs):6.2f}x   "
+        f"(re-reading / single {min(reread_runs) / full_s:.2f}x)"
+    )
     print(f"  3. incremental 1% / full run             {inc_s / full_s:6.2f}x   (goal <= 0.1)")
     full_times = [t for t, _ in full_runs]
     print(
@@ -354,6 +369,7 @@ def main() -> int:
     )
     print(f"     1. {paired(full_times, raw_runs)}   2. {paired(route_runs, full_times)}")
     print(f"     plain Spark fork / copy {paired(raw_fork_runs, raw_runs)}")
+    print(f"     one-pass fork / re-reading {paired(route_runs, reread_runs)}")
     single_cpu = CPU["run_job + publish (single branch)"] or float("nan")
     print("  the same as JVM CPU-time ratios (less sensitive to other load on the machine):")
     print(f"     1. {CPU['run_job + publish (single branch)'] / (raw_cpu or float('nan')):6.2f}x", end="")

@@ -38,19 +38,25 @@ def test_spark_submit_runs_the_job_as_its_own_application_and_returns_its_task_s
             # Only a driver that decrypted this knows how to read the files.
             "source.files.format": client.encrypt(customer_key, "csv"),
             "encrypt.wrapped.key": wrapping.wrap(get_ring(), customer_key),
-            "writer.output.format": "json",
-            "data.publisher.final.dir": str(tmp_path / "out"),
+            # Two branches, so the one-pass fork shows that Flowport's jar reached the application.
+            "fork.branches": "2",
+            "writer.output.format.0": "json",
+            "data.publisher.final.dir.0": str(tmp_path / "out"),
+            "data.publisher.final.dir.1": str(tmp_path / "copy"),
         },
     }
     assert submit.uses_spark_submit(spec)
     argv = submit.submit_argv(spec, "spec.json", "out.json", deploy_mode="cluster")
     assert argv[argv.index("--deploy-mode") + 1] == "cluster" and "--py-files" in argv
+    assert "flowport-pipeline.jar" in argv[argv.index("--jars") + 1]
 
     output_log = tmp_path / "logs" / "submitted.numbers.1.driver.log"
     states = submit.run_submitted(spec, threading.Event(), output_log=output_log, deploy_mode="client")
 
     assert [s["status"] for s in states] == ["SUCCEEDED"], states
     assert states[0]["dataset_urn"] == "orders" and states[0]["records_extracted"] == 7
+    assert states[0]["fork_feed"] == "one_pass"
+    assert [b["records_written"] for b in states[0]["branches"]] == [7, 7]
     shipped = json.loads(
         (tmp_path / "work" / "submitted" / "submitted.numbers" / "42" / "jobspec.json").read_text()
     )

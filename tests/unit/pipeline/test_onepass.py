@@ -1,0 +1,103 @@
+"""One-pass fork: branches with nothing of their own but a writer are fed by one read, and give the
+same records, files and failure semantics as branches that re-read the extract."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+
+from portal.pipeline import onepass
+
+from .helpers import NOW, read, run_and_publish, spec, write_csv
+
+HEADER = "id,country,name,qty"
+ROWS = ["1,NO,ann,1", "2,SE,bob,2", "3,DE,cid,3", "4,NO,dan,4", "5,,eve,5"]
+
+
+def _routing_fork(tmp_path: Path, **extra: str) -> dict[str, str]:
+    """Three branches, one format each; Swedish records go to the first two."""
+    write_csv(tmp_path / "landing" / "people" / "p.csv", HEADER, ROWS, mtime=NOW - 60)
+    return {
+        "source.class": "portal.pipeline.sources.files.FileSource",
+        "source.files.path": str(tmp_path / "landing"),
+        "source.files.format": "csv",
+        "source.schema": "id INT, country STRING, name STRING, qty INT",
+        "fork.operator.class": "portal.pipeline.fork.RouteByFieldForkOperator",
+        "fork.branches": "3",
+        "fork.route.field": "country",
+        "fork.route.values.0": "NO,SE",
+        "fork.route.values.1": "SE",
+        "fork.route.values.2": "*",
+        "writer.output.format.1": "ORC",
+        "writer.output.format.2": "JSON",
+        **{f"data.publisher.final.dir.{i}": str(tmp_path / f"lake{i}") for i in range(3)},
+        **extra,
+    }
+
+
+def _published_ids(spark: SparkSession, tmp_path: Path) -> list[list[int]]:
+    return [
+        sorted(r.id for r in read(spark, tmp_path / f"lake{i}" / "people", fmt).collect())
+        for i, fmt in enumerate(("parquet", "orc", "json"))
+    ]
+
+
+def test_the_session_has_the_one_pass_file_format(spark: SparkSession) -> None:
+    """`make test` builds the jar and the shared session loads it; without it every fork re-reads."""
+    assert onepass.jar_path(), "portal/pipeline/jvm/flowport-pipeline.jar is missing: run `make jar`"
+    assert onepass.available(spark)
+
+
+def test_a_routing_fork_writes_every_branch_from_one_read(spark: SparkSession, tmp_path: Path) -> None:
+    states = run_and_publish(spark, spec(tmp_path, _routing_fork(tmp_path)), {})
+
+    state = states[0]
+    assert state["status"] == "SUCCEEDED", state["error"]
+    assert state["fork_feed"] == "one_pass"
+    assert _published_ids(spark, tmp_path) == [[1, 2, 4], [2], [3, 5]]
+    assert [b["records_written"] for b in state["branches"]] == [3, 1, 2]
+    assert state["records_extracted"] == 5
+    suffixes = [{Path(f["path"]).suffix for f in b["output_files"]} for b in state["branches"]]
+    assert suffixes == [{".parquet"}, {".orc"}, {".json"}]
+    assert all(b["bytes_written"] > 0 for b in state["branches"])
+
+
+def test_turning_one_pass_off_gives_the_same_output(spark: SparkSession, tmp_path: Path) -> None:
+    one = tmp_path / "one"
+    per = tmp_path / "per"
+    one_state = run_and_publish(spark, spec(one, _routing_fork(one)), {})[0]
+    per_state = run_and_publish(spark, spec(per, _routing_fork(per, **{"fork.one.pass": "false"})), {})[0]
+
+    assert (one_state["fork_feed"], per_state["fork_feed"]) == ("one_pass", "per_branch")
+    assert _published_ids(spark, one) == _published_ids(spark, per)
+    written = [[b["records_written"] for b in s["branches"]] for s in (one_state, per_state)]
+    assert written[0] == written[1]
+
+
+def test_a_branch_with_its_own_converter_makes_the_branches_re_read(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    props = _routing_fork(
+        tmp_path, **{"converter.classes.1": "DropFieldsConverter", "converter.drop.fields.1": "name"}
+    )
+    state = run_and_publish(spark, spec(tmp_path, props), {})[0]
+
+    assert state["status"] == "SUCCEEDED", state["error"]
+    assert state["fork_feed"] == "per_branch"
+    assert "name" not in read(spark, tmp_path / "lake1" / "people", "orc").columns
+
+
+def test_when_the_pass_fails_each_branch_reports_its_own_outcome(spark: SparkSession, tmp_path: Path) -> None:
+    """A codec the ORC writer does not know fails the one pass; the branches then run one by one, so
+    the other two finish, the ORC branch says why it failed, and nothing of the task is published."""
+    props = _routing_fork(tmp_path, **{"writer.codec.1": "no-such-codec"})
+    state = run_and_publish(spark, spec(tmp_path, props), {})[0]
+
+    assert state["status"] == "FAILED"
+    assert state["fork_feed"] == "per_branch"
+    assert [b["status"] for b in state["branches"]] == ["SUCCEEDED", "FAILED", "SUCCEEDED"]
+    assert "no-such-codec" in state["branches"][1]["error"]
+    assert "branch 1 (fork_1) failed" in state["error"]
+    assert not any((tmp_path / f"lake{i}").exists() for i in range(3))
+    assert not list((tmp_path / "work").rglob("*.parquet"))
