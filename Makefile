@@ -37,7 +37,7 @@ $(E2E_NODE): tests/e2e/package.json tests/e2e/package-lock.json
 
 # The one-pass fork's Spark file format (portal/pipeline/onepass.py), built against the venv's PySpark.
 PIPELINE_JAR := portal/pipeline/jvm/flowport-pipeline.jar
-$(PIPELINE_JAR): portal/pipeline/jvm/ForkFileFormat.java requirements.txt | $(VENV)/.runtime-installed
+$(PIPELINE_JAR): portal/pipeline/jvm/ForkFileFormat.java requirements.txt | system-deps $(VENV)/.runtime-installed
 	scripts/build-pipeline-jar.sh $(PY)
 
 jar: $(PIPELINE_JAR)

@@ -26,7 +26,8 @@ from typing import Any
 import pyspark
 from django.conf import settings
 
-from portal.pipeline import fs, onepass
+from portal.pipeline import fs
+from portal.pipeline.session import spark_jars
 
 logger = logging.getLogger(__name__)
 
@@ -48,7 +49,8 @@ def portal_zip() -> Path:
     """The `portal` package as --py-files, built once per process and named by its content, so an
     upgraded worker never ships the zip an older version left in the shared var dir."""
     with _zip_lock:
-        if not _zip_path:
+        if not _zip_path or not _zip_path[0].exists():  # the var dir may have been cleaned meanwhile
+            _zip_path.clear()
             package = Path(settings.BASE_DIR) / "portal"
             sources = sorted(package.rglob("*.py"))
             digest = hashlib.sha256()
@@ -76,9 +78,10 @@ def submit_argv(spec: dict[str, Any], jobspec_uri: str, output_uri: str, *, depl
         "--name",
         f"flowport:{spec['job_name']}:{spec['execution_id']}",
     ]
-    for key, value in sorted((spec.get("spark_conf") or {}).items()):
+    conf = dict(spec.get("spark_conf") or {})
+    jars = spark_jars(conf.pop("spark.jars", None))  # --jars would override a --conf spark.jars
+    for key, value in sorted(conf.items()):
         argv += ["--conf", f"{key}={value}"]
-    jars = [jar for jar in (settings.POSTGRES_JDBC_JAR, onepass.jar_path()) if jar and os.path.exists(jar)]
     if jars:  # the driver's session leaves spark.jars to spark-submit (see pipeline.session)
         argv += ["--jars", ",".join(jars)]
     argv += [

@@ -11,25 +11,22 @@ branches' files together, and the branches see exactly the same records.
 A task takes this path when (:func:`eligible`) it has 2 to 63 active branches, each written by
 Flowport's file writer with no partition columns, ``writer.target.file.size`` or
 ``writer.file.max.records`` (settings of a whole Spark write), none with converters or row quality
-checkers of its own (those are DataFrame transforms per branch), all with the same staging root, no
-CSV branch over nested fields, the jar on Spark's classpath and ``fork.one.pass`` not ``false``.
-Otherwise, or when the one pass fails (then each branch reports its own outcome), the branches re-read.
-A branch that receives no record writes no file.
+checkers of its own (those are DataFrame transforms per branch), all with the same staging root,
+the jar on Spark's classpath and ``fork.one.pass`` not ``false``.  Otherwise, or when the one pass
+fails (a format that cannot write the schema, a full disk, ...), the branches re-read, so each
+reports its own outcome.  A branch that receives no record still gets a file with its schema.
 """
 
 from __future__ import annotations
 
-import functools
 import os
 from collections.abc import Sequence
 from pathlib import Path
 
 from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql import types as T
 
 from portal.pipeline import fs
-from portal.pipeline.properties import Properties
 from portal.pipeline.writers import FileDataWriter, WriteResult
 
 FORK_FILE_FORMAT = "flowport.pipeline.ForkFileFormat"
@@ -44,46 +41,46 @@ def jar_path() -> str | None:
     return path if os.path.exists(path) else None
 
 
-@functools.cache
-def _loadable(context_id: str, spark: SparkSession) -> bool:
-    try:
-        return bool(spark.sparkContext._jvm.org.apache.spark.util.Utils.classIsLoadable(FORK_FILE_FORMAT))
-    except Exception:
-        return False
+_LOADABLE: dict[str, bool] = {}
 
 
 def available(spark: SparkSession) -> bool:
     """Whether this session's JVM has ``ForkFileFormat`` (asked once per SparkContext)."""
-    return _loadable(spark.sparkContext.applicationId, spark)
+    app = spark.sparkContext.applicationId
+    if app not in _LOADABLE:
+        try:
+            jvm = spark.sparkContext._jvm
+            _LOADABLE[app] = bool(jvm.org.apache.spark.util.Utils.classIsLoadable(FORK_FILE_FORMAT))
+        except Exception:
+            _LOADABLE[app] = False
+    return _LOADABLE[app]
 
 
-def eligible(spark: SparkSession, props: Properties, schema: T.StructType, writers: Sequence[object]) -> bool:
-    """Whether the active branches' ``writers`` can write the fork input (``schema``) in one pass; the
-    caller has checked that no branch has converters or row checkers of its own."""
+def eligible(spark: SparkSession, writers: Sequence[object]) -> bool:
+    """Whether the active branches' ``writers`` can share one pass; the caller has checked that no
+    branch has converters or row checkers of its own and that ``fork.one.pass`` is on.  Whether each
+    format can write the schema is checked by the format itself, as Spark checks a write's format."""
     if not 2 <= len(writers) <= MAX_BRANCHES:
         return False
     if not all(type(w) is FileDataWriter and w.plain for w in writers):
         return False
     files = [w for w in writers if isinstance(w, FileDataWriter)]
-    if len({_parent(w.staging_dir) for w in files}) != 1:
-        return False
-    nested = any(isinstance(f.dataType, T.StructType | T.ArrayType | T.MapType) for f in schema.fields)
-    if nested and any(w.format == "CSV" for w in files):
-        return False
-    return props.get_bool("fork.one.pass", True) and available(spark)
+    return len({_parent(w.staging_dir) for w in files}) == 1 and available(spark)
 
 
 def write(
     df: DataFrame, routes: Sequence[Column], writers: Sequence[FileDataWriter]
 ) -> tuple[list[WriteResult], Observation]:
     """Write ``df`` once: a row goes to ``writers[i]`` where ``routes[i]`` holds.  Returns each
-    branch's task output and an Observation of each branch's record count (``fp_written_<i>``);
-    raises, leaving nothing staged, if the pass failed."""
+    branch's task output and an Observation of each branch's record count (``fp_written_<i>``,
+    counted from the mask that is written); raises, leaving nothing staged, if the pass failed."""
     staging = fs.join(_parent(writers[0].staging_dir), "fork")
     mask = sum((F.when(route, F.lit(1 << i)).otherwise(F.lit(0)) for i, route in enumerate(routes)), F.lit(0))
+    tagged = df.withColumn(MASK_COLUMN, mask.cast("long"))
     counts = Observation()
-    metrics = [F.sum(F.when(r, 1).otherwise(0)).alias(f"fp_written_{i}") for i, r in enumerate(routes)]
-    tagged = df.observe(counts, *metrics).withColumn(MASK_COLUMN, mask.cast("long"))
+    bits = [(F.col(MASK_COLUMN).bitwiseAND(F.lit(1 << i)) != 0) for i in range(len(routes))]
+    metrics = [F.sum(F.when(bit, 1).otherwise(0)).alias(f"fp_written_{i}") for i, bit in enumerate(bits)]
+    tagged = tagged.observe(counts, *metrics)
     out = tagged.where(F.col(MASK_COLUMN) != 0).write.format(FORK_FILE_FORMAT).mode("overwrite")
     out = out.option("fork.branches", str(len(writers))).option("fork.mask.column", MASK_COLUMN)
     for i, writer in enumerate(writers):

@@ -23,6 +23,14 @@ from portal.pipeline import onepass
 DEFAULT_JDBC_JAR = "/usr/share/java/postgresql.jar"
 
 
+def spark_jars(configured: str | None = None) -> list[str]:
+    """The JDBC driver and Flowport's jar (those that exist), then the jars an executor's Spark
+    configuration lists: an executor adding a jar does not drop Flowport's."""
+    ours = [os.environ.get("POSTGRES_JDBC_JAR", DEFAULT_JDBC_JAR), onepass.jar_path()]
+    listed = [jar.strip() for jar in (configured or "").split(",")]
+    return list(dict.fromkeys(j for j in [*ours, *listed] if j and (j in listed or os.path.exists(j))))
+
+
 def get_or_create_spark(
     master: str,
     app_name: str,
@@ -42,11 +50,9 @@ def get_or_create_spark(
         settings["spark.default.parallelism"] = str(os.cpu_count() or 2)
         # PySpark takes the workers' Python from this variable when the SparkContext starts.
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    jars = [os.environ.get("POSTGRES_JDBC_JAR", DEFAULT_JDBC_JAR), onepass.jar_path()]
-    jars = [jar for jar in jars if jar and os.path.exists(jar)]
-    if jars and master:  # under spark-submit (empty master) its --jars are the ones that reach the cluster
-        settings["spark.jars"] = ",".join(jars)
     settings.update(conf or {})
+    if master:  # under spark-submit (empty master) its --jars are the ones that reach the cluster
+        settings["spark.jars"] = ",".join(spark_jars(settings.get("spark.jars")))
     builder = SparkSession.builder.appName(app_name)
     if master:  # empty: the master spark-submit configured
         builder = builder.master(master)

@@ -201,6 +201,7 @@ class TaskRunner:
         operator = build_fork_operator(pre)
         count = operator.get_branches()
         check_branch_keys(job.props, count)
+        one_pass = pre.get_bool("fork.one.pass", True)
         names = branch_names(pre, count)
         for index, name in enumerate(names):
             props = job.props.for_branch(index, count, name)
@@ -305,11 +306,9 @@ class TaskRunner:
             )
 
         fed_once = False
-        if len(active) > 1 and not any(b.converters or b.checker.active for b in active):
-            fork_input = pre_checker.good(pre_fork(True))
-            writers = [b.writer for b in active]
-            if onepass.eligible(job.spark, pre, fork_input.schema, writers):
-                fed_once = self._run_one_pass(active, fork_input, routes, previous_schema)
+        transformed = any(b.converters or b.checker.active for b in active)
+        if one_pass and not transformed and onepass.eligible(job.spark, [b.writer for b in active]):
+            fed_once = self._run_one_pass(active, pre_checker.good(pre_fork(True)), routes, previous_schema)
             if not fed_once:
                 obs.update(pre=Observation(), extract=Observation())
         if fed_once:
@@ -399,6 +398,8 @@ class TaskRunner:
             )
         except Exception as exc:
             if self.job.cancel_event.is_set():
+                for branch in active:
+                    self._branch_failed(branch, exc)
                 raise CancelledError("job cancelled") from exc
             log.warning(
                 "one-pass fork of %s failed, writing its branches one by one: %s", self.wu.task_id, exc

@@ -15,6 +15,7 @@ import org.apache.hadoop.mapreduce.task.TaskAttemptContextImpl;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.catalyst.expressions.UnsafeProjection;
+import org.apache.spark.sql.execution.datasources.DataSourceUtils;
 import org.apache.spark.sql.execution.datasources.FileFormat;
 import org.apache.spark.sql.execution.datasources.OutputWriter;
 import org.apache.spark.sql.execution.datasources.OutputWriterFactory;
@@ -83,6 +84,9 @@ public final class ForkFileFormat implements FileFormat, DataSourceRegister, Ser
         }
       }
       FileFormat format = fileFormat(required(opts, "fork.branch.format." + i));
+      // The checks Spark makes of a format before writing: ours accepts anything, each branch may not.
+      DataSourceUtils.verifySchema(format, branchSchema, false);
+      DataSourceUtils.checkFieldNames(format, branchSchema);
       // Each branch prepares its own copy of the job configuration: two formats may set the same key.
       Job branchJob;
       try {
@@ -157,7 +161,11 @@ public final class ForkFileFormat implements FileFormat, DataSourceRegister, Ser
     }
   }
 
-  /** One task's writer: opens a branch's file on its first row, so an empty branch writes no file. */
+  /**
+   * One task's writer: opens a branch's file on its first row. The task of partition 0 also opens the
+   * branches that got no row when it closes, so every branch has at least one file with its schema,
+   * as a write of its own would.
+   */
   private static final class Writer extends OutputWriter {
     private final Factory factory;
     private final String path;
@@ -198,8 +206,9 @@ public final class ForkFileFormat implements FileFormat, DataSourceRegister, Ser
         TaskAttemptContext branchContext =
             new TaskAttemptContextImpl(factory.confs.get(i).value(), context.getTaskAttemptID());
         OutputWriterFactory sub = factory.factories.get(i);
+        // The branch index keeps names unique when branches publish to the same folder.
         Path target = new Path(new Path(file.getParent(), factory.dirs.get(i)),
-            stem + sub.getFileExtension(branchContext));
+            stem + "-b" + i + sub.getFileExtension(branchContext));
         writers[i] = sub.newInstance(target.toString(), factory.branchSchema, branchContext);
       }
       return writers[i];
@@ -207,25 +216,45 @@ public final class ForkFileFormat implements FileFormat, DataSourceRegister, Ser
 
     @Override
     public void close() {
-      RuntimeException failure = null;
-      for (OutputWriter w : writers) {
-        if (w != null) {
-          try {
-            w.close();
-          } catch (RuntimeException e) {
-            failure = failure == null ? e : failure;
+      Throwable failure = null;
+      try {
+        if (context.getTaskAttemptID().getTaskID().getId() == 0) {
+          for (int i = 0; i < writers.length; i++) {
+            writer(i);
           }
         }
+      } catch (Throwable e) {
+        failure = e;
       }
-      if (failure != null) {
-        throw failure;
+      for (int i = 0; i < writers.length; i++) {
+        if (writers[i] != null) {
+          try {
+            writers[i].close();
+          } catch (Throwable e) {  // close every branch's writer, whatever one of them throws
+            if (failure == null) {
+              failure = e;
+            } else {
+              failure.addSuppressed(e);
+            }
+          }
+          writers[i] = null;
+        }
       }
-      // Spark's write statistics expect the file it named: leave it, empty (the caller ignores it).
-      try {
-        Path file = new Path(path);
-        file.getFileSystem(context.getConfiguration()).create(file, true).close();
-      } catch (java.io.IOException e) {
-        throw new java.io.UncheckedIOException(e);
+      if (failure == null) {
+        // Spark's write statistics expect the file it named: leave it, empty (the caller ignores it).
+        try {
+          Path file = new Path(path);
+          file.getFileSystem(context.getConfiguration()).create(file, true).close();
+        } catch (java.io.IOException e) {
+          failure = e;
+        }
+      }
+      if (failure instanceof RuntimeException) {
+        throw (RuntimeException) failure;
+      } else if (failure instanceof Error) {
+        throw (Error) failure;
+      } else if (failure != null) {
+        throw new IllegalStateException("flowport-fork: closing the branch writers failed", failure);
       }
     }
 

@@ -31,3 +31,19 @@ def test_an_upgraded_worker_ships_its_own_code_not_the_zip_an_older_version_left
     assert new != old and old.exists()  # a worker still on the old version keeps its zip
     with zipfile.ZipFile(new) as archive:
         assert archive.read("portal/pipeline/task.py") == b"VERSION = 2\n"
+
+
+def test_an_executor_adding_a_jar_keeps_flowports_jars(package):
+    spec = {
+        "job_name": "j",
+        "execution_id": 1,
+        "spark_master": "yarn",
+        "spark_conf": {"spark.jars": "hdfs:///libs/oracle.jar", "spark.executor.cores": "2"},
+    }
+    argv = submit.submit_argv(spec, "spec.json", "out.json", deploy_mode="cluster")
+
+    jars = argv[argv.index("--jars") + 1].split(",")
+    assert jars[-1] == "hdfs:///libs/oracle.jar"
+    assert any(jar.endswith("flowport-pipeline.jar") for jar in jars)
+    assert "spark.jars=hdfs:///libs/oracle.jar" not in argv  # --jars would override it anyway
+    assert "spark.executor.cores=2" in argv

@@ -9,6 +9,7 @@ import logging
 import os
 from collections.abc import Iterator
 from typing import Any
+from urllib.parse import urlsplit
 
 import psycopg
 import pytest
@@ -19,7 +20,10 @@ from portal.pipeline.session import get_or_create_spark
 PG_HOST = os.environ.get("PIPELINE_TEST_PG_HOST", "127.0.0.1")
 PG_PORT = int(os.environ.get("PIPELINE_TEST_PG_PORT", "5432"))
 PG_USER = os.environ.get("PIPELINE_TEST_PG_USER", "postgres")
-PG_DB = "flowport_pipeline_test"
+# Named after the suite's own database, so suites on different DATABASE_URL names (as the README
+# asks of ad-hoc runs beside `make test`) do not drop each other's source database.
+_SUITE_DB = urlsplit(os.environ.get("DATABASE_URL", "")).path.strip("/") or "flowport"
+PG_DB = os.environ.get("PIPELINE_TEST_PG_DB") or f"{_SUITE_DB}_pipeline_source"
 
 # py4j logs "closing connection" from __del__ after pytest closed its streams; keep it quiet.
 logging.getLogger("py4j").setLevel(logging.WARNING)
@@ -41,8 +45,8 @@ def pg_database() -> dict[str, Any]:
     with psycopg.connect(
         host=PG_HOST, port=PG_PORT, user=PG_USER, dbname="postgres", autocommit=True
     ) as conn:
-        conn.execute(f"DROP DATABASE IF EXISTS {PG_DB} WITH (FORCE)")
-        conn.execute(f"CREATE DATABASE {PG_DB}")
+        conn.execute(f'DROP DATABASE IF EXISTS "{PG_DB}" WITH (FORCE)')
+        conn.execute(f'CREATE DATABASE "{PG_DB}"')
     return {
         "url": f"jdbc:postgresql://{PG_HOST}:{PG_PORT}/{PG_DB}",
         "user": PG_USER,

@@ -9,7 +9,7 @@ from pyspark.sql import SparkSession
 
 from portal.pipeline import onepass
 
-from .helpers import NOW, read, run_and_publish, spec, write_csv
+from .helpers import NOW, read, run_and_publish, spec, write_csv, write_jsonl
 
 HEADER = "id,country,name,qty"
 ROWS = ["1,NO,ann,1", "2,SE,bob,2", "3,DE,cid,3", "4,NO,dan,4", "5,,eve,5"]
@@ -101,3 +101,89 @@ def test_when_the_pass_fails_each_branch_reports_its_own_outcome(spark: SparkSes
     assert "branch 1 (fork_1) failed" in state["error"]
     assert not any((tmp_path / f"lake{i}").exists() for i in range(3))
     assert not list((tmp_path / "work").rglob("*.parquet"))
+
+
+def test_a_branch_that_gets_no_record_still_publishes_its_schema(spark: SparkSession, tmp_path: Path) -> None:
+    props = _routing_fork(tmp_path, **{"fork.route.values.1": "FI"})  # no Finnish records
+    state = run_and_publish(spark, spec(tmp_path, props), {})[0]
+
+    assert state["fork_feed"] == "one_pass"
+    assert state["branches"][1]["records_written"] == 0 and state["branches"][1]["output_files"]
+    empty = read(spark, tmp_path / "lake1" / "people", "orc")
+    assert empty.count() == 0 and empty.columns == ["id", "country", "name", "qty"]
+
+
+def test_two_branches_publishing_to_one_folder_keep_all_their_files(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """Branches of one format and one final folder: each branch's files have names of their own."""
+    props = _routing_fork(tmp_path, **{"fork.branches": "2", "fork.route.values.1": "*"})
+    for key in ("fork.route.values.2", "writer.output.format.1", "writer.output.format.2"):
+        props.pop(key)
+    props.pop("data.publisher.final.dir.2")
+    props["data.publisher.final.dir.1"] = props["data.publisher.final.dir.0"]
+    state = run_and_publish(spark, spec(tmp_path, props), {})[0]
+
+    assert state["status"] == "SUCCEEDED", state["error"]
+    assert state["fork_feed"] == "one_pass"
+    assert sorted(r.id for r in read(spark, tmp_path / "lake0" / "people").collect()) == [1, 2, 3, 4, 5]
+
+
+def test_pre_fork_rejects_never_reach_a_branch(spark: SparkSession, tmp_path: Path) -> None:
+    props = _routing_fork(
+        tmp_path,
+        **{
+            "qualitychecker.row.policies": "NotNullPolicy",
+            "qualitychecker.row.policy.types": "ERR_FILE",
+            "qualitychecker.row.notnull.fields": "country",
+        },
+    )
+    state = run_and_publish(spark, spec(tmp_path, props), {})[0]
+
+    assert state["status"] == "SUCCEEDED", state["error"]
+    assert state["fork_feed"] == "one_pass"
+    assert state["records_extracted"] == 5 and state["records_rejected"] == 1
+    assert [r.id for r in read(spark, state["err_dir"], "json").collect()] == [5]
+    assert _published_ids(spark, tmp_path) == [[1, 2, 4], [2], [3]]
+
+
+def test_a_branch_task_policy_failing_fails_the_task(spark: SparkSession, tmp_path: Path) -> None:
+    props = _routing_fork(
+        tmp_path,
+        **{
+            "qualitychecker.task.policies.1": "RowCountPolicy",
+            "qualitychecker.task.policy.types.1": "FAILED",
+            "qualitychecker.task.rowcount.min.1": "2",
+        },
+    )
+    state = run_and_publish(spark, spec(tmp_path, props), {})[0]
+
+    assert state["fork_feed"] == "one_pass"
+    assert [b["status"] for b in state["branches"]] == ["SUCCEEDED", "FAILED", "SUCCEEDED"]
+    assert "1 record(s) in branch 1 (fork_1), fewer than the minimum 2" in state["error"]
+    assert not any((tmp_path / f"lake{i}").exists() for i in range(3))
+
+
+def test_a_format_that_cannot_write_the_records_fails_only_its_branch(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """CSV cannot hold a nested field: Spark's own check refuses the one pass, and the re-reading
+    branches then report which branch could not write and why."""
+    write_jsonl(
+        tmp_path / "landing" / "users" / "u.jsonl",
+        [{"id": 1, "profile": {"city": "Oslo"}}, {"id": 2, "profile": {"city": "Rome"}}],
+        mtime=NOW - 60,
+    )
+    props = {
+        "source.class": "portal.pipeline.sources.files.FileSource",
+        "source.files.path": str(tmp_path / "landing"),
+        "source.files.format": "json",
+        "fork.branches": "2",
+        "writer.output.format.1": "CSV",
+        **{f"data.publisher.final.dir.{i}": str(tmp_path / f"lake{i}") for i in range(2)},
+    }
+    state = run_and_publish(spark, spec(tmp_path, props), {})[0]
+
+    assert state["fork_feed"] == "per_branch"
+    assert [b["status"] for b in state["branches"]] == ["SUCCEEDED", "FAILED"]
+    assert "CSV" in state["branches"][1]["error"] and "profile" in state["branches"][1]["error"]
