@@ -195,6 +195,20 @@ def write_text(uri: str, text: str) -> None:
         stream.close()
 
 
+def read_text(uri: str) -> str:
+    """Read a small UTF-8 file, locally or through Hadoop's FileSystem."""
+    handle = _jvm_fs(uri)
+    if handle is None:
+        with open(_local(uri), encoding="utf-8") as fh:
+            return fh.read()
+    fs, path = handle
+    stream = fs.open(path)
+    try:
+        return bytes(stream.readAllBytes()).decode("utf-8")
+    finally:
+        stream.close()
+
+
 def delete(uri: str) -> None:
     """Delete a file or folder tree if it exists."""
     handle = _jvm_fs(uri)

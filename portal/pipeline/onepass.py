@@ -23,7 +23,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from pyspark.sql import Column, DataFrame, Observation, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from portal.pipeline import fs
@@ -31,6 +31,7 @@ from portal.pipeline.writers import FileDataWriter, WriteResult
 
 FORK_FILE_FORMAT = "flowport.pipeline.ForkFileFormat"
 MASK_COLUMN = "fp_fork_mask"
+COUNTS_DIR = "_fork_counts"  # ForkFileFormat's per-task counts, inside the write's output folder
 MAX_BRANCHES = 63  # one bit each in a signed 64-bit mask
 DEFAULT_JAR = Path(__file__).resolve().parent / "jvm" / "flowport-pipeline.jar"
 
@@ -70,18 +71,14 @@ def eligible(spark: SparkSession, writers: Sequence[object]) -> bool:
 
 def write(
     df: DataFrame, routes: Sequence[Column], writers: Sequence[FileDataWriter]
-) -> tuple[list[WriteResult], Observation]:
+) -> tuple[list[WriteResult], int, list[int]]:
     """Write ``df`` once: a row goes to ``writers[i]`` where ``routes[i]`` holds.  Returns each
-    branch's task output and an Observation of each branch's record count (``fp_written_<i>``,
-    counted from the mask that is written); raises, leaving nothing staged, if the pass failed."""
+    branch's task output, the rows read and each branch's record count (counted by the writer
+    itself, which costs far less than observing the write); raises, leaving nothing staged, if the
+    pass failed."""
     staging = fs.join(_parent(writers[0].staging_dir), "fork")
     mask = sum((F.when(route, F.lit(1 << i)).otherwise(F.lit(0)) for i, route in enumerate(routes)), F.lit(0))
-    tagged = df.withColumn(MASK_COLUMN, mask.cast("long"))
-    counts = Observation()
-    bits = [(F.col(MASK_COLUMN).bitwiseAND(F.lit(1 << i)) != 0) for i in range(len(routes))]
-    metrics = [F.sum(F.when(bit, 1).otherwise(0)).alias(f"fp_written_{i}") for i, bit in enumerate(bits)]
-    tagged = tagged.observe(counts, *metrics)
-    out = tagged.where(F.col(MASK_COLUMN) != 0).write.format(FORK_FILE_FORMAT).mode("overwrite")
+    out = df.withColumn(MASK_COLUMN, mask.cast("long")).write.format(FORK_FILE_FORMAT).mode("overwrite")
     out = out.option("fork.branches", str(len(writers))).option("fork.mask.column", MASK_COLUMN)
     for i, writer in enumerate(writers):
         out = out.option(f"fork.branch.format.{i}", writer.spark_format)
@@ -90,10 +87,13 @@ def write(
             out = out.option(f"fork.branch.option.{i}.{key}", value)
     try:
         out.save(staging)
+        totals = [0] * (len(writers) + 1)
+        for info in fs.list_files(fs.join(staging, COUNTS_DIR)):  # one line per committed Spark task
+            totals = [a + int(b) for a, b in zip(totals, fs.read_text(info.path).split(), strict=True)]
         results = [w.collect(fs.join(staging, f"branch_{i}")) for i, w in enumerate(writers)]
     finally:
         fs.delete(staging)
-    return results, counts
+    return results, totals[0], totals[1:]
 
 
 def _parent(path: str) -> str:

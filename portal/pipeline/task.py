@@ -244,15 +244,18 @@ class TaskRunner:
         forward = checked(operator, operator.fork_schema(schema), "fork_schema")
         decisions = checked(operator, operator.fork_data_records(schema), "fork_data_records")
         routes = [as_column(d) for d in decisions]
-        # A plain copy (one branch, nothing that can drop a row between the extract and the
-        # writer) counts its records once, at the writer: every observation is a per-row
-        # aggregation on the one pass that reads the data.
-        single_count = (
+        # When nothing can drop a row between the extract and the writer, the records are counted
+        # once, at the writer (a plain copy's one branch, or a one-pass fork): every observation is
+        # a per-row aggregation on the pass that reads the data.
+        count_at_writer = (
             not extraction.stage
             and extraction.keep is None
             and not extraction.metrics
             and not pre_converters
             and not pre_checker.active
+        )
+        single_count = (
+            count_at_writer
             and len(self.branches) == 1
             and decisions[0] is True
             and not self.branches[0].converters
@@ -308,7 +311,11 @@ class TaskRunner:
         fed_once = False
         transformed = any(b.converters or b.checker.active for b in active)
         if one_pass and not transformed and onepass.eligible(job.spark, [b.writer for b in active]):
-            fed_once = self._run_one_pass(active, pre_checker.good(pre_fork(True)), routes, previous_schema)
+            fork_input = pre_checker.good(pre_fork(not count_at_writer))
+            seen = self._run_one_pass(active, fork_input, routes, previous_schema)
+            fed_once = seen is not None
+            if fed_once and count_at_writer:
+                metrics["fp_records"] = seen
             if not fed_once:
                 obs.update(pre=Observation(), extract=Observation())
         if fed_once:
@@ -325,7 +332,7 @@ class TaskRunner:
             raise PipelineError("; ".join(f"branch {s.index} ({s.name}) failed: {s.error}" for s in failed))
         if single_count:
             metrics["fp_records"] = self.branches[0].state.records_written
-        elif not extraction.stage and first is not None:
+        elif not extraction.stage and first is not None and "fp_records" not in metrics:
             metrics.update(observed(obs["extract"]))
         self.state.records_extracted = int(metrics.get("fp_records") or 0)
         if pre_checker.active and first is not None:
@@ -379,19 +386,19 @@ class TaskRunner:
 
     def _run_one_pass(
         self, active: list[_Branch], df: DataFrame, routes: list[Column], previous_schema: Any
-    ) -> bool:
-        """Write the active branches in one pass (:mod:`portal.pipeline.onepass`).  False, with nothing
-        recorded or left behind, when a branch's schema policy fails or the pass fails: the caller then
-        runs the branches one by one, so each reports its own outcome."""
+    ) -> int | None:
+        """Write the active branches in one pass (:mod:`portal.pipeline.onepass`) and return the rows
+        it read.  None, with nothing recorded or left behind, when a branch's schema policy fails or
+        the pass fails: the caller then runs the branches one by one, so each reports its own outcome."""
         quality: list[dict[str, Any]] = []
         checks = [self._branch_check(b, df.schema, previous_schema) for b in active]
         if any(
             run_task_policies(b.policies, c, "before", quality) for b, c in zip(active, checks, strict=True)
         ):
-            return False
+            return None
         started = time.time()
         try:
-            results, counts = onepass.write(
+            results, seen, written = onepass.write(
                 df,
                 [routes[b.state.index] for b in active],
                 [b.writer for b in active],  # type: ignore[misc]
@@ -404,19 +411,16 @@ class TaskRunner:
             log.warning(
                 "one-pass fork of %s failed, writing its branches one by one: %s", self.wu.task_id, exc
             )
-            return False
+            return None
         self.state.quality.extend(quality)
-        values = observed(counts)
         elapsed = round(time.time() - started, 3)
-        for i, (branch, check, result) in enumerate(zip(active, checks, results, strict=True)):
+        for branch, check, result, count in zip(active, checks, results, written, strict=True):
             try:
-                self._finish_branch(
-                    branch, check, result, {"fp_written": values.get(f"fp_written_{i}")}, None
-                )
+                self._finish_branch(branch, check, result, {"fp_written": count}, None)
             except Exception as exc:
                 self._branch_failed(branch, exc)
             branch.state.duration_seconds = elapsed
-        return True
+        return seen
 
     def _branch_check(self, branch: _Branch, schema: Any, previous_schema: Any) -> TaskCheckContext:
         scope = f"branch {branch.state.index} ({branch.state.name})"

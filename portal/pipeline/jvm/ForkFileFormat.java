@@ -34,10 +34,13 @@ import scala.jdk.javaapi.CollectionConverters;
  * Writes every fork branch of a task in one pass over its records.
  *
  * <p>The rows carry the branch bitmask as their last column ({@code fork.mask.column}); each row is
- * written by the sub-writer of every branch whose bit is set, in that branch's own format, to
+ * written by the sub-writer of every branch whose bit is set (a row with no bit set is skipped), in that branch's own format, to
  * {@code <task attempt dir>/<fork.branch.dir.N>/}. The sub-files live inside Spark's task attempt
  * directory, so the commit protocol publishes or discards them with the task, as it does for
  * partition folders: a failed or retried attempt leaves nothing behind.
+ *
+ * <p>Each task also writes {@code _fork_counts/<its file name>}: the rows it saw, then the rows each
+ * branch got, space-separated (counting here costs far less than a Spark observation of the write).
  *
  * <p>Why: re-reading the source once per branch decodes it once per branch; this reads it once.
  *
@@ -48,6 +51,7 @@ import scala.jdk.javaapi.CollectionConverters;
 public final class ForkFileFormat implements FileFormat, DataSourceRegister, Serializable {
   private static final long serialVersionUID = 1L;
   private static final String EXTENSION = ".fork";
+  private static final String COUNTS_DIR = "_fork_counts";
 
   @Override
   public String shortName() {
@@ -173,6 +177,8 @@ public final class ForkFileFormat implements FileFormat, DataSourceRegister, Ser
     private final OutputWriter[] writers;
     private final UnsafeProjection project;
     private final int maskOrdinal;
+    private final long[] written;
+    private long seen;
 
     Writer(Factory factory, String path, TaskAttemptContext context) {
       this.factory = factory;
@@ -186,15 +192,21 @@ public final class ForkFileFormat implements FileFormat, DataSourceRegister, Ser
       }
       this.project = UnsafeProjection.create(types);
       this.maskOrdinal = fields.length;
+      this.written = new long[writers.length];
     }
 
     @Override
     public void write(InternalRow row) {
+      seen++;
       long mask = row.getLong(maskOrdinal);
+      if (mask == 0) {
+        return;
+      }
       InternalRow data = project.apply(row);
       for (int i = 0; mask != 0; i++, mask >>>= 1) {
         if ((mask & 1L) != 0) {
           writer(i).write(data);
+          written[i]++;
         }
       }
     }
@@ -242,9 +254,19 @@ public final class ForkFileFormat implements FileFormat, DataSourceRegister, Ser
       }
       if (failure == null) {
         // Spark's write statistics expect the file it named: leave it, empty (the caller ignores it).
+        // The counts go beside it, so only a committed task's rows are counted.
         try {
           Path file = new Path(path);
-          file.getFileSystem(context.getConfiguration()).create(file, true).close();
+          org.apache.hadoop.fs.FileSystem fs = file.getFileSystem(context.getConfiguration());
+          fs.create(file, true).close();
+          StringBuilder counts = new StringBuilder().append(seen);
+          for (long n : written) {
+            counts.append(' ').append(n);
+          }
+          Path countsFile = new Path(new Path(file.getParent(), COUNTS_DIR), file.getName());
+          try (org.apache.hadoop.fs.FSDataOutputStream out = fs.create(countsFile, true)) {
+            out.write(counts.toString().getBytes(java.nio.charset.StandardCharsets.UTF_8));
+          }
         } catch (java.io.IOException e) {
           failure = e;
         }
