@@ -3,11 +3,11 @@
 One helper so the worker, the CLI, the tests and the benchmark all get the same settings: the
 PostgreSQL JDBC driver and Flowport's own jar (the one-pass fork's file format, when built) on the
 classpath, the FAIR scheduler (tasks and fork branches run as concurrent Spark jobs from threads and
-should share the cores), UTC as session time zone (so
-timestamp watermarks mean the same thing everywhere), and for ``local`` masters a small shuffle
-partition count (the default 200 only adds overhead) and this process's own Python for the Python
-workers, so a UDF in a custom source or converter imports what the driver imports (Spark's default,
-``python3`` on PATH, lacks the virtualenv).
+should share the cores), UTC as session time zone (so timestamp watermarks mean the same thing
+everywhere), and for ``local`` masters a small shuffle partition count (the default 200 only adds
+overhead) and this process's own Python for the Python workers, so a UDF in a custom source or
+converter imports what the driver imports (Spark's default, ``python3`` on PATH, lacks the
+virtualenv).
 """
 
 from __future__ import annotations

@@ -5,8 +5,9 @@ file list or staged database extract), so every branch sees exactly the same rec
 with nothing of their own but a file writer are written together by one Spark write that reads the
 extract once (:mod:`portal.pipeline.onepass`); otherwise each branch is its own Spark write that
 re-derives its DataFrame from the extract, which was measured cheaper than ``cache()``.  Counts
-come from ``DataFrame.observe`` during the writes, so checking and counting costs no extra pass.  Configuration of every branch (writer format,
-required keys, class paths) is validated before any data is read.
+come from ``DataFrame.observe`` during the writes (or from the one-pass writer itself), so checking
+and counting costs no extra pass.  Configuration of every branch (writer format, required keys,
+class paths) is validated before any data is read.
 
 Failure semantics (the fork seed's): a failing branch does not stop the others; the task succeeds
 only if every branch does; a failed task's task output is removed, so nothing of it can be
@@ -409,7 +410,9 @@ class TaskRunner:
                     self._branch_failed(branch, exc)
                 raise CancelledError("job cancelled") from exc
             log.warning(
-                "one-pass fork of %s failed, writing its branches one by one: %s", self.wu.task_id, exc
+                "one-pass fork of %s failed, writing its branches one by one: %s",
+                self.wu.task_id,
+                describe_exception(exc, self.job.props),
             )
             return None
         self.state.quality.extend(quality)
