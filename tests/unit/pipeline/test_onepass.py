@@ -63,6 +63,20 @@ def test_a_routing_fork_writes_every_branch_from_one_read(spark: SparkSession, t
     assert all(b["bytes_written"] > 0 for b in state["branches"])
 
 
+def test_csv_and_avro_branches_take_the_one_pass_too(spark: SparkSession, tmp_path: Path) -> None:
+    props = _routing_fork(tmp_path, **{"writer.output.format.1": "CSV", "writer.output.format.2": "AVRO"})
+    state = run_and_publish(spark, spec(tmp_path, props), {})[0]
+
+    assert state["status"] == "SUCCEEDED", state["error"]
+    assert state["fork_feed"] == "one_pass"
+    csv = spark.read.option("header", "true").csv(str(tmp_path / "lake1" / "people"))
+    assert [r.name for r in csv.collect()] == ["bob"]
+    avro = spark.read.format("org.apache.spark.sql.avro.AvroFileFormat").load(
+        str(tmp_path / "lake2" / "people")
+    )
+    assert sorted(r.id for r in avro.collect()) == [3, 5]
+
+
 def test_turning_one_pass_off_gives_the_same_output(spark: SparkSession, tmp_path: Path) -> None:
     one = tmp_path / "one"
     per = tmp_path / "per"
