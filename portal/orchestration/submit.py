@@ -121,13 +121,4 @@ def run_submitted(
     if not fs.exists(output_uri):
         tail = output_log.read_text(encoding="utf-8", errors="replace")[-1500:]
         raise RuntimeError(f"spark-submit exited {process.returncode} without TaskStates: {tail}")
-    return json.loads(_read(output_uri))
-
-
-def _read(uri: str) -> str:
-    if "://" not in uri or uri.startswith("file:"):
-        return Path(uri.removeprefix("file://")).read_text(encoding="utf-8")
-    from pyspark.sql import SparkSession
-
-    spark = SparkSession.getActiveSession() or SparkSession.builder.getOrCreate()
-    return "\n".join(row.value for row in spark.read.text(uri).collect())
+    return json.loads(fs.read_text(output_uri))

@@ -27,7 +27,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from portal.pipeline import fs
-from portal.pipeline.writers import FileDataWriter, WriteResult
+from portal.pipeline.writers import DataWriter, FileDataWriter, WriteResult
 
 FORK_FILE_FORMAT = "flowport.pipeline.ForkFileFormat"
 MASK_COLUMN = "fp_fork_mask"
@@ -57,15 +57,13 @@ def available(spark: SparkSession) -> bool:
     return _LOADABLE[app]
 
 
-def eligible(spark: SparkSession, writers: Sequence[object]) -> bool:
+def eligible(spark: SparkSession, writers: Sequence[DataWriter]) -> bool:
     """Whether the active branches' ``writers`` can share one pass; the caller has checked that no
     branch has converters or row checkers of its own and that ``fork.one.pass`` is on.  Whether each
     format can write the schema is checked by the format itself, as Spark checks a write's format."""
-    if not 2 <= len(writers) <= MAX_BRANCHES:
+    files = [w for w in writers if type(w) is FileDataWriter and w.plain]
+    if len(files) != len(writers) or not 2 <= len(files) <= MAX_BRANCHES:
         return False
-    if not all(type(w) is FileDataWriter and w.plain for w in writers):
-        return False
-    files = [w for w in writers if isinstance(w, FileDataWriter)]
     return len({_parent(w.staging_dir) for w in files}) == 1 and available(spark)
 
 
