@@ -37,8 +37,9 @@ from tests.ports import free_port
 
 CHROMIUM = os.environ.get("FLOWPORT_E2E_CHROMIUM", "/usr/bin/chromium")
 AXE_SCRIPT = Path(__file__).resolve().parent / "node_modules" / "axe-core" / "axe.min.js"
-# A Redis database of the browser tests' own, flushed when they start.
-BROKER_DB = 13
+# A Redis database of the browser tests' own, flushed when they start (TEST_REDIS_DB_E2E
+# gives a concurrent suite its own).
+BROKER_DB = int(os.environ.get("TEST_REDIS_DB_E2E", "13"))
 INGEST_QUEUE = "e2e.ingest"  # the "ingest" executor: landing → lake
 LATE_QUEUE = "e2e.late"  # the executor an admin adds during a test: lake → archive
 IDLE_QUEUE = "e2e.idle"  # the "idle" executor (landing → cold): no worker consumes it

@@ -3,6 +3,8 @@ per test module, on the Redis broker and the test database."""
 
 from __future__ import annotations
 
+import os
+
 import pytest
 import redis
 
@@ -17,7 +19,8 @@ from tests.integration.stack import (
 retry_flush_on_deadlock()
 
 # A Redis database of the integration tests' own, flushed when a module starts.
-BROKER_DB = 10
+# TEST_REDIS_DB gives a concurrent suite (another checkout) a database of its own.
+BROKER_DB = int(os.environ.get("TEST_REDIS_DB", "10"))
 INGEST_QUEUE = "it.ingest"
 REPLICATE_QUEUE = "it.replicate"
 
