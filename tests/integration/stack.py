@@ -147,7 +147,12 @@ class Proc:
 
 
 def start_worker(
-    name: str, queues: list[str], env: dict[str, str], log_dir: Path, concurrency: int = 2
+    name: str,
+    queues: list[str],
+    env: dict[str, str],
+    log_dir: Path,
+    concurrency: int = 2,
+    wait_ready: bool = True,
 ) -> Proc:
     proc = Proc(
         name,
@@ -172,7 +177,8 @@ def start_worker(
         env,
         log_dir,
     )
-    proc.wait_for_log("ready.", timeout=90)
+    if wait_ready:
+        proc.wait_for_log("ready.", timeout=90)
     return proc
 
 
