@@ -185,3 +185,33 @@ class PackAuditEvent(models.Model):
 
     def delete(self, *args, **kwargs):
         raise ImmutableRow("Audit history is append-only.")
+
+
+class PackAccessRequest(models.Model):
+    """A user's request to read a pack, answered by one of its owners.
+
+    Granting adds the user as a reader through the audited ACL change; the
+    request row only remembers who asked, why, and how it was answered."""
+
+    pack = models.ForeignKey(TemplatePack, on_delete=models.CASCADE, related_name="access_requests")
+    requested_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    message = models.CharField(max_length=500, blank=True)
+    created = models.DateTimeField(default=timezone.now)
+    decided_at = models.DateTimeField(null=True, blank=True)
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    granted = models.BooleanField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["created", "id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["pack", "requested_by"],
+                condition=models.Q(decided_at__isnull=True),
+                name="packaccessrequest_one_open_per_user",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.requested_by} asks to read {self.pack.name}"

@@ -12,7 +12,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 from django.views.decorators.vary import vary_on_headers
 
 from portal.accounts import access
-from portal.templatepacks import services
+from portal.templatepacks import access_requests, services
 from portal.templatepacks.acl import acl_entries
 from portal.templatepacks.forms import AclForm, ArchiveForm, PackCreateForm, TemplateForm
 from portal.templatepacks.models import JobTemplate, PackAuditEvent, TemplatePack
@@ -31,7 +31,49 @@ def _to_detail(pack: TemplatePack) -> HttpResponse:
 @login_required
 def pack_list(request: HttpRequest) -> HttpResponse:
     packs = TemplatePack.objects.visible_to(request.user).select_related("current_version", "created_by")
-    return render(request, "templatepacks/pack_list.html", {"packs": packs})
+    # Packs the user cannot read are listed by name with whom to ask, so a
+    # new user finds the template they were told about and can request it.
+    others = TemplatePack.objects.exclude(pk__in=packs.values("pk")).prefetch_related(
+        "acl__user", "acl__group"
+    )
+    pending = access_requests.pending_for(request.user)
+    closed = [
+        {"pack": pack, "owners": access_requests.owners(pack), "requested": pack.pk in pending}
+        for pack in others
+    ]
+    return render(request, "templatepacks/pack_list.html", {"packs": packs, "closed": closed})
+
+
+@login_required
+@require_POST
+def pack_request_access(request: HttpRequest, name: str) -> HttpResponse:
+    pack = get_object_or_404(TemplatePack, name=name)
+    try:
+        access_requests.request_access(pack, user=request.user, message=request.POST.get("message", ""))
+    except ValidationError as error:
+        messages.error(request, " ".join(error.messages))
+    else:
+        messages.success(
+            request, f"Access to {pack.name} requested; its owners will see it on the pack's page."
+        )
+    return redirect("templatepacks:list")
+
+
+@login_required
+@require_POST
+def pack_answer_request(request: HttpRequest, name: str, request_id: int) -> HttpResponse:
+    pack = _pack(request, name)
+    grant = request.POST.get("decision") == "grant"
+    try:
+        asked = access_requests.decide(pack, request_id, user=request.user, grant=grant, request=request)
+    except ValidationError as error:
+        messages.error(request, " ".join(error.messages))
+    else:
+        who = asked.requested_by.username
+        messages.success(
+            request, f"{who} can now read {pack.name}." if grant else f"Declined {who}'s request."
+        )
+    return _to_detail(pack)
 
 
 @login_required
@@ -66,6 +108,7 @@ def pack_detail(request: HttpRequest, name: str) -> HttpResponse:
         "acl_form": AclForm(initial=AclForm.initial_for(entries)) if can_edit else None,
         "events": _history(pack)[:HISTORY_ON_DETAIL],
         "flows": services.flows_using_pack(pack).count(),
+        "access_requests": access_requests.open_requests(pack) if can_edit else None,
     }
     return render(request, "templatepacks/pack_detail.html", context)
 

@@ -1,7 +1,8 @@
 """Who may see, use and change a pack — every page and API endpoint, one list.
 
-An outsider gets 404 everywhere (the pack is invisible, its existence not
-confirmed); a reader sees but cannot change (403); the owner can."""
+An outsider gets 404 on every page and endpoint of the pack (only the pack
+list names it, with its owners, so they know whom to ask); a reader sees but
+cannot change (403); the owner can."""
 
 from __future__ import annotations
 
@@ -90,11 +91,17 @@ def test_outsider_can_neither_see_nor_change_the_pack_through_pages(
     assert _snapshot() == before
 
 
-def test_outsider_does_not_find_the_pack_in_lists_or_resolve_its_templates(client, pack, outsider):
+def test_outsider_finds_only_the_packs_name_and_owners_and_cannot_resolve_its_templates(
+    client, pack, outsider
+):
     api = api_client_for(outsider)
     assert [p["name"] for p in api.get("/api/templatepacks").json()["results"]] == []
     client.force_login(outsider)
-    assert P not in client.get("/packs/").content.decode()
+    page = client.get("/packs/")
+    assert [row["pack"].name for row in page.context["closed"]] == [P]
+    assert page.context["closed"][0]["owners"] == ["olivia"]
+    assert f'href="/packs/{P}/"' not in page.content.decode()  # no link into the pack
+    assert list(page.context["packs"]) == []
     response = api.post("/api/templates/resolve", {"templateUri": f"pack://{P}/{T}"}, format="json")
     assert response.status_code == 400
     assert "does not exist or you cannot read it" in response.json()["templateUri"][0]
