@@ -10,19 +10,32 @@ BIND ?= 127.0.0.1:8000
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/flowport
 TEST_BROKER_URL ?= redis://127.0.0.1:6379/0
 
-.PHONY: run test bench lint check system-deps system-deps-test migrate demo clean jar
+.PHONY: run test bench lint check system-deps system-deps-test migrate demo clean jar lock
 
 $(VENV)/bin/python:
 	python3 -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
 
-$(VENV)/.runtime-installed: requirements.txt | $(VENV)/bin/python
-	$(PIP) install -q -r requirements.txt
+# Installs come from the lock files: every package, transitive ones too, at
+# one version with its hashes. requirements*.txt hold the top-level pins;
+# `make lock` turns them into the lock files.
+$(VENV)/.runtime-installed: requirements.lock | $(VENV)/bin/python
+	$(PIP) install -q --require-hashes -r requirements.lock
 	touch $@
 
-$(VENV)/.dev-installed: requirements.txt requirements-dev.txt | $(VENV)/bin/python
-	$(PIP) install -q -r requirements-dev.txt
+$(VENV)/.dev-installed: requirements-dev.lock | $(VENV)/bin/python
+	$(PIP) install -q --require-hashes -r requirements-dev.lock
 	touch $@ $(VENV)/.runtime-installed
+
+PIP_TOOLS_VERSION := 7.6.2
+PIP_COMPILE := .venv-lock/bin/pip-compile --quiet --generate-hashes --allow-unsafe --strip-extras \
+	--no-emit-index-url --no-emit-find-links
+
+lock:
+	test -x .venv-lock/bin/pip-compile || (python3 -m venv .venv-lock && \
+		.venv-lock/bin/pip install -q pip-tools==$(PIP_TOOLS_VERSION))
+	$(PIP_COMPILE) $(LOCK_ARGS) --output-file requirements.lock requirements.txt
+	$(PIP_COMPILE) $(LOCK_ARGS) --constraint requirements.lock --output-file requirements-dev.lock requirements-dev.txt
 
 system-deps:
 	@scripts/install-system-deps.sh run
@@ -75,4 +88,4 @@ bench: system-deps-test $(VENV)/.dev-installed $(PIPELINE_JAR)
 	$(PY) tests/bench/run_all.py
 
 clean:
-	rm -rf $(VENV) var test-artifacts $(PIPELINE_JAR)
+	rm -rf $(VENV) .venv-lock var test-artifacts $(PIPELINE_JAR)
