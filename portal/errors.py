@@ -1,4 +1,4 @@
-"""The portal's 404, 413 and 500 answers: JSON under /api/ (what an API client can
+"""The portal's 403, 404, 413 and 500 answers: JSON under /api/ (what an API client can
 parse), a page with the site's navigation everywhere else."""
 
 from __future__ import annotations
@@ -17,6 +17,14 @@ def page_not_found(request: HttpRequest, exception: Exception | None = None) -> 
     if _is_api(request):
         return JsonResponse({"detail": "Not found."}, status=404)
     return render(request, "404.html", {"path": request.path}, status=404)
+
+
+def permission_denied(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+    """Says why: the services' PermissionDenied messages name what only whom may do."""
+    reason = str(exception or "") or "Your account may not do this."
+    if _is_api(request):
+        return JsonResponse({"detail": reason}, status=403)
+    return render(request, "403.html", {"reason": reason, "path": request.path}, status=403)
 
 
 def server_error(request: HttpRequest) -> HttpResponse:

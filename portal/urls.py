@@ -48,5 +48,6 @@ urlpatterns = [
     path("favicon.ico", RedirectView.as_view(url=static("img/favicon.svg"), permanent=True)),
 ]
 
+handler403 = "portal.errors.permission_denied"
 handler404 = "portal.errors.page_not_found"
 handler500 = "portal.errors.server_error"

@@ -247,6 +247,8 @@ def add_capability(executor: SpecExecutor, source: str, destination: str) -> Cap
         (c.source.name, c.destination.name)
         for c in executor.capabilities.select_related("source", "destination")
     ]
+    if (source, destination) in existing:
+        raise ValidationError({"capabilities": f"{executor.name} already has {source} → {destination}."})
     _resolve_pairs([*existing, (source, destination)])
     with transaction.atomic():
         capability = Capability.objects.create(

@@ -93,7 +93,7 @@ def test_staff_edits_capabilities_with_htmx_and_toggles(staff):
         "/topology/executors/x/capabilities/", {"source": "b", "destination": "a"}, HTTP_HX_REQUEST="true"
     )
     assert duplicate.status_code == 400
-    assert "listed twice" in duplicate.content.decode()
+    assert "x already has b → a." in duplicate.content.decode()
     capability = Capability.objects.get(source__name="b")
     removed = client.post(
         f"/topology/executors/x/capabilities/{capability.pk}/remove/", HTTP_HX_REQUEST="true"
