@@ -261,7 +261,15 @@ def _every(field_: str, first: str = "0") -> int | None:
     return int(match.group(1)) if match else None
 
 
+def _uneven_steps_listed(field_: str, cycle: int) -> str:
+    """`*/45` in the minute field fires at :00 and :45, not every 45 minutes:
+    a step that does not divide its field's cycle is spelled out as numbers."""
+    n = _every(field_)
+    return ",".join(str(v) for v in range(0, cycle, n)) if n and cycle % n else field_
+
+
 def _time_text(minute: str, hour: str) -> str:
+    minute, hour = _uneven_steps_listed(minute, 60), _uneven_steps_listed(hour, 24)
     minutes, hours = _plain_numbers(minute), _plain_numbers(hour)
     if minutes is not None and hours is not None and len(minutes) * len(hours) <= 6:
         return "at " + _join([f"{h:02d}:{m:02d}" for h in hours for m in minutes])
@@ -309,7 +317,7 @@ def _day_text(dom: str, dow: str) -> str:
 def _month_text(month: str) -> str:
     if month == "*":
         return ""
-    if (n := _every(month, first="1")) is not None:
+    if (n := _every(month, first="1")) is not None and 12 % n == 0:
         return f"every {n} months"
     return "in " + _list_text(month, lambda n: _MONTHS[n] if 1 <= n <= 12 else str(n))
 

@@ -57,6 +57,7 @@ def to_unix_cron(expression: str) -> str:
     unix = " ".join(fields)
     if "?" in unix or not croniter.is_valid(unix):
         raise ValidationError(f"{expression!r} is not a valid cron expression{_which_field(fields)}.")
+    _check_steps(expression, fields)
     return unix
 
 
@@ -71,6 +72,20 @@ def _which_field(fields: list[str]) -> str:
             if not low <= int(number) <= high:
                 return f": {name} {number} is outside {low}-{high}"
     return ""
+
+
+def _check_steps(expression: str, fields: list[str]) -> None:
+    """A step must repeat inside its field: croniter takes `*/61` in the minute
+    field as "minute 0 only", i.e. hourly, which no one writing it meant (and
+    Quartz refuses it too)."""
+    for name, (low, high), field in zip(_FIELD_NAMES, _FIELD_RANGES, fields, strict=True):
+        span = high - low if name != "day-of-week" else 6
+        for step in re.findall(r"/(\d+)", field):
+            if not 1 <= int(step) <= span:
+                raise ValidationError(
+                    f"{expression!r}: the {name} step /{step} is outside 1-{span}, "
+                    f"so it would not repeat within the {name} field."
+                )
 
 
 def validate_schedule(value: str) -> None:

@@ -48,3 +48,37 @@ def test_next_run_times_follow_the_schedule():
     after = datetime(2026, 1, 1, 10, 7, tzinfo=UTC)
     times = next_run_times("*/15 * * * *", count=3, after=after)
     assert [t.strftime("%H:%M") for t in times] == ["10:15", "10:30", "10:45"]
+
+
+@pytest.mark.parametrize(
+    ("given", "reason"),
+    [
+        ("*/61 * * * *", "minute step /61 is outside 1-59"),
+        ("0 */24 * * *", "hour step /24 is outside 1-23"),
+        ("0 0 */31 * *", "day-of-month step /31 is outside 1-30"),
+        ("0 0 1 */13 *", "month step /13 is outside 1-11"),
+    ],
+)
+def test_a_step_that_cannot_repeat_in_its_field_is_refused(given, reason):
+    with pytest.raises(ValidationError) as error:
+        to_unix_cron(given)
+    assert reason in error.value.messages[0]
+
+
+@pytest.mark.parametrize("step", range(1, 60))
+def test_the_words_for_a_minute_step_agree_with_the_next_runs(step):
+    """ "every n minutes" only where the runs really are n minutes apart; else
+    the minutes are named, as the next runs show them."""
+    from portal.flows.formdata import describe_schedule
+
+    expression = f"*/{step} * * * *"
+    words = describe_schedule(to_unix_cron(expression))
+    runs = next_run_times(expression, count=60 // step + 2, after=datetime(2026, 1, 1, 10, 0, 30, tzinfo=UTC))
+    gaps = {int((b - a).total_seconds() // 60) for a, b in zip(runs, runs[1:])}
+    if words in ("every minute", f"every {step} minutes"):
+        assert gaps == {step}, (expression, words)
+    else:
+        minutes = [str(m) for m in range(0, 60, step)]
+        listed = minutes[0] if len(minutes) == 1 else f"{', '.join(minutes[:-1])} and {minutes[-1]}"
+        assert words == f"every hour at minute {listed}", (expression, words)
+        assert {run.minute for run in runs} == set(range(0, 60, step))
