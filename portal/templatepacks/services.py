@@ -142,11 +142,18 @@ def _change_templates(
     return version
 
 
+def _lf(text: str) -> str:
+    """Browsers send a textarea's text with CRLF and archives may hold either;
+    stored templates have LF only, so a diff shows what changed, not every line."""
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
 def read_upload(upload, field: str = "archive") -> dict[str, str]:
     try:
-        return read_archive(upload, getattr(upload, "name", ""))
+        templates = read_archive(upload, getattr(upload, "name", ""))
     except ArchiveError as error:
         raise ValidationError({field: [str(error)]}) from None
+    return {path: _lf(text) for path, text in templates.items()}
 
 
 def create_pack(*, user, name: str, description: str = "", archive=None, request=None) -> TemplatePack:
@@ -195,7 +202,7 @@ def upload_version(pack: TemplatePack, *, user, upload, request=None) -> PackVer
 
 def save_template(pack: TemplatePack, *, user, path: str, text: str, request=None) -> PackVersion:
     """Create or edit one template (a new version with everything else kept)."""
-    path = validate_template_path(path)
+    path, text = validate_template_path(path), _lf(text)
     try:
         hocon.parse_template(text, path)
     except hocon.HoconError as error:

@@ -10,6 +10,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from portal.orchestration import services
+from portal.templatepacks import services as packs
 from tests import ldap_server
 from tests.e2e import ui
 
@@ -73,6 +74,19 @@ def test_the_main_pages_have_no_serious_accessibility_violations(axe_source, pag
     check("executor")
     _ready(page, "/keys/")
     check("keys")
+    # A pack with a long line and a change, its history with every diff open.
+    long_line = "source.files.path = " + "/very/long/folder/name" * 12
+    pack = packs.create_pack(user=dana, name="a11y-pack")
+    packs.save_template(pack, user=dana, path="ingest/wide.template", text=f"{long_line}\na = 1\n")
+    packs.save_template(pack, user=dana, path="ingest/wide.template", text=f"{long_line}\na = 2\n")
+    _ready(page, "/packs/")
+    check("packs")
+    _ready(page, "/packs/a11y-pack/")
+    check("pack")
+    _ready(page, "/packs/a11y-pack/history/")
+    page.evaluate("document.querySelectorAll('details.diff').forEach(d => d.open = true)")
+    expect(page.locator("pre.diff .diff-add").first).to_be_visible()
+    check("pack-history-diffs")
     _ready(page, "/flows/new/")
     check("flow-new")
     # The form as a person sees it after a mistake: a live error and the preview's problems.

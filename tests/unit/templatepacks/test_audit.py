@@ -120,3 +120,25 @@ def test_history_page_shows_diffs_and_htmx_gets_the_fragment(client, pack, reade
     assert "+job.commit.policy = full" in page and "<html" in page
     fragment = client.get(f"/packs/{pack.name}/history/", headers={"HX-Request": "true"}).content.decode()
     assert "<html" not in fragment and 'id="pack-history"' in fragment
+
+
+def test_a_template_edited_in_a_browser_keeps_lf_and_its_diff_shows_only_the_changed_line(client, pack, owner):
+    """Browsers send a textarea with CRLF line ends; the stored text and the
+    history diff must not mark every line as changed."""
+    from portal.templatepacks.models import JobTemplate
+
+    client.force_login(owner)
+    stored = JobTemplate.objects.get(version_id=pack.current_version_id, path="base.template").text
+    edited = stored.replace("parquet", "orc").replace("\n", "\r\n")
+    response = client.post(f"/packs/{pack.name}/edit/base.template", {"text": edited})
+    assert response.status_code == 302
+    pack.refresh_from_db()
+    text = JobTemplate.objects.get(version_id=pack.current_version_id, path="base.template").text
+    assert "\r" not in text and text == stored.replace("parquet", "orc")
+    diff = PackAuditEvent.objects.filter(action="edit").first().diff
+    changed = [line for line in diff.splitlines() if line[:1] in "+-" and line[:3] not in ("+++", "---")]
+    assert changed == ["-writer.output.format = parquet", "+writer.output.format = orc"]
+
+    page = client.get(f"/packs/{pack.name}/history/").content.decode()
+    assert '<span class="diff-del">-writer.output.format = parquet</span>' in page
+    assert '<span class="diff-add">+writer.output.format = orc</span>' in page
