@@ -19,6 +19,10 @@ from portal.flows.schedules import next_run_times, to_unix_cron
         ("0 0 12 ? * 2-6", "0 12 * * 1-5"),  # Quartz Monday=2 → unix Monday=1
         ("0 0 12 ? * MON-FRI *", "0 12 * * MON-FRI"),  # with the year field
         ("0 0 12 ? * 1#2", "0 12 * * 0#2"),  # second Sunday
+        # A Quartz year stays, in croniter's seven-field form; Gobblin's "never run" is one.
+        ("0 0 0 ? 1 1 2050", "0 0 * 1 0 0 2050"),
+        ("0 0 12 ? * 2-6 2030-2032", "0 12 * * 1-5 0 2030-2032"),
+        ("0 0 * 1 0 0 2050", "0 0 * 1 0 0 2050"),  # the stored form converts to itself
         ("@daily", "@daily"),
         ("", ""),
     ],
@@ -34,7 +38,7 @@ def test_a_schedule_is_stored_in_unix_form(given, stored):
         ("0 25 * * *", "hour 25 is outside 0-23"),
         ("* * *", "has 3 fields"),
         ("15 0 12 * * ?", "fires at second '15'"),
-        ("0 0 12 ? * * 2027", "year field"),
+        ("0 0 12 ? * * 3000", "year field '3000' is not valid"),
         ("every day", "has 2 fields"),
     ],
 )
@@ -48,3 +52,10 @@ def test_next_run_times_follow_the_schedule():
     after = datetime(2026, 1, 1, 10, 7, tzinfo=UTC)
     times = next_run_times("*/15 * * * *", count=3, after=after)
     assert [t.strftime("%H:%M") for t in times] == ["10:15", "10:30", "10:45"]
+
+
+def test_a_quartz_year_limits_the_runs_to_that_year():
+    after = datetime(2026, 1, 1, tzinfo=UTC)
+    never_until_2050 = next_run_times(to_unix_cron("0 0 0 ? 1 1 2050"), count=2, after=after)
+    assert [t.strftime("%Y-%m-%d %a") for t in never_until_2050] == ["2050-01-02 Sun", "2050-01-09 Sun"]
+    assert next_run_times(to_unix_cron("0 0 12 * * ? 2020"), count=2, after=after) == []  # all passed
