@@ -18,6 +18,8 @@ from portal.templatepacks import hocon
 from portal.templatepacks.models import JobTemplate, TemplatePack
 
 MAX_INHERIT_DEPTH = 32
+# Gobblin's templates name their parents on the classpath; in a pack, the pack is the classpath.
+RESOURCE_SCHEME = "resource:///"
 NO_ACCESS = "does not exist or you cannot read it"
 
 
@@ -74,7 +76,10 @@ class TemplateLoader:
 
     def locate(self, uri: str, *, relative_to: str | None = None) -> tuple[str, str]:
         """(pack name, path) for a URI; `FS:///p` maps to the one readable pack
-        holding p; a bare path is relative to the pack `relative_to`."""
+        holding p; a bare path, or Gobblin's classpath form `resource:///p`,
+        is relative to the pack `relative_to`."""
+        if relative_to is not None and uri.startswith(RESOURCE_SCHEME):
+            uri = uri[len(RESOURCE_SCHEME) :]
         if relative_to is not None and "://" not in uri and not uri.lower().startswith("fs:"):
             return relative_to, uri.lstrip("/")
         try:
