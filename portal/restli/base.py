@@ -171,11 +171,14 @@ class RestLiResource(APIView):
         link when more rows follow; `rows` holds up to count + 1)."""
         links = []
         if len(rows) > count:
-            query = {k: v for k, v in self.request.GET.items() if k not in ("start", "count")}
-            params = "&".join(
-                f"{k}={v}" for k, v in {**query, "start": start + count, "count": count}.items()
-            )
-            links.append({"rel": "next", "href": f"/{self.resource}?{params}", "type": "application/json"})
+            # The request's own raw parameters (Rest.li-encoded values stay as sent).
+            kept = [
+                pair
+                for pair in self.request.META.get("QUERY_STRING", "").split("&")
+                if pair and pair.partition("=")[0] not in ("start", "count")
+            ]
+            query = "&".join([*kept, f"start={start + count}", f"count={count}"])
+            links.append({"rel": "next", "href": f"/{self.resource}?{query}", "type": "application/json"})
         return JsonResponse(
             {
                 "elements": [render(row) for row in rows[:count]],

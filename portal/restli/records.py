@@ -13,6 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from django.contrib.auth.models import Group
+from django.core.exceptions import ValidationError as DjangoValidationError
 from django.utils import timezone
 
 from portal.flows.models import DESTINATION_PROPERTY, SOURCE_PROPERTY, FlowConfig
@@ -105,7 +106,7 @@ def flow_id(value: Any, path: str) -> tuple[str, str]:
 def _is_cron(expression: str) -> bool:
     try:
         to_unix_cron(expression)
-    except Exception:
+    except DjangoValidationError:
         return False
     return True
 
@@ -242,7 +243,7 @@ def schedule_text(flow: FlowConfig) -> str:
         try:
             if to_unix_cron(given) == flow.schedule:
                 return given
-        except Exception:  # noqa: S110 - a stale given form falls back to the stored one
+        except DjangoValidationError:  # a stale given form falls back to the stored one
             pass
     return flow.schedule
 

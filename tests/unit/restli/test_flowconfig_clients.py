@@ -85,8 +85,11 @@ def test_get_reads_the_record_back_in_both_key_forms(wire):
     with_params = wire.send("GET", V2_KEY, restli_method="get")
     without = wire.send("GET", "/flowconfigsV2/(flowGroup:team,flowName:nightly)")
     encoded = wire.send("GET", "/flowconfigsV2/(%24params:(),flowGroup:team,flowName:nightly)")
+    whole = wire.send(
+        "GET", "/flowconfigsV2/%28%24params%3A%28%29%2CflowGroup%3Ateam%2CflowName%3Anightly%29"
+    )
     assert with_params.status_code == 200, with_params.content
-    assert with_params.json() == without.json() == encoded.json()
+    assert with_params.json() == without.json() == encoded.json() == whole.json()
     assert problems(with_params.json(), "FlowConfig") == []
 
 
@@ -135,6 +138,13 @@ def test_get_all_and_paging(wire):
     assert [e["id"]["flowName"] for e in page["elements"]] == ["b"]
     assert page["paging"]["start"] == 1 and page["paging"]["count"] == 1
     assert page["paging"]["links"][0]["rel"] == "next"
+    following = wire.send("GET", page["paging"]["links"][0]["href"], restli_method="get_all").json()
+    assert [e["id"]["flowName"] for e in following["elements"]] == ["c"]
+    assert following["paging"]["links"] == []
+    finder = "/flowconfigsV2?q=filterFlows&flowGroup=team&count=2"
+    first = wire.send("GET", finder, restli_method="finder").json()
+    second = wire.send("GET", first["paging"]["links"][0]["href"], restli_method="finder").json()
+    assert [e["id"]["flowName"] for e in first["elements"] + second["elements"]] == ["a", "b", "c"]
 
 
 def test_the_filter_flows_finder(wire):
