@@ -316,3 +316,41 @@ def test_a_broken_key_is_a_400(wire):
     response = wire.send("GET", "/flowconfigsV2/(flowGroup:team,flowName:nightly")
     assert response.status_code == 400
     assert "Invalid key" in response.json()["message"]
+
+
+def test_a_multi_hop_gobblin_template_with_an_optional_substitution_compiles(owner, wire, topology):
+    """Gobblin's multi-hop distcp template uses ${?…subPaths} under a path the
+    flow's own gobblin.flow.* properties also fill: it compiles (it used to fail
+    with "No configuration setting found for key flow")."""
+    import json
+    from pathlib import Path
+
+    from tests.unit.templatepacks.factories import make_pack
+
+    template = Path(__file__).parents[1] / "templatepacks/gobblin_templates/multihop/distcp.template"
+    make_pack(owner, "multihop", {"jobTemplates/distcp.template": template.read_text()})
+    properties = {
+        **flow_config()["properties"],
+        "gobblin.flow.edge.input.dataset.descriptor.path": "/in",
+        "gobblin.flow.edge.output.dataset.descriptor.path": "/out",
+        "source.data.node.fs.uri": "hdfs://src:8020",
+        "destination.data.node.fs.uri": "hdfs://dst:8020",
+        "user.to.proxy": "alice",
+    }
+    body = flow_config(templateUris="pack://multihop/jobTemplates/distcp.template", properties=properties)
+    explained = wire.send("POST", "/flowconfigsV2", {**body, "explain": True}, "create")
+    assert explained.status_code == 200, explained.content
+    job = json.loads(explained.json()["properties"]["gobblin.flow.compiled"])["jobs"][0]
+    assert job["properties"]["gobblin.dataset.pattern"] == "/in/"
+    assert job["properties"]["writer.fs.uri"] == "hdfs://dst:8020"
+    assert not [error for error in job["errors"] if "substitution" in error]
+    assert wire.send("POST", "/flowconfigsV2", body, "create").status_code == 201
+
+
+def test_an_oversized_body_is_a_restli_413(wire, settings):
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 1000
+    body = flow_config(properties={"big": "x" * 2000})
+    response = wire.send("POST", "/flowconfigsV2", body, "create")
+    assert response.status_code == 413
+    assert response["X-RestLi-Error-Response"] == "true"
+    assert not FlowConfig.objects.exists()
