@@ -240,10 +240,13 @@ def test_flow_unschedule_sets_the_never_run_schedule(wire):
 
 
 @pytest.mark.parametrize("cron", ["0 0 0 ? 1 1 2050", "0 0 12 ? * 2-6 2030-2032", "0 15 10 ? * MON-FRI"])
-def test_a_schedule_reads_back_as_it_was_given(wire, cron):
+def test_a_schedule_reads_back_as_it_was_given(wire, owner, client, cron):
     response = wire.send("POST", "/flowconfigsV2", flow_config(schedule={"cronSchedule": cron}), "create")
     assert response.status_code == 201, response.content
     assert wire.send("GET", V2_KEY).json()["schedule"]["cronSchedule"] == cron
+    client.force_login(owner)  # and the flow's page shows it
+    page = client.get("/flows/team/nightly/")
+    assert page.status_code == 200
 
 
 @pytest.mark.parametrize(
