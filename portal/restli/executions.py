@@ -16,7 +16,7 @@ from rest_framework.request import Request
 
 from portal.orchestration import services as run_services
 from portal.orchestration import status as execution_status
-from portal.orchestration.models import FlowExecution
+from portal.orchestration.models import Action, ActionKind, FlowExecution
 from portal.restli import records
 from portal.restli.base import MAX_PAGE, RestLiResource
 from portal.restli.errors import RestLiError
@@ -46,6 +46,26 @@ def _execution(request: Request, resource: RestLiResource, text: str) -> FlowExe
             f"flowExecutionId:{execution_id}). The flowStatusId may be incorrect, or the flow "
             "execution may have been cleaned up.",
         ) from None
+
+
+def _resuming(executions: list[FlowExecution]) -> set[tuple[str, str, int]]:
+    """Which of these executions have a RESUME request not handled yet (one
+    query over the few waiting actions)."""
+    if not executions:
+        return set()
+    pending = Action.objects.filter(
+        done_at__isnull=True,
+        kind=ActionKind.RESUME,
+        execution_id__in={e.execution_id for e in executions},
+    ).values_list("flow_group", "flow_name", "execution_id")
+    return set(pending)
+
+
+def _renderer(rows: list[FlowExecution], record, **options):
+    resuming = _resuming(rows)
+    return lambda e: record(
+        e, resume_requested=(e.flow_group, e.flow_name, e.execution_id) in resuming, **options
+    )
 
 
 def _positive(query: dict[str, Any], name: str, default: int = 1) -> int:
@@ -94,11 +114,12 @@ class FlowStatusesResource(RestLiResource):
     finders = ("latestFlowStatus",)
 
     def restli_get(self, request: Request, key: str) -> HttpResponse:
-        return JsonResponse(records.flow_status_record(_execution(request, self, key)))
+        execution = _execution(request, self, key)
+        return JsonResponse(_renderer([execution], records.flow_status_record)(execution))
 
     def finder_latestFlowStatus(self, request: Request, query: dict[str, Any]) -> HttpResponse:
         rows = list(_latest_of_flow(request, query))
-        return self.collection(rows, 0, len(rows), records.flow_status_record)
+        return self.collection(rows, 0, len(rows), _renderer(rows, records.flow_status_record))
 
 
 class FlowExecutionsResource(RestLiResource):
@@ -109,9 +130,9 @@ class FlowExecutionsResource(RestLiResource):
     entity_actions = ("resume",)
 
     def restli_get(self, request: Request, key: str) -> HttpResponse:
-        return JsonResponse(
-            records.flow_execution_record(_execution(request, self, key), include_issues=True)
-        )
+        execution = _execution(request, self, key)
+        render = _renderer([execution], records.flow_execution_record, include_issues=True)
+        return JsonResponse(render(execution))
 
     def restli_delete(self, request: Request, key: str) -> HttpResponse:
         """Kill: a request the orchestrator carries out (as Gobblin's, asynchronous)."""
@@ -132,9 +153,8 @@ class FlowExecutionsResource(RestLiResource):
     def finder_latestFlowExecution(self, request: Request, query: dict[str, Any]) -> HttpResponse:
         include_issues = _boolean(query, "includeIssues")
         rows = list(_latest_of_flow(request, query))
-        return self.collection(
-            rows, 0, len(rows), lambda e: records.flow_execution_record(e, include_issues=include_issues)
-        )
+        render = _renderer(rows, records.flow_execution_record, include_issues=include_issues)
+        return self.collection(rows, 0, len(rows), render)
 
     def finder_latestFlowGroupExecutions(self, request: Request, query: dict[str, Any]) -> HttpResponse:
         """The newest `countPerFlow` executions of each flow of `flowGroup`,
@@ -157,6 +177,5 @@ class FlowExecutionsResource(RestLiResource):
             .order_by("flow_name", "-execution_id")
         )
         rows = list(ranked[start : start + count + 1])
-        return self.collection(
-            rows, start, count, lambda e: records.flow_execution_record(e, include_issues=include_issues)
-        )
+        render = _renderer(rows[:count], records.flow_execution_record, include_issues=include_issues)
+        return self.collection(rows, start, count, render)

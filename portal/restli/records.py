@@ -63,7 +63,11 @@ _JOB_STATUS = {
 }
 
 
-def gobblin_status(status: str) -> str:
+def gobblin_status(status: str, *, resume_requested: bool = False) -> str:
+    """A failed or cancelled execution whose RESUME the orchestrator has not
+    picked up yet is Gobblin's PENDING_RESUME."""
+    if resume_requested and status in (ExecutionStatus.FAILED, ExecutionStatus.CANCELLED):
+        return "PENDING_RESUME"
     return _FLOW_STATUS[ExecutionStatus(status)]
 
 
@@ -310,7 +314,9 @@ def job_status_record(job: JobExecution, execution: FlowExecution, include_issue
     }
 
 
-def flow_status_record(execution: FlowExecution, *, include_issues: bool = False) -> dict[str, Any]:
+def flow_status_record(
+    execution: FlowExecution, *, include_issues: bool = False, resume_requested: bool = False
+) -> dict[str, Any]:
     """FlowStatus.pdl (FlowExecution.pdl without `issues`). As Gobblin, the
     start time is the flowExecutionId and the end time the flow's, or its
     last job's."""
@@ -323,15 +329,17 @@ def flow_status_record(execution: FlowExecution, *, include_issues: bool = False
             "flowExecutionId": execution.execution_id,
         },
         "executionStatistics": {"executionStartTime": execution.execution_id, "executionEndTime": end},
-        "executionStatus": gobblin_status(execution.status),
+        "executionStatus": gobblin_status(execution.status, resume_requested=resume_requested),
         "message": execution.message,
         "jobStatuses": [job_status_record(job, execution, include_issues) for job in jobs],
     }
 
 
-def flow_execution_record(execution: FlowExecution, *, include_issues: bool) -> dict[str, Any]:
+def flow_execution_record(
+    execution: FlowExecution, *, include_issues: bool, resume_requested: bool = False
+) -> dict[str, Any]:
     """FlowExecution.pdl: flow-level issues are a failed execution's message."""
-    record = flow_status_record(execution, include_issues=include_issues)
+    record = flow_status_record(execution, include_issues=include_issues, resume_requested=resume_requested)
     issues = []
     if include_issues and execution.status == ExecutionStatus.FAILED and execution.message:
         issues.append(_issue(execution.ended_at, "FLOWPORT_FLOW_FAILED", execution.message))

@@ -129,6 +129,13 @@ def test_kill_is_a_delete_and_resume_an_action(wire, history):
     resumed = wire.send("POST", f"/flowexecutions/{key(failed)}?action=resume", {}, "action")
     assert resumed.status_code == 200, resumed.content
     assert Action.objects.filter(execution_id=failed.execution_id, kind=ActionKind.RESUME).exists()
+    # Until the orchestrator picks the request up, Gobblin's clients read PENDING_RESUME.
+    assert wire.send("GET", f"/flowexecutions/{key(failed)}").json()["executionStatus"] == "PENDING_RESUME"
+    url = "/flowstatuses?q=latestFlowStatus&flowId=(flowGroup:team,flowName:nightly)&count=3"
+    statuses = [e["executionStatus"] for e in wire.send("GET", url).json()["elements"]]
+    assert statuses == ["RUNNING", "PENDING_RESUME", "COMPLETE"]
+    Action.objects.filter(kind=ActionKind.RESUME).update(done_at=failed.started_at)
+    assert wire.send("GET", f"/flowexecutions/{key(failed)}").json()["executionStatus"] == "FAILED"
 
     finished = wire.send("DELETE", f"/flowexecutions/{key(history['done'])}")
     assert finished.status_code == 409 and "already" in finished.json()["message"]
