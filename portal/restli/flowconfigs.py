@@ -22,18 +22,43 @@ from rest_framework.request import Request
 
 from portal.flows import services as flow_services
 from portal.flows.compiler import compile_flow
-from portal.flows.models import FlowConfig
+from portal.flows.models import DESTINATION_PROPERTY, SOURCE_PROPERTY, FlowConfig
 from portal.flows.schedules import to_unix_cron
 from portal.flows.validators import NAME_PATTERN
 from portal.orchestration import services as run_services
 from portal.orchestration.models import FlowExecution
 from portal.restli import protocol, records
-from portal.restli.base import RestLiResource, django_messages
+from portal.restli.base import RestLiResource
 from portal.restli.errors import RestLiError
 from portal.restli.patch import apply_patch
 from portal.templatepacks.services import validate_template_uris_for
 
 CHANGE_DENIED = "Requester not allowed to make this request: only the flow's owner, its owning group and staff may change it."
+
+
+# FlowConfig model fields → where the value sits in the FlowConfig record.
+RECORD_PATHS = {
+    "flow_group": "/id/flowGroup",
+    "flow_name": "/id/flowName",
+    "schedule": "/schedule/cronSchedule",
+    "template_uris": "/templateUris",
+    "properties": "/properties",
+    "source": f"/properties/{SOURCE_PROPERTY}",
+    "destinations": f"/properties/{DESTINATION_PROPERTY}",
+}
+
+
+def _refused(error: DjangoValidationError) -> RestLiError:
+    """The catalog's own validation (beyond the record's schema), as a 400
+    naming each field by its place in the record."""
+    if hasattr(error, "error_dict"):
+        lines = [
+            f"{RECORD_PATHS.get(field, field)}: {' '.join(messages)}"
+            for field, messages in error.message_dict.items()
+        ]
+    else:
+        lines = list(error.messages)
+    return RestLiError(400, "; ".join(lines))
 
 
 def _flow_key(resource: RestLiResource, text: str) -> tuple[str, str]:
@@ -103,7 +128,7 @@ class FlowConfigsResource(RestLiResource):
         try:
             flow = flow_services.create_flow(owner=request.user, data=data)
         except DjangoValidationError as error:
-            raise RestLiError(400, django_messages(error)) from None
+            raise _refused(error) from None
         except flow_services.FlowAlreadyExists:
             raise RestLiError(
                 409,
@@ -154,7 +179,7 @@ class FlowConfigsResource(RestLiResource):
         try:
             return flow_services.update_flow(flow, data=data)
         except DjangoValidationError as error:
-            raise RestLiError(400, django_messages(error)) from None
+            raise _refused(error) from None
 
     def restli_delete(self, request: Request, key: str) -> HttpResponse:
         flow = _changeable(request.user, *_flow_key(self, key))
@@ -201,7 +226,7 @@ class FlowConfigsV2Resource(FlowConfigsResource):
             flow.full_clean(validate_unique=False, validate_constraints=False)
             validate_template_uris_for(request.user, flow.template_uri_list)
         except DjangoValidationError as error:
-            raise RestLiError(400, django_messages(error)) from None
+            raise _refused(error) from None
         compiled = compile_flow(flow, user=request.user)
         record = records.flow_config_record(flow)
         record["explain"] = True

@@ -264,7 +264,9 @@ def test_schema_violations_are_422_naming_the_field(wire, body, path):
     response = wire.send("POST", "/flowconfigsV2", body, "create")
     if path is None:  # a template URI Flowport cannot read: Gobblin's handler answers 400
         assert response.status_code == 400, response.content
-        assert "template" in response.json()["message"]
+        assert response.json()["message"].startswith(
+            "/templateUris: 'http://x/y.template' is not a template URI"
+        )
         return
     assert response.status_code == 422, response.content
     assert response["X-RestLi-Error-Response"] == "true"
@@ -357,3 +359,11 @@ def test_an_oversized_body_is_a_restli_413(wire, settings):
     assert response.status_code == 413
     assert response["X-RestLi-Error-Response"] == "true"
     assert not FlowConfig.objects.exists()
+
+
+def test_a_name_flowport_does_not_allow_is_a_400_naming_the_record_field(wire):
+    response = wire.send(
+        "POST", "/flowconfigsV2", flow_config(id={"flowGroup": "team", "flowName": "my flow"}), "create"
+    )
+    assert response.status_code == 400
+    assert response.json()["message"].startswith("/id/flowName: Use 1-128 letters")
