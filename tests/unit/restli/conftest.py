@@ -15,7 +15,7 @@ from tests.unit.templatepacks.factories import make_pack
 RESTLI_2 = {"HTTP_X_RESTLI_PROTOCOL_VERSION": "2.0.0"}
 
 
-@pytest.fixture(autouse=True)
+@pytest.fixture
 def packs(owner):
     """The seed's FS:///mytemplate.template, and a pack with a Gobblin-style template."""
     make_pack(owner, "seed", {"mytemplate.template": "a = 1"})

@@ -9,7 +9,7 @@ import pytest
 
 from portal.flows.models import FlowConfig
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("packs")]
 
 CREATE = (
     '{"flowName" : "myflow1", "flowGroup" : "mygroup", "templateNames" : "FS:///mytemplate.template", '

@@ -16,7 +16,7 @@ from tests.factories import UserFactory
 from tests.unit.restli.conftest import Wire
 from tests.unit.restli.pegasus import problems
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("packs")]
 
 V2_KEY = "/flowconfigsV2/($params:(),flowGroup:team,flowName:nightly)"
 # FlowConfigV2Client.createFlowStatusId reads the execution id from the Location header so:

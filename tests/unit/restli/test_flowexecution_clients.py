@@ -16,7 +16,7 @@ from tests.unit.orchestration.factories import FlowExecutionFactory, JobExecutio
 from tests.unit.restli.conftest import Wire
 from tests.unit.restli.pegasus import problems
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("packs")]
 
 
 @pytest.fixture

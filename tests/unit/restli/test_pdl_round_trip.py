@@ -15,7 +15,7 @@ from tests.factories import FlowConfigFactory
 from tests.unit.orchestration.factories import FlowExecutionFactory, JobExecutionFactory
 from tests.unit.restli.pegasus import RECORDS, problems
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("packs")]
 
 NEVER_SET = {("JobStatus", "jobTag"), ("JobStatus", "metrics")}  # Flowport has no job tags or metrics
 
