@@ -8,12 +8,22 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.template.loader import render_to_string
 
+from portal.restli.errors import error_response as restli_error_response
+from portal.restli.errors import is_restli_path
+
 
 def _is_api(request: HttpRequest) -> bool:
     return request.path.startswith("/api/")
 
 
+def _is_restli(request: HttpRequest) -> bool:
+    """Gobblin's clients read Rest.li errors (portal.restli), not pages."""
+    return is_restli_path(request.path)
+
+
 def page_not_found(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+    if _is_restli(request):
+        return restli_error_response(404, f"No Rest.li resource at {request.path[:200]}.")
     if _is_api(request):
         return JsonResponse({"detail": "Not found."}, status=404)
     return render(request, "404.html", {"path": request.path}, status=404)
@@ -30,6 +40,8 @@ def permission_denied(request: HttpRequest, exception: Exception | None = None) 
 def server_error(request: HttpRequest) -> HttpResponse:
     """Rendered without the request context: whatever failed (the database,
     a context processor) must not fail the error page too."""
+    if _is_restli(request):
+        return restli_error_response(500, "Server error; the portal log has the details.")
     if _is_api(request):
         return JsonResponse({"detail": "Server error; the portal log has the details."}, status=500)
     return HttpResponse(render_to_string("500.html"), status=500)
@@ -38,6 +50,8 @@ def server_error(request: HttpRequest) -> HttpResponse:
 def request_too_large(request: HttpRequest, length: int, limit: int) -> HttpResponse:
     """Answered by the size-limit middleware, before sessions exist: no request context."""
     detail = f"Request body of {length} bytes is over the {limit}-byte limit."
+    if _is_restli(request):
+        return restli_error_response(413, detail)
     if _is_api(request):
         return JsonResponse({"detail": detail}, status=413)
     context = {

@@ -92,6 +92,7 @@ INSTALLED_APPS = [
     "portal.orchestration",
     "portal.keys",
     "portal.monitoring",
+    "portal.restli",
 ]
 
 MIDDLEWARE = [

@@ -43,6 +43,7 @@ urlpatterns = [
     path("keys/", include("portal.keys.urls")),
     path("monitoring/", include("portal.monitoring.urls")),
     path("api/", include(api_urlpatterns)),
+    path("", include("portal.restli.urls")),  # Gobblin's Rest.li resources, for Gobblin's clients
     path("", include("portal.monitoring.root_urls")),  # /metrics for Prometheus
     path("admin/", admin.site.urls),
     path("favicon.ico", RedirectView.as_view(url=static("img/favicon.svg"), permanent=True)),

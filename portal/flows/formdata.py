@@ -330,6 +330,8 @@ def describe_schedule(unix: str) -> str:
         return "runs once (no schedule)"
     if unix in _ALIAS_TEXT:
         return _ALIAS_TEXT[unix]
+    if unix.count(" ") != 4:  # croniter's seven-field form of a Quartz year (flows.schedules)
+        return f"on the cron schedule {unix}"
     minute, hour, dom, month, dow = unix.split(" ")
     try:
         time_text = _time_text(minute, hour)

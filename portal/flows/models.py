@@ -34,11 +34,12 @@ class FlowConfigQuerySet(models.QuerySet):
 
     def restrict(self, user, action: str = "view") -> FlowConfigQuerySet:
         """Row-level access: `view` for anyone signed in, `change`/`delete`
-        for the owner and staff."""
+        for the owner, members of the flow's owning group (Gobblin's
+        `owningGroup`) and staff."""
         queryset = self.visible_to(user)
         if action == "view" or user.is_staff:
             return queryset
-        return queryset.filter(owner=user)
+        return queryset.filter(models.Q(owner=user) | models.Q(owning_group__in=user.groups.all()))
 
 
 class FlowConfig(models.Model):
@@ -66,6 +67,14 @@ class FlowConfig(models.Model):
     source = models.CharField(max_length=128, blank=True, validators=[validate_name])
     destinations = models.JSONField(default=list, blank=True, validators=[validate_destinations])
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="flows")
+    # Gobblin's `owningGroup`: its members may change the flow like its owner.
+    # Only a member may set it (portal.restli checks this on create and update).
+    owning_group = models.ForeignKey(
+        "auth.Group", on_delete=models.SET_NULL, null=True, blank=True, related_name="owned_flows"
+    )
+    # The schedule as its author wrote it (Quartz, as Gobblin's clients send it),
+    # read back by the Rest.li layer while it still converts to `schedule`.
+    schedule_given = models.CharField(max_length=200, blank=True)
     created = models.DateTimeField(auto_now_add=True)
     updated = models.DateTimeField(auto_now=True)
     compilation_status = models.CharField(

@@ -1,9 +1,12 @@
 """Flow schedules: unix cron (5 fields), with Gobblin's Quartz form accepted.
 
 Gobblin stored Quartz expressions (`0 0/5 * * * ?`: seconds first, `?` for
-"no specific value", day-of-week 1-7 from Sunday). Flows imported from Gobblin
-keep working because such an expression is converted to the unix form here,
-once, when the flow is saved.
+"no specific value", day-of-week 1-7 from Sunday, an optional year last).
+Flows imported from Gobblin keep working because such an expression is
+converted to the unix form here, once, when the flow is saved. A Quartz year
+field other than `*` has no unix equivalent: it is kept as croniter's
+seven-field form (`minute hour dom month dow 0 year`), which the scheduler
+evaluates directly. Gobblin's "never run" schedule `0 0 0 ? 1 1 2050` is one.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ import re
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
-from croniter import croniter
+from croniter import CroniterBadDateError, croniter
 from django.conf import settings
 from django.core.exceptions import ValidationError
 
@@ -37,6 +40,11 @@ def to_unix_cron(expression: str) -> str:
     if expression.lower() in _ALIASES:
         return expression.lower()
     fields = expression.split(" ")
+    if len(fields) == 7 and fields[5] == "0" and _YEAR_FIELD.match(fields[6]):
+        # Already the stored seven-field form: a Quartz day-of-week is 1-7, never 0.
+        if croniter.is_valid(expression):
+            return expression
+        raise ValidationError(f"{expression!r} is not a valid cron expression{_which_field(fields[:5])}.")
     if len(fields) in (6, 7):
         seconds, minute, hour, dom, month, dow, *year = fields
         if seconds not in {"0", "*"}:
@@ -44,11 +52,16 @@ def to_unix_cron(expression: str) -> str:
                 f"Quartz expression {expression!r} fires at second {seconds!r}; "
                 "Flowport schedules have minute resolution, use 0 for the seconds field."
             )
-        if year and year[0] not in {"*", "?"}:
-            raise ValidationError(f"Quartz year field {year[0]!r} is not supported; use * or leave it out.")
         dom = "*" if dom == "?" else dom
         dow = "*" if dow == "?" else _quartz_dow_to_unix(dow)
         fields = [minute, hour, dom, month, dow]
+        if year and year[0] not in {"*", "?"}:
+            if not _YEAR_FIELD.match(year[0]):
+                raise ValidationError(
+                    f"Quartz year field {year[0]!r} is not valid; use years {_FIRST_YEAR}-{_LAST_YEAR}, "
+                    "ranges (2030-2035), lists (2030,2040), steps (2030/5) or *."
+                )
+            fields += ["0", year[0]]
     elif len(fields) != 5:
         raise ValidationError(
             f"{expression!r} has {len(fields)} fields; a unix cron expression has 5 "
@@ -56,9 +69,14 @@ def to_unix_cron(expression: str) -> str:
         )
     unix = " ".join(fields)
     if "?" in unix or not croniter.is_valid(unix):
-        raise ValidationError(f"{expression!r} is not a valid cron expression{_which_field(fields)}.")
-    _check_steps(expression, fields)
+        raise ValidationError(f"{expression!r} is not a valid cron expression{_which_field(fields[:5])}.")
+    _check_steps(expression, fields[:5])
     return unix
+
+
+_FIRST_YEAR, _LAST_YEAR = 1970, 2099  # the years croniter (like Quartz) can evaluate
+_YEAR = r"(?:19[7-9]\d|20\d\d)"
+_YEAR_FIELD = re.compile(rf"^{_YEAR}(?:-{_YEAR})?(?:/\d{{1,2}})?(?:,{_YEAR}(?:-{_YEAR})?(?:/\d{{1,2}})?)*\Z")
 
 
 _FIELD_NAMES = ("minute", "hour", "day-of-month", "month", "day-of-week")
@@ -100,4 +118,10 @@ def next_run_times(expression: str, count: int = 5, after: datetime | None = Non
     tz = ZoneInfo(settings.TIME_ZONE)
     start = (after or datetime.now(tz)).astimezone(tz)
     itr = croniter(unix, start)
-    return [itr.get_next(datetime) for _ in range(count)]
+    times: list[datetime] = []
+    try:
+        while len(times) < count:
+            times.append(itr.get_next(datetime))
+    except CroniterBadDateError:  # a year field whose years have all passed: no more runs
+        pass
+    return times

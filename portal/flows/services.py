@@ -23,6 +23,8 @@ EDITABLE_FIELDS = (
     "properties",
     "source",
     "destinations",
+    "owning_group",
+    "schedule_given",
 )
 KEY_FIELDS = ("flow_group", "flow_name")
 

@@ -15,7 +15,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from datetime import datetime
 
-from croniter import croniter
+from croniter import CroniterBadDateError, croniter
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
@@ -84,7 +84,10 @@ def _due_ticks(schedule: str, after: datetime, now: datetime, limit: int) -> lis
     ticks: list[datetime] = []
     itr = croniter(schedule, after)
     while len(ticks) < limit:
-        tick = itr.get_next(datetime)
+        try:
+            tick = itr.get_next(datetime)
+        except CroniterBadDateError:  # a Quartz year field whose years have passed (flows.schedules)
+            break
         if tick > now:
             break
         ticks.append(tick)

@@ -161,6 +161,45 @@ def flatten(tree: ConfigTree, prefix: str = "") -> dict[str, str]:
     return flat
 
 
+def _lookup(tree: ConfigTree, path: list[str]) -> bool:
+    """Is `path` set in `tree`? As in Typesafe Config, a path through a value
+    that is not an object (`a.b` when `a` is a string) is simply not set."""
+    node: Any = tree
+    for part in path:
+        if not isinstance(node, ConfigTree) or part not in node:
+            return False
+        node = node[part]
+    return True
+
+
+def _drop_undefined_optionals(merged: ConfigTree) -> None:
+    """Resolve every `${?a.b.c}` that no layer sets to nothing, before pyhocon
+    resolves the rest.
+
+    Typesafe Config (which Gobblin's templates are written for) treats an
+    optional substitution of an unset path as absent: the field keeps its
+    earlier value or is not created, and in a concatenation it is the empty
+    string. pyhocon 0.3 instead fails in two cases: when the path runs through
+    a value that is not an object, and when the path starts with the key that
+    holds the substitution and that key was merged from several layers (it
+    takes it for a self-reference and looks the rest of the path up in the
+    earlier layer, which raises "No configuration setting found for key …").
+    Gobblin's multi-hop templates hit the second one
+    (`gobblin.dataset.pattern=${from}/${?gobblin.flow.edge.input.dataset.descriptor.subPaths}`
+    beside the flow's own `gobblin.flow.*` properties)."""
+    for substitution in SandboxedParser._find_substitutions(merged):
+        if not substitution.optional:
+            continue
+        path = ConfigTree.parse_key(substitution.variable)
+        history = merged.history.get(path[0], []) if hasattr(merged, "history") else []
+        earlier = [item for item in history if isinstance(item, ConfigTree)]
+        if _lookup(merged, path) or any(_lookup(item, path[1:]) for item in earlier):
+            continue
+        # pyhocon's own step for an unresolved optional substitution: the
+        # field keeps the value it overrides, or disappears.
+        SandboxedParser._do_substitute(substitution, None, False)
+
+
 def resolve_layers(layers: list[ConfigTree]) -> tuple[dict[str, str], list[str]]:
     """Merge layers (lowest precedence first), resolve `${…}`, flatten.
 
@@ -174,6 +213,7 @@ def resolve_layers(layers: list[ConfigTree]) -> tuple[dict[str, str], list[str]]
         if missing:
             ConfigTree.merge_configs(merged, tree_from_flat(dict.fromkeys(missing, "")))
         try:
+            _drop_undefined_optionals(merged)
             SandboxedParser.resolve_substitutions(merged)
         except ConfigSubstitutionException as error:
             match = _VARIABLE.search(str(error))

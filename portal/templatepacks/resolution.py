@@ -18,6 +18,8 @@ from portal.templatepacks import hocon
 from portal.templatepacks.models import JobTemplate, TemplatePack
 
 MAX_INHERIT_DEPTH = 32
+# Gobblin's templates name their parents on the classpath; in a pack, the pack is the classpath.
+RESOURCE_SCHEME = "resource:///"
 NO_ACCESS = "does not exist or you cannot read it"
 
 
@@ -74,7 +76,10 @@ class TemplateLoader:
 
     def locate(self, uri: str, *, relative_to: str | None = None) -> tuple[str, str]:
         """(pack name, path) for a URI; `FS:///p` maps to the one readable pack
-        holding p; a bare path is relative to the pack `relative_to`."""
+        holding p; a bare path, or Gobblin's classpath form `resource:///p`,
+        is relative to the pack `relative_to`."""
+        if relative_to is not None and uri.startswith(RESOURCE_SCHEME):
+            uri = uri[len(RESOURCE_SCHEME) :]
         if relative_to is not None and "://" not in uri and not uri.lower().startswith("fs:"):
             return relative_to, uri.lstrip("/")
         try:
@@ -127,26 +132,47 @@ class TemplateLoader:
         self._cache[key] = loaded
         return loaded
 
-    def chain(self, uri: str) -> list[LoadedTemplate]:
-        """The template and its ancestors, child first. Cycles and unknown
-        parents are errors naming the template that points at them."""
-        chain = [self.load(uri)]
-        seen = {chain[0].uri}
-        while (parent_uri := hocon.plain_value(chain[-1].tree, hocon.INHERIT_KEY)) is not None:
-            child = chain[-1]
+    def parents(self, template: LoadedTemplate) -> list[LoadedTemplate]:
+        """The templates `template` inherits from, in the order it lists them
+        (`gobblin.template.inherit` may name several, comma-separated)."""
+        value = hocon.plain_value(template.tree, hocon.INHERIT_KEY)
+        parents = []
+        for parent_uri in (part.strip() for part in str(value or "").split(",")):
+            if not parent_uri:
+                continue
             try:
-                parent = self.load(str(parent_uri), relative_to=child.pack_name)
+                parents.append(self.load(parent_uri, relative_to=template.pack_name))
             except TemplateResolutionError as error:
                 raise TemplateResolutionError(
-                    child.uri, f"unknown parent template {parent_uri!r}: {error.message}"
+                    template.uri, f"unknown parent template {parent_uri!r}: {error.message}"
                 ) from None
-            if parent.uri in seen:
-                cycle = " → ".join([*(t.uri for t in chain), parent.uri])
-                raise TemplateResolutionError(uri, f"cyclic parent templates: {cycle}")
-            if len(chain) >= MAX_INHERIT_DEPTH:
+        return parents
+
+    def chain(self, uri: str) -> list[LoadedTemplate]:
+        """The template and its ancestors, most important first.
+
+        As Gobblin's InheritingJobTemplate: a template wins over its parents,
+        and of several parents the one listed last wins (the template falls
+        back on its parents in reverse order); a template inherited twice
+        (a diamond) counts once, where it is first reached. Cycles and
+        unknown parents are errors naming the template that points at them."""
+        root = self.load(uri)
+        chain: list[LoadedTemplate] = []
+        seen: set[str] = set()
+
+        def visit(template: LoadedTemplate, path: list[LoadedTemplate]) -> None:
+            if len(path) >= MAX_INHERIT_DEPTH:
                 raise TemplateResolutionError(uri, f"more than {MAX_INHERIT_DEPTH} levels of parents.")
-            seen.add(parent.uri)
-            chain.append(parent)
+            seen.add(template.uri)
+            chain.append(template)
+            for parent in reversed(self.parents(template)):
+                if any(parent.uri == ancestor.uri for ancestor in (*path, template)):
+                    cycle = " → ".join([*(t.uri for t in (*path, template)), parent.uri])
+                    raise TemplateResolutionError(uri, f"cyclic parent templates: {cycle}")
+                if parent.uri not in seen:
+                    visit(parent, [*path, template])
+
+        visit(root, [])
         return chain
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from datetime import UTC, datetime
 
 import pytest
@@ -19,6 +20,10 @@ from portal.flows.schedules import next_run_times, to_unix_cron
         ("0 0 12 ? * 2-6", "0 12 * * 1-5"),  # Quartz Monday=2 → unix Monday=1
         ("0 0 12 ? * MON-FRI *", "0 12 * * MON-FRI"),  # with the year field
         ("0 0 12 ? * 1#2", "0 12 * * 0#2"),  # second Sunday
+        # A Quartz year stays, in croniter's seven-field form; Gobblin's "never run" is one.
+        ("0 0 0 ? 1 1 2050", "0 0 * 1 0 0 2050"),
+        ("0 0 12 ? * 2-6 2030-2032", "0 12 * * 1-5 0 2030-2032"),
+        ("0 0 * 1 0 0 2050", "0 0 * 1 0 0 2050"),  # the stored form converts to itself
         ("@daily", "@daily"),
         ("", ""),
     ],
@@ -34,7 +39,7 @@ def test_a_schedule_is_stored_in_unix_form(given, stored):
         ("0 25 * * *", "hour 25 is outside 0-23"),
         ("* * *", "has 3 fields"),
         ("15 0 12 * * ?", "fires at second '15'"),
-        ("0 0 12 ? * * 2027", "year field"),
+        ("0 0 12 ? * * 3000", "year field '3000' is not valid"),
         ("every day", "has 2 fields"),
     ],
 )
@@ -74,7 +79,7 @@ def test_the_words_for_a_minute_step_agree_with_the_next_runs(step):
     expression = f"*/{step} * * * *"
     words = describe_schedule(to_unix_cron(expression))
     runs = next_run_times(expression, count=60 // step + 2, after=datetime(2026, 1, 1, 10, 0, 30, tzinfo=UTC))
-    gaps = {int((b - a).total_seconds() // 60) for a, b in zip(runs, runs[1:])}
+    gaps = {int((b - a).total_seconds() // 60) for a, b in itertools.pairwise(runs)}
     if words in ("every minute", f"every {step} minutes"):
         assert gaps == {step}, (expression, words)
     else:
@@ -82,3 +87,10 @@ def test_the_words_for_a_minute_step_agree_with_the_next_runs(step):
         listed = minutes[0] if len(minutes) == 1 else f"{', '.join(minutes[:-1])} and {minutes[-1]}"
         assert words == f"every hour at minute {listed}", (expression, words)
         assert {run.minute for run in runs} == set(range(0, 60, step))
+
+
+def test_a_quartz_year_limits_the_runs_to_that_year():
+    after = datetime(2026, 1, 1, tzinfo=UTC)
+    never_until_2050 = next_run_times(to_unix_cron("0 0 0 ? 1 1 2050"), count=2, after=after)
+    assert [t.strftime("%Y-%m-%d %a") for t in never_until_2050] == ["2050-01-02 Sun", "2050-01-09 Sun"]
+    assert next_run_times(to_unix_cron("0 0 12 * * ? 2020"), count=2, after=after) == []  # all passed

@@ -122,7 +122,9 @@ def test_history_page_shows_diffs_and_htmx_gets_the_fragment(client, pack, reade
     assert "<html" not in fragment and 'id="pack-history"' in fragment
 
 
-def test_a_template_edited_in_a_browser_keeps_lf_and_its_diff_shows_only_the_changed_line(client, pack, owner):
+def test_a_template_edited_in_a_browser_keeps_lf_and_its_diff_shows_only_the_changed_line(
+    client, pack, owner
+):
     """Browsers send a textarea with CRLF line ends; the stored text and the
     history diff must not mark every line as changed."""
     from portal.templatepacks.models import JobTemplate

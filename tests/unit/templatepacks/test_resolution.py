@@ -119,3 +119,47 @@ def test_a_parent_in_an_unreadable_pack_is_an_error(owner, outsider):
             text='gobblin.template.inherit = "pack://private/base.template"',
         )
     assert "unknown parent template" in str(error.value.message_dict["text"])
+
+
+def test_several_parents_the_last_listed_winning_a_shared_grandparent_counted_once(owner):
+    make_pack(
+        owner,
+        "multi",
+        {
+            "root.template": "shared = root\nonly.root = r",
+            "left.template": 'gobblin.template.inherit = "root.template"\nshared = left\nside = left',
+            "right.template": 'gobblin.template.inherit = "root.template"\nside = right',
+            "child.template": 'gobblin.template.inherit = "left.template, right.template"',
+        },
+    )
+    props = resolve_templates(["pack://multi/child.template"], {}, owner).properties
+    assert props["side"] == "right"  # right is listed last
+    # right falls back on root, visited first; left's own value still beats root's
+    # only where right and its ancestors are silent: as Typesafe's withFallback chain.
+    assert props["shared"] == "root"
+    assert props["only.root"] == "r"
+
+
+def test_a_cycle_through_a_second_parent_is_named_and_the_pack_refused(owner):
+    templates = {
+        "a.template": 'gobblin.template.inherit = "ok.template,b.template"',
+        "ok.template": "x = 1",
+        "b.template": 'gobblin.template.inherit = "a.template"',
+    }
+    with pytest.raises(
+        ValidationError, match=r"cyclic parent templates: pack://loop/a\.template → pack://loop/b"
+    ):
+        make_pack(owner, "loop", templates)
+
+
+@pytest.mark.parametrize(
+    ("template", "expected"),
+    [
+        ("a.x = 1\ny = ${?a.b.c}", {"a.x": "1"}),  # no field at all
+        ('a.b = 1\ny = "p/"${?a.b.c}', {"a.b": "1", "y": "p/"}),  # through a string: unset, not an error
+        ("y = 5\ny = ${?nope}", {"y": "5"}),  # keeps the value it would override
+    ],
+)
+def test_an_unset_optional_substitution_resolves_to_nothing(owner, template, expected):
+    make_pack(owner, "opt", {"t.template": template})
+    assert resolve_templates(["pack://opt/t.template"], {}, owner).properties == expected
