@@ -38,12 +38,12 @@ from portal.orchestration.models import (
     JobStatus,
 )
 from portal.orchestration.policies import (
-    allow_concurrent_execution,
     flow_sla_seconds,
     job_start_sla_seconds,
     retry_backoff_seconds,
     retry_count,
 )
+from portal.orchestration.services import execution_in_the_way, skipped_because
 
 logger = logging.getLogger(__name__)
 
@@ -91,23 +91,9 @@ def launch(action: Action) -> None:
         return
     # One launch per flow at a time, so the concurrency check cannot race.
     flow = FlowConfig.objects.select_for_update().select_related("owner").get(pk=execution.flow_id)
-    if not allow_concurrent_execution(flow):
-        running = (
-            FlowExecution.objects.filter(
-                flow=flow, status__in=[ExecutionStatus.COMPILED, ExecutionStatus.RUNNING]
-            )
-            .exclude(pk=execution.pk)
-            .order_by("execution_id")
-            .first()
-        )
-        if running:
-            _finish(
-                execution,
-                ExecutionStatus.SKIPPED,
-                f"Execution {running.execution_id} of this flow is still {running.status.lower()} and "
-                "flow.allowConcurrentExecution is false.",
-            )
-            return
+    if running := execution_in_the_way(flow, besides=execution):
+        _finish(execution, ExecutionStatus.SKIPPED, skipped_because(running))
+        return
     from portal.flows.compiler import COMPILED, PENDING, compile_flow
 
     compiled = compile_flow(flow)

@@ -17,6 +17,7 @@ from portal.orchestration.models import (
     ExecutionStatus,
     FlowExecution,
 )
+from portal.orchestration.policies import allow_concurrent_execution
 from portal.orchestration.scheduler import create_execution
 
 
@@ -53,6 +54,28 @@ def run_now(flow: FlowConfig, *, user: Any, backfill: Any = None) -> FlowExecuti
         )
     assert execution is not None  # only ticks can collide
     return execution
+
+
+def execution_in_the_way(flow: FlowConfig, *, besides: FlowExecution) -> FlowExecution | None:
+    """The unfinished execution of `flow` because of which `besides` is skipped
+    when it launches (the flow does not allow concurrent executions)."""
+    if allow_concurrent_execution(flow):
+        return None
+    return (
+        FlowExecution.objects.filter(
+            flow=flow, status__in=[ExecutionStatus.COMPILED, ExecutionStatus.RUNNING]
+        )
+        .exclude(pk=besides.pk)
+        .order_by("execution_id")
+        .first()
+    )
+
+
+def skipped_because(running: FlowExecution) -> str:
+    return (
+        f"Execution {running.execution_id} of this flow is still {running.status.lower()} and "
+        "flow.allowConcurrentExecution is false."
+    )
 
 
 def can_kill(execution: FlowExecution) -> bool:

@@ -184,7 +184,13 @@ def flow_run(request: HttpRequest, flow_group: str, flow_name: str) -> HttpRespo
     except ValidationError as error:  # run_now validates only a backfill; none is given here
         messages.error(request, " ".join(error.messages))
         return _go(request, reverse("orchestration:flow_executions", args=[flow_group, flow_name]))
-    messages.success(request, f"Execution {execution.execution_id} of {flow} started.")
+    if running := services.execution_in_the_way(flow, besides=execution):
+        messages.warning(
+            request,
+            f"Execution {execution.execution_id} will be skipped: {services.skipped_because(running)}",
+        )
+    else:
+        messages.success(request, f"Execution {execution.execution_id} of {flow} started.")
     return _go(request, _execution_url(execution))
 
 

@@ -418,3 +418,20 @@ def test_staff_can_look_at_orchestration_rows_in_the_admin(client, running):
         assert client.get(f"/admin/orchestration/{model}/").status_code == 200, model
     assert client.get(f"/admin/orchestration/flowexecution/{running.pk}/change/").status_code == 200
     assert client.get("/admin/orchestration/flowexecution/add/").status_code == 403
+
+
+def test_kill_asks_first(browser, running):
+    """The Kill button sits behind a disclosure that says what killing does."""
+    page = browser.get(page_url(running)).content.decode()
+    confirm = page[page.index('<details class="confirm" id="kill-confirm">') :]
+    confirm = confirm[: confirm.index("</details>")]
+    assert "<summary" in confirm and "Kill…" in confirm
+    assert '<button type="submit" class="danger">Kill</button>' in confirm
+    assert "Hops that already committed stay published" in confirm
+
+
+def test_run_now_while_a_run_is_unfinished_says_the_new_one_will_be_skipped(browser, running):
+    response = browser.post("/executions/sales/orders/run/", follow=True)
+    page = response.content.decode()
+    assert f"Execution {running.execution_id} of this flow is still running" in page
+    assert "will be skipped" in page and "started." not in page
