@@ -36,6 +36,8 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
+from portal.pipeline.taskstate import SUCCEEDED
+
 PENDING = "PENDING"
 RUNNING = "RUNNING"
 KEEP_EXECUTIONS = 64
@@ -100,7 +102,9 @@ def task_status(job_name: str, execution_id: int, task_id: str, status: str) -> 
         unit = execution.units.get(task_id) if execution else None
         if unit is not None:
             unit.status = status
-            if status not in (PENDING, RUNNING):
+            # Only work done counts as done: a cancelled or failed unit keeps the
+            # share it reached, so a killed job never shows a full bar.
+            if status == SUCCEEDED:
                 unit.fraction = 1.0
 
 
@@ -200,7 +204,7 @@ def job_progress(spark: SparkSession, job_name: str, execution_id: int) -> dict[
     result["work_units_total"] = len(rows)
     result["work_units_done"] = sum(r["status"] not in (PENDING, RUNNING) for r in rows)
     result["work_units_running"] = sum(r["status"] == RUNNING for r in rows)
-    if state == "FINISHED":
+    if state == "FINISHED" and all(r["status"] == SUCCEEDED for r in rows):
         result["fraction"] = 1.0
     elif rows:
         result["fraction"] = round(sum(r["fraction"] for r in rows) / len(rows), 4)

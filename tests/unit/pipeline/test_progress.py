@@ -82,3 +82,29 @@ def test_progress_of_a_running_job_rises_to_one(spark: SparkSession, tmp_path: P
     task_id = states[0]["task_id"]
     assert job_group("progress_job", 31, task_id) == f"flowport:progress_job:31:{task_id}"
     assert states[0]["stage_progress"]["tasks_completed"] == states[0]["stage_progress"]["tasks_total"] >= 6
+
+
+def test_a_killed_job_keeps_the_share_it_reached(spark: SparkSession, tmp_path: Path) -> None:
+    """Killed during its first work unit: the bar stops where the work stopped, never at 100 %."""
+    props = {
+        "source.class": f"{__name__}.SlowSource",
+        "mr.job.max.mappers": "1",
+        "data.publisher.final.dir": str(tmp_path / "lake"),
+    }
+    job = spec(tmp_path, props, execution_id=32, job_name="killed_job")
+    cancel = threading.Event()
+    states: list[dict[str, Any]] = []
+    runner = threading.Thread(target=lambda: states.extend(run_job(spark, job, cancel_event=cancel)))
+    runner.start()
+    while runner.is_alive() and not any(
+        u["tasks_done"] > 0 for u in job_progress(spark, "killed_job", 32)["work_units"]
+    ):
+        time.sleep(0.02)
+    cancel.set()
+    runner.join()
+    final = job_progress(spark, "killed_job", 32)
+
+    assert "SUCCEEDED" not in [s["status"] for s in states]
+    assert final["state"] == "FINISHED"
+    assert 0 < final["fraction"] < 1, final["fraction"]
+    assert all(u["fraction"] < 1 for u in final["work_units"])
