@@ -1,5 +1,6 @@
-"""The scheduler as a catalog listener: a flow saved with runImmediately
-runs now; a topology change gives executions waiting for a path another try."""
+"""The scheduler as a catalog listener: a flow saved with runImmediately, or
+without a schedule (Gobblin's run-once flow), runs now; a topology change gives
+executions waiting for a path another try."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from portal.topology.signals import topology_catalog_changed
 
 @receiver(flow_catalog_changed, dispatch_uid="orchestration.run_immediately")
 def run_immediately(sender: Any, action: str, flow: Any, **kwargs: Any) -> None:
-    if action in ("add", "update") and flow.run_immediately:
+    if action in ("add", "update") and (flow.run_immediately or not flow.schedule):
         from portal.orchestration.models import FlowExecution
         from portal.orchestration.scheduler import create_execution
 
