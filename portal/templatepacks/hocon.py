@@ -78,6 +78,23 @@ class SandboxedParser(_pyhocon_parser.ConfigParser):
     _fixup_self_references = _sandboxed(_pyhocon_parser.ConfigParser._fixup_self_references)
 
 
+# Separators and brackets a person types; not comment markers, nor the
+# internals of `include url(...)`.
+_GRAMMAR_LITERAL = re.compile(r"'([=:+\]\[{},]{1,2})'")
+
+
+def _expected(message: str) -> str:
+    """pyparsing names the whole grammar rule it expected, thousands of
+    characters for a key without a separator; a person needs the tokens."""
+    if len(message) <= 80:
+        return message
+    tokens = list(dict.fromkeys(_GRAMMAR_LITERAL.findall(message)))
+    if not tokens:
+        return "unexpected text"
+    quoted = [f"'{t}'" for t in tokens[:5]]
+    return "Expected " + (quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} or {quoted[-1]}")
+
+
 def parse_template(text: str, name: str) -> ConfigTree:
     """The unresolved tree of one template (substitutions resolve later,
     once the parent chain and the flow's properties are known)."""
@@ -86,7 +103,8 @@ def parse_template(text: str, name: str) -> ConfigTree:
             tree = SandboxedParser.parse(text, resolve=False)
     except ParseBaseException as error:
         raise HoconError(
-            f"{name}: invalid HOCON at line {error.lineno}, column {error.col}: {error.msg}"
+            f"{name}: invalid HOCON at line {error.lineno}, column {error.col}: {_expected(error.msg)}"
+            + (f" (near {error.line.strip()[:60]!r})" if error.line.strip() else "")
         ) from None
     except ConfigException as error:
         raise HoconError(f"{name}: {error}") from None
