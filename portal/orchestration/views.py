@@ -87,6 +87,8 @@ def _detail_context(request: HttpRequest, execution: FlowExecution) -> dict:
         "execution": execution,
         "hops": status.dag_by_hop(execution),
         "finished": status.is_finished(execution),
+        # A finished execution with a request waiting (resume) changes soon: keep refreshing.
+        "live": not status.is_finished(execution) or bool(pending),
         "pending": pending,
         "can_run": can_act and execution.flow_id is not None,
         "can_kill": can_act and services.can_kill(execution) and "KILL" not in pending,

@@ -435,3 +435,18 @@ def test_run_now_while_a_run_is_unfinished_says_the_new_one_will_be_skipped(brow
     page = response.content.decode()
     assert f"Execution {running.execution_id} of this flow is still running" in page
     assert "will be skipped" in page and "started." not in page
+
+
+def test_after_resume_the_page_refreshes_until_the_orchestrator_takes_it(browser, flow):
+    """Resumed from the page: the execution is still FAILED until the
+    orchestrator handles the request, so the page keeps polling and shows the
+    new state by itself."""
+    failed = FlowExecutionFactory(flow=flow, status="FAILED")
+    JobExecutionFactory(execution=failed, job_name="a", status="FAILED", spec={"properties": {}})
+    assert POLL not in browser.get(page_url(failed)).content.decode()
+    browser.post(page_url(failed) + "resume/")
+    waiting = browser.get(page_url(failed), headers=HTMX).content.decode()
+    assert POLL in waiting and "Waiting for the orchestrator to handle: RESUME" in waiting
+    process_actions()
+    resumed = browser.get(page_url(failed), headers=HTMX).content.decode()
+    assert POLL in resumed and "RUNNING" in resumed
