@@ -80,6 +80,7 @@ INSTALLED_APPS = [
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.staticfiles",
+    "django.contrib.humanize",  # intcomma: record counts with thousands separators
     "rest_framework",
     "django_filters",
     "drf_spectacular",

@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from django.conf import settings
-from django.db.models import Sum
+from django.db.models import Prefetch
 from django.utils import timezone
 
 from portal.flows.models import FlowConfig
@@ -28,6 +28,8 @@ from portal.orchestration.models import (
     DatasetStateHistory,
     ExecutionStatus,
     FlowExecution,
+    JobExecution,
+    final_hops,
 )
 from portal.pipeline.watermarks import value_of
 
@@ -68,18 +70,24 @@ def flow_has_history(flow_group: str, flow_name: str) -> bool:
 
 
 def flow_runs(flow_group: str, flow_name: str, limit: int | None = None) -> list[RunRow]:
-    """The flow's last finished runs, oldest first, with records summed over their jobs."""
+    """The flow's last finished runs, oldest first, with the records their final hops delivered."""
     limit = limit or settings.MONITORING_CHART_RUNS
     executions = list(
         FlowExecution.objects.filter(flow_group=flow_group, flow_name=flow_name, status__in=CHARTED_STATUSES)
-        .annotate(records=Sum("jobs__processed_count"))
+        .prefetch_related(
+            Prefetch(
+                "jobs",
+                queryset=JobExecution.objects.only("execution_id", "job_name", "parents", "processed_count"),
+            )
+        )
         .order_by("-execution_id")[:limit]
     )
     rows = []
     for execution in reversed(executions):
         start, end = execution.started_at or execution.created, execution.ended_at
         duration = (end - start).total_seconds() if end else None
-        rows.append(RunRow(execution, execution.records or 0, duration))
+        records = sum(job.processed_count for job in final_hops(execution.jobs.all()))
+        rows.append(RunRow(execution, records, duration))
     return rows
 
 

@@ -353,5 +353,5 @@ def _run(
     fields = {"task_states": states, **summary, **log.fields()}
     if problem:
         return _finish(job, attempt, run_state, JobStatus.FAILED, " ".join([problem, *notes]), log, **fields)
-    message = " ".join([f"{len(states)} task(s), {summary['processed_count']} record(s).", *notes])
+    message = " ".join([f"{len(states)} task(s), {summary['processed_count']:,} record(s).", *notes])
     return _finish(job, attempt, run_state, JobStatus.COMMITTED, message, log, **fields)

@@ -3,6 +3,8 @@ run-now request) and is the row every later step hangs off."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from django.db import models
 
 from portal.flows.models import FlowConfig
@@ -372,3 +374,30 @@ class JobState(models.Model):
 
     def __str__(self) -> str:
         return f"{self.job} attempt {self.attempt}: {self.status}"
+
+
+def delivered(jobs: Iterable[JobExecution]) -> dict[str, int]:
+    """Records each destination received, by destination node: the counts of
+    the final hops (jobs no other job waits for). An intermediate hop's
+    records are on their way, so a two-hop flow of 3 M rows delivered 3 M,
+    not 6 M."""
+    received: dict[str, int] = {}
+    for job in final_hops(jobs):
+        if job.status != JobStatus.COMMITTED:
+            continue  # its records did not arrive
+        node = (job.spec.get("properties") or {}).get("flowport.hop.destination") or job.job_name
+        received[node] = received.get(node, 0) + job.processed_count
+    return received
+
+
+def final_hops(jobs: Iterable[JobExecution]) -> list[JobExecution]:
+    """The jobs no other job of the same execution waits for: they deliver."""
+    jobs = list(jobs)
+    waited_for = {parent for job in jobs for parent in job.parents}
+    return [job for job in jobs if job.job_name not in waited_for]
+
+
+def delivered_text(received: dict[str, int]) -> str:
+    """ "3,000,000 record(s) to archive" (and more, joined), for messages."""
+    parts = [f"{count:,} record(s) to {node}" for node, count in sorted(received.items())]
+    return " and ".join(parts) if parts else "no records"

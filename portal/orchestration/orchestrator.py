@@ -36,6 +36,8 @@ from portal.orchestration.models import (
     JobExecution,
     JobState,
     JobStatus,
+    delivered,
+    delivered_text,
 )
 from portal.orchestration.policies import (
     flow_sla_seconds,
@@ -229,9 +231,10 @@ def _roll_up(execution: FlowExecution, jobs: list[JobExecution]) -> None:
     statuses = {job.status for job in jobs}
     if jobs and statuses <= JOB_FINISHED:
         if statuses == {JobStatus.COMMITTED}:
-            processed = sum(job.processed_count for job in jobs)
             _finish(
-                execution, ExecutionStatus.COMMITTED, f"{len(jobs)} job(s) committed, {processed} record(s)."
+                execution,
+                ExecutionStatus.COMMITTED,
+                f"{len(jobs)} job(s) committed; delivered {delivered_text(delivered(jobs))}.",
             )
         elif execution.cancel_requested:
             _finish(execution, ExecutionStatus.CANCELLED, execution.message or "Cancelled.")

@@ -23,7 +23,7 @@ from django_htmx.http import HttpResponseClientRedirect
 
 from portal.orchestration import joblogs, services, status
 from portal.orchestration.filters import FlowExecutionFilterSet
-from portal.orchestration.models import FINISHED_STATUSES, FlowExecution, JobStatus
+from portal.orchestration.models import FINISHED_STATUSES, FlowExecution, JobStatus, delivered
 
 PAGE_SIZE = 25
 FLOW_PAGE_SIZE = 10
@@ -86,6 +86,7 @@ def _detail_context(request: HttpRequest, execution: FlowExecution) -> dict:
     return {
         "execution": execution,
         "hops": status.dag_by_hop(execution),
+        "delivered": delivered(execution.jobs.all()),
         "finished": status.is_finished(execution),
         # A finished execution with a request waiting (resume) changes soon: keep refreshing.
         "live": not status.is_finished(execution) or bool(pending),

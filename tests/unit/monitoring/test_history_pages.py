@@ -227,3 +227,23 @@ def test_long_y_labels_such_as_times_fit_left_of_the_plot():
     )
     for x, label in re.findall(r'<text x="([\d.]+)" y="[\d.]+" text-anchor="end"[^>]*>([^<]+)</text>', svg):
         assert float(x) - 6.5 * len(label) >= 0, f"{label!r} is cut off at the left"
+
+
+def test_a_two_hop_run_charts_what_its_destination_received(signed_in, flow):
+    """3,000,000 rows landed in the lake, then went on to the archive: the run
+    delivered 3,000,000, not 6,000,000."""
+    now = timezone.now()
+    hop = {"status": "COMMITTED", "processed_count": 3_000_000, "started_at": now, "ended_at": now}
+    make_execution(
+        flow,
+        status="COMMITTED",
+        created=now,
+        started=now,
+        ended=now,
+        jobs=[
+            {**hop, "job_name": "sales.orders.1-landing-to-lake"},
+            {**hop, "job_name": "sales.orders.2-lake-to-archive", "parents": ["sales.orders.1-landing-to-lake"]},
+        ],
+    )
+    html = signed_in.get(_chart_url()).content.decode()
+    assert "3,000,000" in html and "6,000,000" not in html and "6000000" not in html

@@ -450,3 +450,21 @@ def test_after_resume_the_page_refreshes_until_the_orchestrator_takes_it(browser
     process_actions()
     resumed = browser.get(page_url(failed), headers=HTMX).content.decode()
     assert POLL in resumed and "RUNNING" in resumed
+
+
+def test_the_page_says_what_each_destination_received_with_thousands_separators(browser, flow):
+    done = FlowExecutionFactory(flow=flow, status="COMMITTED")
+    for hop, parents in ((1, []), (2, ["sales.orders.1-landing-to-lake"])):
+        target = "lake" if hop == 1 else "archive"
+        JobExecutionFactory(
+            execution=done,
+            job_name=f"sales.orders.{hop}-{'landing' if hop == 1 else 'lake'}-to-{target}",
+            hop_index=hop,
+            parents=parents,
+            status="COMMITTED",
+            processed_count=3_000_000,
+            spec={"properties": {"flowport.hop.destination": target}},
+        )
+    page = browser.get(page_url(done)).content.decode()
+    assert "<dt>Delivered</dt><dd>3,000,000 records to archive</dd>" in page
+    assert "3,000,000 records</dd>" in page and "6,000,000" not in page
