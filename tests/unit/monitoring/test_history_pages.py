@@ -242,7 +242,11 @@ def test_a_two_hop_run_charts_what_its_destination_received(signed_in, flow):
         ended=now,
         jobs=[
             {**hop, "job_name": "sales.orders.1-landing-to-lake"},
-            {**hop, "job_name": "sales.orders.2-lake-to-archive", "parents": ["sales.orders.1-landing-to-lake"]},
+            {
+                **hop,
+                "job_name": "sales.orders.2-lake-to-archive",
+                "parents": ["sales.orders.1-landing-to-lake"],
+            },
         ],
     )
     html = signed_in.get(_chart_url()).content.decode()

@@ -70,7 +70,9 @@ def test_a_child_is_dispatched_when_its_parent_commits_and_the_execution_commits
     play_worker(second, processed_count=7)
     execution.refresh_from_db()
     assert execution.status == ExecutionStatus.COMMITTED
-    assert execution.message == "2 job(s) committed; delivered 7 record(s) to c."  # not 14: hop 1 only moved them
+    assert (
+        execution.message == "2 job(s) committed; delivered 7 record(s) to c."
+    )  # not 14: hop 1 only moved them
 
 
 def test_a_failed_parent_skips_its_child_and_fails_the_execution(owner):

@@ -434,7 +434,9 @@ def test_run_now_launches_a_compiled_two_hop_flow_to_its_end(api, owner):
     process_actions()
     final = api.get("/api/flowstatuses/demo/a-to-c").json()
     assert final["executionStatus"] == "COMMITTED"
-    assert final["message"] == "2 job(s) committed; delivered 7 record(s) to c."  # not 14: hop 1 only moved them
+    assert (
+        final["message"] == "2 job(s) committed; delivered 7 record(s) to c."
+    )  # not 14: hop 1 only moved them
     assert [j["processedCount"] for j in final["jobStatuses"]] == [7, 7]
     assert final["jobStatuses"][0]["highWatermark"] == "7"
     assert final["executionEndTime"] >= final["executionStartTime"]
