@@ -10,6 +10,7 @@ from collections.abc import Callable
 
 from django.conf import settings
 
+from portal.flows.refresh import refresh_compilations
 from portal.monitoring.monitors import run_monitors
 from portal.orchestration.actions import process_actions
 from portal.orchestration.orchestrator import resend_unclaimed, sweep_lost_jobs
@@ -44,6 +45,8 @@ class OrchestratorLoop:
         while self._guarded("actions", process_actions):
             pass
         self._guarded("outbox relay", relay_outbox)
+        # After a topology change: the affected flows' verdicts, in batches.
+        self._guarded("recompiles", refresh_compilations)
         if now >= self._next_sweep:
             self._next_sweep = now + max(1, settings.WORKER_HEARTBEAT_SECONDS)
             self._guarded("lost jobs", sweep_lost_jobs)

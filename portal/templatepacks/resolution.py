@@ -7,6 +7,8 @@ Used by the compiler (`resolve_templates`), by flow validation
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass, field
 
 from django.core.exceptions import ValidationError
@@ -53,7 +55,53 @@ class LoadedTemplate:
     pack_name: str
     path: str
     version_number: int
-    tree: ConfigTree
+    tree: ConfigTree  # shared through the caches below: never modify it
+    key: int | None = None  # the stored JobTemplate's id; None for a pending upload
+
+
+class _Lru:
+    """A small thread-safe LRU map. Stored templates never change (a change is
+    a new pack version with new rows), so entries keyed by template ids never
+    go stale; the bound only caps memory."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._data: OrderedDict = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key):
+        with self._lock:
+            value = self._data.get(key)
+            if value is not None:
+                self._data.move_to_end(key)
+            return value
+
+    def put(self, key, value) -> None:
+        with self._lock:
+            self._data[key] = value
+            self._data.move_to_end(key)
+            while len(self._data) > self.size:
+                self._data.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._data.clear()
+
+
+# HOCON parsed once per stored template (so once per pack version), and
+# resolutions once per (template versions, flow properties).
+PARSED = _Lru(4096)
+RESOLVED = _Lru(16384)
+
+
+def _parsed(template_id: int, text: str | None, name: str) -> ConfigTree:
+    tree = PARSED.get(template_id)
+    if tree is None:
+        if text is None:
+            text = JobTemplate.objects.filter(pk=template_id).values_list("text", flat=True).get()
+        tree = hocon.parse_template(text, name)
+        PARSED.put(template_id, tree)
+    return tree
 
 
 @dataclass
@@ -61,20 +109,34 @@ class TemplateLoader:
     user: object
     pending: PendingPack | None = None
     _cache: dict[tuple[str, str], LoadedTemplate] = field(default_factory=dict)
+    _located: dict[tuple[str, str | None], tuple[str, str]] = field(default_factory=dict)
 
-    def _stored(self, pack_name: str, path: str) -> JobTemplate | None:
-        pack = TemplatePack.objects.visible_to(self.user).filter(name=pack_name).first()
-        if pack is None or pack.current_version_id is None:
+    def _stored(self, pack_name: str, path: str) -> tuple[int, int] | None:
+        """(JobTemplate id, version number) of the pack's current version, if
+        `user` may read the pack. The text is read only when not yet parsed."""
+        version_id = (
+            TemplatePack.objects.visible_to(self.user)
+            .filter(name=pack_name)
+            .values_list("current_version_id", flat=True)
+            .first()
+        )
+        if version_id is None:
             return None
         return (
-            JobTemplate.objects.select_related("version")
-            .filter(version_id=pack.current_version_id, path=path)
+            JobTemplate.objects.filter(version_id=version_id, path=path)
+            .values_list("pk", "version__number")
             .first()
         )
 
     def locate(self, uri: str, *, relative_to: str | None = None) -> tuple[str, str]:
         """(pack name, path) for a URI; `FS:///p` maps to the one readable pack
         holding p; a bare path is relative to the pack `relative_to`."""
+        key = (uri, relative_to)
+        if key not in self._located:
+            self._located[key] = self._locate(uri, relative_to=relative_to)
+        return self._located[key]
+
+    def _locate(self, uri: str, *, relative_to: str | None = None) -> tuple[str, str]:
         if relative_to is not None and "://" not in uri and not uri.lower().startswith("fs:"):
             return relative_to, uri.lstrip("/")
         try:
@@ -109,21 +171,23 @@ class TemplateLoader:
         if key in self._cache:
             return self._cache[key]
         canonical = f"pack://{pack_name}/{path}"
-        if self.pending is not None and pack_name == self.pending.name:
-            text = self.pending.templates.get(path)
-            number = self.pending.version_number
-            if text is None:
-                raise TemplateResolutionError(uri, f"pack {pack_name!r} has no template {path!r}.")
-        else:
-            stored = self._stored(pack_name, path)
-            if stored is None:
-                raise TemplateResolutionError(uri, f"template {canonical} {NO_ACCESS}.")
-            text, number = stored.text, stored.version.number
+        template_id = None
         try:
-            tree = hocon.parse_template(text, canonical)
+            if self.pending is not None and pack_name == self.pending.name:
+                text = self.pending.templates.get(path)
+                number = self.pending.version_number
+                if text is None:
+                    raise TemplateResolutionError(uri, f"pack {pack_name!r} has no template {path!r}.")
+                tree = hocon.parse_template(text, canonical)
+            else:
+                stored = self._stored(pack_name, path)
+                if stored is None:
+                    raise TemplateResolutionError(uri, f"template {canonical} {NO_ACCESS}.")
+                template_id, number = stored
+                tree = _parsed(template_id, None, canonical)
         except hocon.HoconError as error:
             raise TemplateResolutionError(uri, str(error)) from None
-        loaded = LoadedTemplate(canonical, pack_name, path, number, tree)
+        loaded = LoadedTemplate(canonical, pack_name, path, number, tree, template_id)
         self._cache[key] = loaded
         return loaded
 
@@ -153,18 +217,51 @@ class TemplateLoader:
 def resolve_with(
     loader: TemplateLoader, template_uris: list[str], flow_properties: dict[str, str]
 ) -> ResolvedTemplates:
-    """Flow properties over the templates (earlier URIs win) over their parents."""
+    """Flow properties over the templates (earlier URIs win) over their parents.
+
+    The result is cached by the templates' stored ids (immutable, so by pack
+    version) and the flow's properties: copies of one flow cost one lookup."""
     layers: list[ConfigTree] = []
     required: list[str] = []
     pinned: dict[str, int] = {}
+    keys: list[int | None] = []
     for uri in reversed(template_uris):
         chain = loader.chain(uri)
         for template in chain:
             pinned.setdefault(template.uri, template.version_number)
             required.extend(hocon.required_attributes(template.tree))
+            keys.append(template.key)
         pinned[uri] = chain[0].version_number
         layers.extend(t.tree for t in reversed(chain))
-    layers.append(hocon.tree_from_flat(flow_properties))
+    cache_key = None
+    if None not in keys:
+        cache_key = (tuple(template_uris), tuple(keys), tuple(sorted(map(repr, flow_properties.items()))))
+        cached = RESOLVED.get(cache_key)
+        if cached is not None:
+            return ResolvedTemplates(
+                properties=dict(cached.properties),
+                missing_required=list(cached.missing_required),
+                pinned_versions=dict(pinned),
+            )
+    resolved = _resolve(layers, required, pinned, template_uris, flow_properties)
+    if cache_key is not None:
+        RESOLVED.put(cache_key, resolved)
+        return ResolvedTemplates(
+            properties=dict(resolved.properties),
+            missing_required=list(resolved.missing_required),
+            pinned_versions=dict(pinned),
+        )
+    return resolved
+
+
+def _resolve(
+    layers: list[ConfigTree],
+    required: list[str],
+    pinned: dict[str, int],
+    template_uris: list[str],
+    flow_properties: dict[str, str],
+) -> ResolvedTemplates:
+    layers = [*layers, hocon.tree_from_flat(flow_properties)]
     try:
         properties, unresolved = hocon.resolve_layers(layers)
     except hocon.HoconError as error:
