@@ -15,6 +15,7 @@ from portal.monitoring.monitors import run_monitors
 from portal.orchestration.actions import process_actions
 from portal.orchestration.orchestrator import resend_unclaimed, sweep_lost_jobs
 from portal.orchestration.outbox import relay_outbox
+from portal.orchestration.retention import prune_history
 from portal.orchestration.scheduler import schedule_due_ticks
 from portal.orchestration.workers import prune_departed_workers, sweep_silent_executors
 
@@ -26,6 +27,7 @@ class OrchestratorLoop:
         self.write = write
         self._next_ticks = 0.0
         self._next_sweep = 0.0
+        self._next_prune = 0.0
 
     def _guarded(self, name: str, func: Callable[[], object]) -> object:
         # One failing part (say the broker is down) must not stop the others.
@@ -54,3 +56,6 @@ class OrchestratorLoop:
             self._guarded("silent executors", sweep_silent_executors)
             self._guarded("departed workers", prune_departed_workers)
             self._guarded("monitors", run_monitors)
+        if now >= self._next_prune:
+            self._next_prune = now + max(1, settings.HISTORY_PRUNE_SECONDS)
+            self._guarded("history retention", prune_history)
