@@ -58,6 +58,27 @@ class LoadedTemplate:
     tree: ConfigTree  # shared through the caches below: never modify it
     key: int | None = None  # the stored JobTemplate's id; None for a pending upload
 
+    # The settings read before resolution, read once per template (pyhocon's
+    # key lookup is slow enough to matter when thousands of flows compile).
+    @property
+    def inherit(self) -> str | None:
+        return self._plain(hocon.INHERIT_KEY)
+
+    @property
+    def required(self) -> list[str]:
+        if "_required" not in self.__dict__:
+            self.__dict__["_required"] = hocon.required_attributes(self.tree)
+        return self.__dict__["_required"]
+
+    def _plain(self, key: str) -> str | None:
+        memo = self.__dict__.setdefault("_plain_values", {})
+        if key not in memo:
+            memo[key] = hocon.plain_value(self.tree, key)
+        return memo[key]
+
+    def plain(self, key: str) -> str | None:
+        return self._plain(key)
+
 
 class _Lru:
     """A small thread-safe LRU map. Stored templates never change (a change is
@@ -94,14 +115,17 @@ PARSED = _Lru(4096)
 RESOLVED = _Lru(16384)
 
 
-def _parsed(template_id: int, text: str | None, name: str) -> ConfigTree:
-    tree = PARSED.get(template_id)
-    if tree is None:
-        if text is None:
-            text = JobTemplate.objects.filter(pk=template_id).values_list("text", flat=True).get()
-        tree = hocon.parse_template(text, name)
-        PARSED.put(template_id, tree)
-    return tree
+def _parsed(template_id: int, pack_name: str, path: str, number: int) -> LoadedTemplate:
+    """A stored template, parsed once per process (stored rows never change)."""
+    loaded = PARSED.get(template_id)
+    if loaded is None:
+        text = JobTemplate.objects.filter(pk=template_id).values_list("text", flat=True).get()
+        canonical = f"pack://{pack_name}/{path}"
+        loaded = LoadedTemplate(
+            canonical, pack_name, path, number, hocon.parse_template(text, canonical), template_id
+        )
+        PARSED.put(template_id, loaded)
+    return loaded
 
 
 @dataclass
@@ -110,6 +134,7 @@ class TemplateLoader:
     pending: PendingPack | None = None
     _cache: dict[tuple[str, str], LoadedTemplate] = field(default_factory=dict)
     _located: dict[tuple[str, str | None], tuple[str, str]] = field(default_factory=dict)
+    _stored_missing: set[tuple[str, str]] = field(default_factory=set)
 
     def _stored(self, pack_name: str, path: str) -> tuple[int, int] | None:
         """(JobTemplate id, version number) of the pack's current version, if
@@ -171,7 +196,8 @@ class TemplateLoader:
         if key in self._cache:
             return self._cache[key]
         canonical = f"pack://{pack_name}/{path}"
-        template_id = None
+        if key in self._stored_missing:
+            raise TemplateResolutionError(uri, f"template {canonical} {NO_ACCESS}.")
         try:
             if self.pending is not None and pack_name == self.pending.name:
                 text = self.pending.templates.get(path)
@@ -179,15 +205,16 @@ class TemplateLoader:
                 if text is None:
                     raise TemplateResolutionError(uri, f"pack {pack_name!r} has no template {path!r}.")
                 tree = hocon.parse_template(text, canonical)
+                loaded = LoadedTemplate(canonical, pack_name, path, number, tree)
             else:
                 stored = self._stored(pack_name, path)
                 if stored is None:
+                    # Remembered too: a batch of one owner's flows asks once.
+                    self._stored_missing.add(key)
                     raise TemplateResolutionError(uri, f"template {canonical} {NO_ACCESS}.")
-                template_id, number = stored
-                tree = _parsed(template_id, None, canonical)
+                loaded = _parsed(stored[0], pack_name, path, stored[1])
         except hocon.HoconError as error:
             raise TemplateResolutionError(uri, str(error)) from None
-        loaded = LoadedTemplate(canonical, pack_name, path, number, tree, template_id)
         self._cache[key] = loaded
         return loaded
 
@@ -196,7 +223,7 @@ class TemplateLoader:
         parents are errors naming the template that points at them."""
         chain = [self.load(uri)]
         seen = {chain[0].uri}
-        while (parent_uri := hocon.plain_value(chain[-1].tree, hocon.INHERIT_KEY)) is not None:
+        while (parent_uri := chain[-1].inherit) is not None:
             child = chain[-1]
             try:
                 parent = self.load(str(parent_uri), relative_to=child.pack_name)
@@ -229,7 +256,7 @@ def resolve_with(
         chain = loader.chain(uri)
         for template in chain:
             pinned.setdefault(template.uri, template.version_number)
-            required.extend(hocon.required_attributes(template.tree))
+            required.extend(template.required)
             keys.append(template.key)
         pinned[uri] = chain[0].version_number
         layers.extend(t.tree for t in reversed(chain))

@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from django.db import transaction
+from django.utils import timezone
 
 from portal.flows.compiler import FAILED, CompiledFlow, compile_flow
 from portal.flows.models import FlowConfig
@@ -83,7 +84,8 @@ def record_batch(flows: Iterable[FlowConfig], snapshot: TopologySnapshot) -> dic
     """Recompile flows against `snapshot` and store what changed; call in a
     transaction with the flow rows locked. Idempotent: a flow whose verdict
     and DAG come out the same is not written (only its revision moves, so an
-    older recompile cannot overwrite it afterwards). Returns counts of
+    older recompile cannot overwrite it afterwards). The writes are a few
+    bulk statements per batch, not a few per flow. Returns counts of
     `changed`, `unchanged` and `stale` (a newer revision already stored)."""
     from portal.flows.compiler.templates import BatchTemplates
 
@@ -95,6 +97,10 @@ def record_batch(flows: Iterable[FlowConfig], snapshot: TopologySnapshot) -> dic
     }
     templates = BatchTemplates()
     unchanged: list[int] = []
+    new_dags: list[CompiledJobDag] = []
+    changed_dags: list[CompiledJobDag] = []
+    verdicts: list[FlowConfig] = []
+    hops: dict[int, set[tuple[str, str, str]]] = {}
     for flow in flows:
         old = stored.get(flow.pk)
         if old is not None and old.revision > snapshot.number:
@@ -102,33 +108,50 @@ def record_batch(flows: Iterable[FlowConfig], snapshot: TopologySnapshot) -> dic
             continue
         compiled = _compile(flow, snapshot, templates.loader_for(flow.owner))
         if compiled is None:
-            if flow.compilation_status != FAILED or flow.compilation_message != INTERNAL_ERROR:
-                set_compilation(flow, FAILED, INTERNAL_ERROR)
-            counts["changed"] += 1
-            continue
-        dag = compiled.to_dict()
-        if (
-            old is not None
-            and old.dag == dag
-            and flow.compilation_status == compiled.status
-            and flow.compilation_message == compiled.message
-        ):
+            status, message, dag = FAILED, INTERNAL_ERROR, None
+        else:
+            status, message, dag = compiled.status, compiled.message, compiled.to_dict()
+        if (flow.compilation_status, flow.compilation_message) != (status, message):
+            flow.compilation_status, flow.compilation_message = status, message
+            verdicts.append(flow)
+        elif dag is None or (old is not None and old.dag == dag):
             unchanged.append(flow.pk)
             counts["unchanged"] += 1
             continue
-        CompiledJobDag.objects.update_or_create(
-            flow=flow,
-            defaults={
-                "status": compiled.status,
-                "dag": dag,
-                "topology_token": compiled.topology_token,
-                "revision": snapshot.number,
-            },
-        )
-        _write_hops(flow.pk, route_of(old.dag) if old else set(), route_of(dag))
-        if flow.compilation_status != compiled.status or flow.compilation_message != compiled.message:
-            set_compilation(flow, compiled.status, compiled.message)
         counts["changed"] += 1
+        if dag is None:
+            continue
+        token = compiled.topology_token
+        route = route_of(dag)
+        if route != (route_of(old.dag) if old else set()):
+            hops[flow.pk] = route
+        if old is None:
+            new_dags.append(
+                CompiledJobDag(
+                    flow=flow, status=status, dag=dag, topology_token=token, revision=snapshot.number
+                )
+            )
+        else:
+            old.status, old.dag, old.topology_token, old.revision = status, dag, token, snapshot.number
+            changed_dags.append(old)
+    if new_dags:
+        CompiledJobDag.objects.bulk_create(new_dags)
+    if changed_dags:
+        now = timezone.now()
+        for dag in changed_dags:
+            dag.compiled_at = now
+        CompiledJobDag.objects.bulk_update(
+            changed_dags, ["status", "dag", "topology_token", "revision", "compiled_at"]
+        )
+    if verdicts:
+        FlowConfig.objects.bulk_update(verdicts, ["compilation_status", "compilation_message"])
+    if hops:
+        CompiledHop.objects.filter(flow_id__in=list(hops)).delete()
+        CompiledHop.objects.bulk_create(
+            CompiledHop(flow_id=pk, source=s, destination=d, executor=e)
+            for pk, route in hops.items()
+            for s, d, e in sorted(route)
+        )
     if unchanged:
         CompiledJobDag.objects.filter(flow_id__in=unchanged, revision__lt=snapshot.number).update(
             revision=snapshot.number

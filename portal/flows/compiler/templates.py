@@ -54,7 +54,6 @@ def declared_encrypted_attributes(flow: Any, user: Any, loader: Any = None) -> s
     declared = encrypted_attributes(flow.properties)
     if not flow.template_uri_list:
         return declared
-    from portal.templatepacks import hocon
     from portal.templatepacks.resolution import TemplateLoader, TemplateResolutionError
 
     loader = loader if loader is not None else TemplateLoader(user)
@@ -64,7 +63,7 @@ def declared_encrypted_attributes(flow: Any, user: Any, loader: Any = None) -> s
         except TemplateResolutionError:
             continue
         for template in chain:
-            declared |= encrypted_attributes({ENCRYPTED_KEY: hocon.plain_value(template.tree, ENCRYPTED_KEY)})
+            declared |= encrypted_attributes({ENCRYPTED_KEY: template.plain(ENCRYPTED_KEY)})
     return declared
 
 
