@@ -42,7 +42,7 @@ from portal.topology.models import CompiledHop
 
 logger = logging.getLogger(__name__)
 
-BATCH_SIZE = 200
+BATCH_SIZE = 500
 # Above this many changed edges (a whole topology file synced at once) the
 # per-edge reachability test is replaced by one over all of them together.
 PER_EDGE_LIMIT = 64
@@ -234,9 +234,10 @@ def refresh_batch(limit: int = BATCH_SIZE) -> int:
     from portal.flows.compiler.record import record_batch
 
     with transaction.atomic():
+        # By owner: a batch then reads each owner's template access once.
         claimed = list(
-            FlowRefresh.objects.select_for_update(skip_locked=True)
-            .order_by("flow_id")
+            FlowRefresh.objects.select_for_update(skip_locked=True, of=("self",))
+            .order_by("flow__owner_id", "flow_id")
             .values_list("flow_id", flat=True)[:limit]
         )
         if not claimed:
