@@ -40,6 +40,7 @@ class Event(models.Model):
         ordering = ["-created", "-id"]
         indexes = [
             models.Index(fields=["kind", "created"]),
+            models.Index(fields=["created"], name="event_created"),
             models.Index(fields=["delivered_at", "created"]),
         ]
         constraints = [

@@ -66,7 +66,14 @@ class FlowExecution(models.Model):
                 name="one_execution_per_tick",
             ),
         ]
-        indexes = [models.Index(fields=["status", "created"])]
+        indexes = [
+            models.Index(fields=["status", "created"]),
+            # The executions page and API list newest first, filtered by status
+            # or not; the dashboard and retention look executions up by age.
+            models.Index(fields=["-execution_id", "-id"], name="execution_newest"),
+            models.Index(fields=["status", "-execution_id"], name="execution_status_newest"),
+            models.Index(fields=["created"], name="execution_created"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.flow_group}/{self.flow_name}#{self.execution_id}"
@@ -286,6 +293,7 @@ class DatasetStateHistory(models.Model):
 
     class Meta:
         ordering = ["-created", "-id"]
+        indexes = [models.Index(fields=["state", "-created", "-id"], name="watermark_history_newest")]
 
     def __str__(self) -> str:
         return f"{self.state} -> {self.watermark[:40]}"
