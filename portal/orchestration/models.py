@@ -86,6 +86,10 @@ class ScheduleCursor(models.Model):
     flow = models.OneToOneField(FlowConfig, on_delete=models.CASCADE, related_name="schedule_cursor")
     schedule = models.CharField(max_length=200)
     last_tick = models.DateTimeField()
+    # The next tick after last_tick (null: to be worked out, e.g. after the
+    # flow's schedule changed). Indexed: a pass reads only the due cursors,
+    # not every scheduled flow.
+    next_tick = models.DateTimeField(null=True, blank=True, db_index=True)
     updated = models.DateTimeField(auto_now=True)
 
     def __str__(self) -> str:
