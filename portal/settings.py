@@ -289,6 +289,8 @@ SCHEDULER_MAX_CATCH_UP = env_int("SCHEDULER_MAX_CATCH_UP", 100)
 # pruned by the scheduler every HISTORY_PRUNE_SECONDS, in small batches.
 HISTORY_RETENTION_DAYS = env_int("HISTORY_RETENTION_DAYS", 90)
 HISTORY_PRUNE_SECONDS = env_int("HISTORY_PRUNE_SECONDS", 60)
+# /metrics figures over the whole history are recomputed this often, by the scheduler.
+METRICS_HISTORY_SECONDS = env_int("METRICS_HISTORY_SECONDS", 60)
 
 # --- Topology -----------------------------------------------------------------
 # YAML or HOCON topology file synced at start-up (`manage.py load_topology`);

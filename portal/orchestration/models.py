@@ -73,6 +73,13 @@ class FlowExecution(models.Model):
             models.Index(fields=["-execution_id", "-id"], name="execution_newest"),
             models.Index(fields=["status", "-execution_id"], name="execution_status_newest"),
             models.Index(fields=["created"], name="execution_created"),
+            # The dashboard's recent failures.
+            models.Index(
+                models.F("status"),
+                models.F("ended_at").desc(nulls_last=True),
+                models.F("id").desc(),
+                name="execution_status_ended",
+            ),
         ]
 
     def __str__(self) -> str:
