@@ -10,7 +10,7 @@ from django.utils.functional import cached_property
 from rest_framework.pagination import PageNumberPagination
 from rest_framework.response import Response
 
-COUNT_CAP = 10_000
+COUNT_CAP = 1_000
 
 
 class CappedPaginator(Paginator):
