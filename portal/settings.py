@@ -286,6 +286,13 @@ if SCHEDULER_DEFAULT_CATCH_UP not in ("skip", "latest", "all"):
     raise ImproperlyConfigured("SCHEDULER_CATCH_UP must be skip, latest or all")
 # With catch-up "all", at most this many missed ticks per flow are run.
 SCHEDULER_MAX_CATCH_UP = env_int("SCHEDULER_MAX_CATCH_UP", 100)
+# History retention (portal/orchestration/retention.py): finished executions,
+# job logs, events, done actions and sent outbox rows older than this are
+# pruned by the scheduler every HISTORY_PRUNE_SECONDS, in small batches.
+HISTORY_RETENTION_DAYS = env_int("HISTORY_RETENTION_DAYS", 90)
+HISTORY_PRUNE_SECONDS = env_int("HISTORY_PRUNE_SECONDS", 60)
+# /metrics figures over the whole history are recomputed this often, by the scheduler.
+METRICS_HISTORY_SECONDS = env_int("METRICS_HISTORY_SECONDS", 60)
 
 # --- Topology -----------------------------------------------------------------
 # YAML or HOCON topology file synced at start-up (`manage.py load_topology`);

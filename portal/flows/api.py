@@ -4,6 +4,7 @@ names and its Rest.li key form `(flowGroup:g,flowName:n)`."""
 from __future__ import annotations
 
 from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db.models import Exists, OuterRef
 from django.shortcuts import get_object_or_404
 from django.urls import path, re_path
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
@@ -14,7 +15,7 @@ from portal.api_errors import Conflict
 from portal.api_fields import StrictCharField, StringMapField
 from portal.flows import services
 from portal.flows.filters import FlowConfigFilterSet
-from portal.flows.models import FlowConfig
+from portal.flows.models import FlowConfig, FlowRefresh
 
 # API name → model field; errors from the model are reported under API names.
 API_FIELDS = {
@@ -34,6 +35,8 @@ MODEL_TO_API = {model: api for api, model in API_FIELDS.items()}
 class CompilationSerializer(serializers.Serializer):
     status = serializers.CharField(source="compilation_status")
     message = serializers.CharField(source="compilation_message")
+    # True while a topology change's background recompile of the flow is queued.
+    refreshing = serializers.BooleanField(read_only=True, default=False)
 
 
 class FlowConfigSerializer(serializers.Serializer):
@@ -106,7 +109,11 @@ class FlowConfigViewSet(
     lookup_url_kwarg = "flowName"
 
     def get_queryset(self):
-        return FlowConfig.objects.visible_to(self.request.user).select_related("owner")
+        return (
+            FlowConfig.objects.visible_to(self.request.user)
+            .select_related("owner")
+            .annotate(refreshing=Exists(FlowRefresh.objects.filter(flow=OuterRef("pk"))))
+        )
 
     def get_object(self) -> FlowConfig:
         flow = get_object_or_404(

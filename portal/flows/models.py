@@ -126,3 +126,30 @@ class FlowConfig(models.Model):
     @property
     def is_scheduled(self) -> bool:
         return bool(self.schedule)
+
+
+class FlowRefresh(models.Model):
+    """A flow whose compilation verdict a topology change may have changed:
+    queued after the change commits, recompiled in the background
+    (flows.refresh), and shown on the pages as "being refreshed"."""
+
+    flow = models.OneToOneField(FlowConfig, on_delete=models.CASCADE, related_name="refresh")
+    revision = models.BigIntegerField(help_text="TopologyRevision.number that asked for it.")
+    requested = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"{self.flow_id} @ {self.revision}"
+
+
+class RouteSummary(models.Model):
+    """One row: the routing-relevant topology (best edge per node pair, the
+    unusable executors, executor and node attributes copied into job specs)
+    as of `applied_revision`. The refresh planner diffs the current topology
+    against it to find the flows a change can affect."""
+
+    applied_revision = models.BigIntegerField(default=0)
+    routes = models.JSONField(default=dict)
+    updated = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"routes @ {self.applied_revision}"

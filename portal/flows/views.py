@@ -15,16 +15,17 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.paginator import Paginator
+from django.db.models import Exists, OuterRef
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, HttpResponseNotAllowed
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods
 from django.views.decorators.vary import vary_on_headers
 
-from portal.flows import formdata, services
+from portal.flows import formdata, refresh, services
 from portal.flows.compiler import compile_flow
 from portal.flows.filters import FlowConfigFilterSet
 from portal.flows.forms import FlowConfigForm
-from portal.flows.models import FlowConfig
+from portal.flows.models import FlowConfig, FlowRefresh
 from portal.keys.services import redact
 
 
@@ -43,7 +44,10 @@ def _flow_for(request: HttpRequest, flow_group: str, flow_name: str, action: str
 @vary_on_headers("HX-Request")
 def flow_list(request: HttpRequest) -> HttpResponse:
     filterset = FlowConfigFilterSet(
-        request.GET, queryset=FlowConfig.objects.visible_to(request.user).select_related("owner")
+        request.GET,
+        queryset=FlowConfig.objects.visible_to(request.user)
+        .select_related("owner")
+        .annotate(refreshing=Exists(FlowRefresh.objects.filter(flow=OuterRef("pk")))),
     )
     page = Paginator(filterset.qs, 25).get_page(request.GET.get("page"))
     context = {"filter": filterset, "page": page}
@@ -55,10 +59,14 @@ def flow_list(request: HttpRequest) -> HttpResponse:
 @login_required
 def flow_detail(request: HttpRequest, flow_group: str, flow_name: str) -> HttpResponse:
     flow = _flow_for(request, flow_group, flow_name)
+    refreshing = refresh.is_refreshing(flow)
+    if request.GET.get("part") == "compilation":  # polled while the verdict is refreshed
+        return render(request, "flows/partials/compilation.html", {"flow": flow, "refreshing": refreshing})
     can_change = FlowConfig.objects.restrict(request.user, "change").filter(pk=flow.pk).exists()
     context = {
         "flow": flow,
         "can_change": can_change,
+        "refreshing": refreshing,
         "schedule_text": formdata.describe_schedule(flow.schedule),
         # As the keys app shows properties anywhere: ENC(...) and secret-named values masked.
         "properties": [

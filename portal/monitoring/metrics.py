@@ -1,12 +1,14 @@
 """Prometheus metrics, computed from the database at scrape time by one
-custom collector. Nothing is counted in process memory, so every web
+custom collector (the figures over the whole history from a snapshot the
+scheduler refreshes every METRICS_HISTORY_SECONDS). Nothing is counted in process memory, so every web
 process (gunicorn workers, several nodes) answers the same numbers and no
 multiprocess directory is needed."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import timedelta
+from datetime import datetime, timedelta
+from typing import Any
 
 from django.conf import settings
 from django.db.models import Count, DurationField, ExpressionWrapper, F, Min, Q, Sum
@@ -15,7 +17,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_l
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from portal.monitoring.models import Event, HealthCheck
+from portal.monitoring.models import Event, HealthCheck, MetricsSnapshot
 
 # Job durations run from seconds to hours.
 DURATION_BUCKETS = (5, 15, 30, 60, 120, 300, 600, 1800, 3600, 7200, 21600, 86400)
@@ -31,7 +33,6 @@ class FlowportCollector(Collector):
             Action,
             ExecutionStatus,
             FlowExecution,
-            JobExecution,
             JobStatus,
             OutboxMessage,
             WorkerHeartbeat,
@@ -40,35 +41,35 @@ class FlowportCollector(Collector):
 
         now = timezone.now()
 
+        history = history_snapshot()
         executions = GaugeMetricFamily(
             "flowport_flow_executions", "Flow executions by current status.", labels=["status"]
         )
-        counts = dict(FlowExecution.objects.values_list("status").annotate(n=Count("id")).order_by())
         for status in ExecutionStatus.values:
-            executions.add_metric([status], counts.get(status, 0))
+            executions.add_metric([status], history["executions"].get(status, 0))
         yield executions
 
         jobs = GaugeMetricFamily("flowport_jobs", "Job executions by current status.", labels=["status"])
-        counts = dict(JobExecution.objects.values_list("status").annotate(n=Count("id")).order_by())
         for status in JobStatus.values:
-            jobs.add_metric([status], counts.get(status, 0))
+            jobs.add_metric([status], history["jobs"].get(status, 0))
         yield jobs
 
-        yield self._job_durations()
+        yield self._job_durations(history["durations"])
 
         records = CounterMetricFamily(
             "flowport_records_processed",
             "Records processed by committed jobs, by executor.",
             labels=["executor"],
         )
-        for executor, total in (
-            JobExecution.objects.filter(status=JobStatus.COMMITTED)
-            .values_list("executor")
-            .annotate(total=Sum("processed_count"))
-            .order_by("executor")
-        ):
+        for executor, total in history["records"]:
             records.add_metric([executor], total or 0)
         yield records
+        yield GaugeMetricFamily(
+            "flowport_history_metrics_age_seconds",
+            "Age of the figures above (executions, jobs, durations, records, events): the scheduler "
+            "recomputes them every METRICS_HISTORY_SECONDS, so a scrape never reads the whole history.",
+            value=_age(datetime.fromisoformat(history["computed"]), now),
+        )
 
         due = Action.objects.filter(done_at__isnull=True, due_at__lte=now).filter(
             Q(lease_until__isnull=True) | Q(lease_until__lt=now)
@@ -131,41 +132,73 @@ class FlowportCollector(Collector):
         yield up
 
         events = CounterMetricFamily("flowport_events", "Monitoring events raised, by kind.", labels=["kind"])
-        for kind, n in Event.objects.values_list("kind").annotate(n=Count("id")).order_by("kind"):
+        for kind, n in history["events"]:
             events.add_metric([kind], n)
         yield events
 
     @staticmethod
-    def _job_durations() -> Metric:
-        from portal.orchestration.models import JobExecution, JobStatus
-
+    def _job_durations(rows: list[dict]) -> Metric:
         histogram = HistogramMetricFamily(
             "flowport_job_duration_seconds",
             "Run time of finished job attempts (start to end), by executor and status.",
             labels=["executor", "status"],
         )
-        duration = ExpressionWrapper(F("ended_at") - F("started_at"), output_field=DurationField())
-        finished = JobExecution.objects.filter(
-            status__in=[JobStatus.COMMITTED, JobStatus.FAILED, JobStatus.CANCELLED],
-            started_at__isnull=False,
-            ended_at__isnull=False,
-        ).annotate(duration=duration)
-        buckets = {
-            f"le_{i}": Count("id", filter=Q(duration__lte=timedelta(seconds=bound)))
-            for i, bound in enumerate(DURATION_BUCKETS)
-        }
-        rows = (
-            finished.values("executor", "status")
-            .annotate(count=Count("id"), total=Sum("duration"), **buckets)
-            .order_by("executor", "status")
-        )
         for row in rows:
             cumulative = [(str(float(bound)), row[f"le_{i}"]) for i, bound in enumerate(DURATION_BUCKETS)]
             cumulative.append(("+Inf", row["count"]))
-            total = row["total"]
-            seconds = total.total_seconds() if isinstance(total, timedelta) else float(total or 0) / 1e6
-            histogram.add_metric([row["executor"], row["status"]], cumulative, max(0.0, seconds))
+            histogram.add_metric([row["executor"], row["status"]], cumulative, max(0.0, row["seconds"]))
         return histogram
+
+
+def compute_history() -> dict[str, Any]:
+    """The figures that read the whole history (GROUP BY over millions of
+    rows): computed by the scheduler in the background, not per scrape."""
+    from portal.orchestration.models import FlowExecution, JobExecution, JobStatus
+
+    duration = ExpressionWrapper(F("ended_at") - F("started_at"), output_field=DurationField())
+    finished = JobExecution.objects.filter(
+        status__in=[JobStatus.COMMITTED, JobStatus.FAILED, JobStatus.CANCELLED],
+        started_at__isnull=False,
+        ended_at__isnull=False,
+    ).annotate(duration=duration)
+    buckets = {
+        f"le_{i}": Count("id", filter=Q(duration__lte=timedelta(seconds=bound)))
+        for i, bound in enumerate(DURATION_BUCKETS)
+    }
+    durations = []
+    for row in (
+        finished.values("executor", "status")
+        .annotate(count=Count("id"), total=Sum("duration"), **buckets)
+        .order_by("executor", "status")
+    ):
+        total = row.pop("total")
+        row["seconds"] = total.total_seconds() if isinstance(total, timedelta) else float(total or 0) / 1e6
+        durations.append(row)
+    return {
+        "computed": timezone.now().isoformat(),
+        "executions": dict(FlowExecution.objects.values_list("status").annotate(n=Count("id")).order_by()),
+        "jobs": dict(JobExecution.objects.values_list("status").annotate(n=Count("id")).order_by()),
+        "records": list(
+            JobExecution.objects.filter(status=JobStatus.COMMITTED)
+            .values_list("executor")
+            .annotate(total=Sum("processed_count"))
+            .order_by("executor")
+        ),
+        "durations": durations,
+        "events": list(Event.objects.values_list("kind").annotate(n=Count("id")).order_by("kind")),
+    }
+
+
+def refresh_history_snapshot() -> dict[str, Any]:
+    data = compute_history()
+    MetricsSnapshot.objects.update_or_create(pk=1, defaults={"data": data})
+    return data
+
+
+def history_snapshot() -> dict[str, Any]:
+    """The stored figures; computed here only once, before any scheduler has."""
+    row = MetricsSnapshot.objects.filter(pk=1).values_list("data", flat=True).first()
+    return row if row else refresh_history_snapshot()
 
 
 registry = CollectorRegistry(auto_describe=False)

@@ -40,6 +40,7 @@ class Event(models.Model):
         ordering = ["-created", "-id"]
         indexes = [
             models.Index(fields=["kind", "created"]),
+            models.Index(fields=["created"], name="event_created"),
             models.Index(fields=["delivered_at", "created"]),
         ]
         constraints = [
@@ -76,3 +77,14 @@ class HealthCheck(models.Model):
 
     def __str__(self) -> str:
         return f"{self.key}: {self.status}"
+
+
+class MetricsSnapshot(models.Model):
+    """One row: the /metrics figures that aggregate the whole history,
+    recomputed in the background (monitoring.metrics.refresh_history_snapshot)."""
+
+    data = models.JSONField(default=dict)
+    updated = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"metrics snapshot {self.updated:%Y-%m-%d %H:%M:%S}"

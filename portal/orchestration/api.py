@@ -31,6 +31,7 @@ from portal.orchestration import services
 from portal.orchestration import status as execution_status
 from portal.orchestration.filters import FlowExecutionFilterSet
 from portal.orchestration.models import FlowExecution
+from portal.orchestration.pagination import CappedPageNumberPagination
 from portal.orchestration.serializers import (
     FlowExecutionSerializer,
     FlowStatusSerializer,
@@ -83,6 +84,7 @@ class FlowExecutionViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
 
     serializer_class = FlowExecutionSerializer
     filterset_class = FlowExecutionFilterSet
+    pagination_class = CappedPageNumberPagination
     lookup_url_kwarg = "executionId"
 
     def get_queryset(self):

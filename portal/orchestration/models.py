@@ -68,7 +68,21 @@ class FlowExecution(models.Model):
                 name="one_execution_per_tick",
             ),
         ]
-        indexes = [models.Index(fields=["status", "created"])]
+        indexes = [
+            models.Index(fields=["status", "created"]),
+            # The executions page and API list newest first, filtered by status
+            # or not; the dashboard and retention look executions up by age.
+            models.Index(fields=["-execution_id", "-id"], name="execution_newest"),
+            models.Index(fields=["status", "-execution_id"], name="execution_status_newest"),
+            models.Index(fields=["created"], name="execution_created"),
+            # The dashboard's recent failures.
+            models.Index(
+                models.F("status"),
+                models.F("ended_at").desc(nulls_last=True),
+                models.F("id").desc(),
+                name="execution_status_ended",
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"{self.flow_group}/{self.flow_name}#{self.execution_id}"
@@ -81,6 +95,10 @@ class ScheduleCursor(models.Model):
     flow = models.OneToOneField(FlowConfig, on_delete=models.CASCADE, related_name="schedule_cursor")
     schedule = models.CharField(max_length=200)
     last_tick = models.DateTimeField()
+    # The next tick after last_tick (null: to be worked out, e.g. after the
+    # flow's schedule changed). Indexed: a pass reads only the due cursors,
+    # not every scheduled flow.
+    next_tick = models.DateTimeField(null=True, blank=True, db_index=True)
     updated = models.DateTimeField(auto_now=True)
 
     def __str__(self) -> str:
@@ -288,6 +306,7 @@ class DatasetStateHistory(models.Model):
 
     class Meta:
         ordering = ["-created", "-id"]
+        indexes = [models.Index(fields=["state", "-created", "-id"], name="watermark_history_newest")]
 
     def __str__(self) -> str:
         return f"{self.state} -> {self.watermark[:40]}"

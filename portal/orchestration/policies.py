@@ -16,6 +16,8 @@ RETRY_BACKOFF = "job.retry.backoff.seconds"
 FLOW_SLA = ("gobblin.flow.sla.time", "gobblin.flow.sla.timeunit")
 JOB_START_SLA = ("gobblin.job.start.sla.time", "gobblin.job.start.sla.timeunit")
 TIME_UNITS = {"SECONDS": 1, "MINUTES": 60, "HOURS": 3600, "DAYS": 86400}
+RETENTION_DAYS = "flow.retentionDays"
+MAX_RETENTION_DAYS = 36500
 MAX_RETRIES = 20
 DEFAULT_BACKOFF_SECONDS = 10.0
 MAX_BACKOFF_SECONDS = 3600.0
@@ -77,8 +79,23 @@ def job_start_sla_seconds(props: Mapping[str, str]) -> float:
     return _duration(props, JOB_START_SLA, settings.JOB_START_SLA_SECONDS)
 
 
+def retention_days(props: Mapping[str, str]) -> int:
+    """How many days of this flow's history the scheduler keeps (retention)."""
+    value = props.get(RETENTION_DAYS)
+    if value is None or value == "":
+        return settings.HISTORY_RETENTION_DAYS
+    try:
+        days = int(str(value).strip())
+    except ValueError:
+        raise ValidationError({RETENTION_DAYS: f"must be a whole number of days, got {value!r}"}) from None
+    if not 1 <= days <= MAX_RETENTION_DAYS:
+        raise ValidationError({RETENTION_DAYS: f"must be between 1 and {MAX_RETENTION_DAYS}, got {days}"})
+    return days
+
+
 def validate(props: Mapping[str, str]) -> None:
     """Raise ValidationError naming the first bad run-policy key."""
+    retention_days(props)
     _bool(props, ALLOW_CONCURRENT, False)
     retry_count(props)
     retry_backoff_seconds(props, 0)

@@ -7,6 +7,7 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
+from django.utils import timezone
 
 from portal.flows.models import FlowConfig
 from portal.orchestration.actions import ActionKind, enqueue_for
@@ -14,6 +15,7 @@ from portal.orchestration.models import (
     FINISHED_STATUSES,
     JOB_NOT_COMMITTED,
     RESUMABLE_STATUSES,
+    Action,
     ExecutionStatus,
     FlowExecution,
 )
@@ -110,10 +112,16 @@ def resume(execution: FlowExecution, *, user: Any) -> None:
 
 
 def relaunch_waiting() -> int:
-    """After a topology change: executions still waiting for a path try again."""
-    waiting = FlowExecution.objects.filter(status=ExecutionStatus.PENDING, flow__isnull=False)
-    count = 0
-    for execution in waiting.iterator():
-        enqueue_for(execution, ActionKind.LAUNCH)
-        count += 1
-    return count
+    """After a topology change: executions still waiting for a path try
+    again. One read and one INSERT, inside the change's transaction."""
+    waiting = FlowExecution.objects.filter(status=ExecutionStatus.PENDING, flow__isnull=False).values_list(
+        "flow_group", "flow_name", "execution_id"
+    )
+    now = timezone.now()
+    actions = [
+        Action(kind=ActionKind.LAUNCH, flow_group=g, flow_name=n, execution_id=e, due_at=now, payload={})
+        for g, n, e in waiting
+    ]
+    # The same request already waiting is not repeated (the actions' unique constraint).
+    Action.objects.bulk_create(actions, ignore_conflicts=True)
+    return len(actions)

@@ -12,7 +12,6 @@ from datetime import UTC, datetime
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
-from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -24,6 +23,7 @@ from django_htmx.http import HttpResponseClientRedirect
 from portal.orchestration import joblogs, services, status
 from portal.orchestration.filters import FlowExecutionFilterSet
 from portal.orchestration.models import FINISHED_STATUSES, FlowExecution, JobStatus, delivered
+from portal.orchestration.pagination import CappedPaginator
 
 PAGE_SIZE = 25
 FLOW_PAGE_SIZE = 10
@@ -65,7 +65,7 @@ def execution_list(request: HttpRequest) -> HttpResponse:
         request.GET, queryset=status.executions_visible_to(request.user).order_by("-execution_id", "-pk")
     )
     executions = filterset.qs if filterset.is_valid() else FlowExecution.objects.none()
-    page = Paginator(executions, PAGE_SIZE).get_page(request.GET.get("page"))
+    page = CappedPaginator(executions, PAGE_SIZE).get_page(request.GET.get("page"))
     context = {
         "filter": filterset,
         "since_value": _local_input(filterset, "since"),

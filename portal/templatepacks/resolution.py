@@ -7,6 +7,8 @@ Used by the compiler (`resolve_templates`), by flow validation
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass, field
 
 from django.core.exceptions import ValidationError
@@ -55,7 +57,77 @@ class LoadedTemplate:
     pack_name: str
     path: str
     version_number: int
-    tree: ConfigTree
+    tree: ConfigTree  # shared through the caches below: never modify it
+    key: int | None = None  # the stored JobTemplate's id; None for a pending upload
+
+    # The settings read before resolution, read once per template (pyhocon's
+    # key lookup is slow enough to matter when thousands of flows compile).
+    @property
+    def inherit(self) -> str | None:
+        return self._plain(hocon.INHERIT_KEY)
+
+    @property
+    def required(self) -> list[str]:
+        if "_required" not in self.__dict__:
+            self.__dict__["_required"] = hocon.required_attributes(self.tree)
+        return self.__dict__["_required"]
+
+    def _plain(self, key: str) -> str | None:
+        memo = self.__dict__.setdefault("_plain_values", {})
+        if key not in memo:
+            memo[key] = hocon.plain_value(self.tree, key)
+        return memo[key]
+
+    def plain(self, key: str) -> str | None:
+        return self._plain(key)
+
+
+class _Lru:
+    """A small thread-safe LRU map. Stored templates never change (a change is
+    a new pack version with new rows), so entries keyed by template ids never
+    go stale; the bound only caps memory."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._data: OrderedDict = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key):
+        with self._lock:
+            value = self._data.get(key)
+            if value is not None:
+                self._data.move_to_end(key)
+            return value
+
+    def put(self, key, value) -> None:
+        with self._lock:
+            self._data[key] = value
+            self._data.move_to_end(key)
+            while len(self._data) > self.size:
+                self._data.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._data.clear()
+
+
+# HOCON parsed once per stored template (so once per pack version), and
+# resolutions once per (template versions, flow properties).
+PARSED = _Lru(4096)
+RESOLVED = _Lru(16384)
+
+
+def _parsed(template_id: int, pack_name: str, path: str, number: int) -> LoadedTemplate:
+    """A stored template, parsed once per process (stored rows never change)."""
+    loaded = PARSED.get(template_id)
+    if loaded is None:
+        text = JobTemplate.objects.filter(pk=template_id).values_list("text", flat=True).get()
+        canonical = f"pack://{pack_name}/{path}"
+        loaded = LoadedTemplate(
+            canonical, pack_name, path, number, hocon.parse_template(text, canonical), template_id
+        )
+        PARSED.put(template_id, loaded)
+    return loaded
 
 
 @dataclass
@@ -63,14 +135,23 @@ class TemplateLoader:
     user: object
     pending: PendingPack | None = None
     _cache: dict[tuple[str, str], LoadedTemplate] = field(default_factory=dict)
+    _located: dict[tuple[str, str | None], tuple[str, str]] = field(default_factory=dict)
+    _stored_missing: set[tuple[str, str]] = field(default_factory=set)
 
-    def _stored(self, pack_name: str, path: str) -> JobTemplate | None:
-        pack = TemplatePack.objects.visible_to(self.user).filter(name=pack_name).first()
-        if pack is None or pack.current_version_id is None:
+    def _stored(self, pack_name: str, path: str) -> tuple[int, int] | None:
+        """(JobTemplate id, version number) of the pack's current version, if
+        `user` may read the pack. The text is read only when not yet parsed."""
+        version_id = (
+            TemplatePack.objects.visible_to(self.user)
+            .filter(name=pack_name)
+            .values_list("current_version_id", flat=True)
+            .first()
+        )
+        if version_id is None:
             return None
         return (
-            JobTemplate.objects.select_related("version")
-            .filter(version_id=pack.current_version_id, path=path)
+            JobTemplate.objects.filter(version_id=version_id, path=path)
+            .values_list("pk", "version__number")
             .first()
         )
 
@@ -78,6 +159,12 @@ class TemplateLoader:
         """(pack name, path) for a URI; `FS:///p` maps to the one readable pack
         holding p; a bare path, or Gobblin's classpath form `resource:///p`,
         is relative to the pack `relative_to`."""
+        key = (uri, relative_to)
+        if key not in self._located:
+            self._located[key] = self._locate(uri, relative_to=relative_to)
+        return self._located[key]
+
+    def _locate(self, uri: str, *, relative_to: str | None = None) -> tuple[str, str]:
         if relative_to is not None and uri.startswith(RESOURCE_SCHEME):
             uri = uri[len(RESOURCE_SCHEME) :]
         if relative_to is not None and "://" not in uri and not uri.lower().startswith("fs:"):
@@ -114,30 +201,33 @@ class TemplateLoader:
         if key in self._cache:
             return self._cache[key]
         canonical = f"pack://{pack_name}/{path}"
-        if self.pending is not None and pack_name == self.pending.name:
-            text = self.pending.templates.get(path)
-            number = self.pending.version_number
-            if text is None:
-                raise TemplateResolutionError(uri, f"pack {pack_name!r} has no template {path!r}.")
-        else:
-            stored = self._stored(pack_name, path)
-            if stored is None:
-                raise TemplateResolutionError(uri, f"template {canonical} {NO_ACCESS}.")
-            text, number = stored.text, stored.version.number
+        if key in self._stored_missing:
+            raise TemplateResolutionError(uri, f"template {canonical} {NO_ACCESS}.")
         try:
-            tree = hocon.parse_template(text, canonical)
+            if self.pending is not None and pack_name == self.pending.name:
+                text = self.pending.templates.get(path)
+                number = self.pending.version_number
+                if text is None:
+                    raise TemplateResolutionError(uri, f"pack {pack_name!r} has no template {path!r}.")
+                tree = hocon.parse_template(text, canonical)
+                loaded = LoadedTemplate(canonical, pack_name, path, number, tree)
+            else:
+                stored = self._stored(pack_name, path)
+                if stored is None:
+                    # Remembered too: a batch of one owner's flows asks once.
+                    self._stored_missing.add(key)
+                    raise TemplateResolutionError(uri, f"template {canonical} {NO_ACCESS}.")
+                loaded = _parsed(stored[0], pack_name, path, stored[1])
         except hocon.HoconError as error:
             raise TemplateResolutionError(uri, str(error)) from None
-        loaded = LoadedTemplate(canonical, pack_name, path, number, tree)
         self._cache[key] = loaded
         return loaded
 
     def parents(self, template: LoadedTemplate) -> list[LoadedTemplate]:
         """The templates `template` inherits from, in the order it lists them
         (`gobblin.template.inherit` may name several, comma-separated)."""
-        value = hocon.plain_value(template.tree, hocon.INHERIT_KEY)
         parents = []
-        for parent_uri in (part.strip() for part in str(value or "").split(",")):
+        for parent_uri in (part.strip() for part in str(template.inherit or "").split(",")):
             if not parent_uri:
                 continue
             try:
@@ -179,18 +269,51 @@ class TemplateLoader:
 def resolve_with(
     loader: TemplateLoader, template_uris: list[str], flow_properties: dict[str, str]
 ) -> ResolvedTemplates:
-    """Flow properties over the templates (earlier URIs win) over their parents."""
+    """Flow properties over the templates (earlier URIs win) over their parents.
+
+    The result is cached by the templates' stored ids (immutable, so by pack
+    version) and the flow's properties: copies of one flow cost one lookup."""
     layers: list[ConfigTree] = []
     required: list[str] = []
     pinned: dict[str, int] = {}
+    keys: list[int | None] = []
     for uri in reversed(template_uris):
         chain = loader.chain(uri)
         for template in chain:
             pinned.setdefault(template.uri, template.version_number)
-            required.extend(hocon.required_attributes(template.tree))
+            required.extend(template.required)
+            keys.append(template.key)
         pinned[uri] = chain[0].version_number
         layers.extend(t.tree for t in reversed(chain))
-    layers.append(hocon.tree_from_flat(flow_properties))
+    cache_key = None
+    if None not in keys:
+        cache_key = (tuple(template_uris), tuple(keys), tuple(sorted(map(repr, flow_properties.items()))))
+        cached = RESOLVED.get(cache_key)
+        if cached is not None:
+            return ResolvedTemplates(
+                properties=dict(cached.properties),
+                missing_required=list(cached.missing_required),
+                pinned_versions=dict(pinned),
+            )
+    resolved = _resolve(layers, required, pinned, template_uris, flow_properties)
+    if cache_key is not None:
+        RESOLVED.put(cache_key, resolved)
+        return ResolvedTemplates(
+            properties=dict(resolved.properties),
+            missing_required=list(resolved.missing_required),
+            pinned_versions=dict(pinned),
+        )
+    return resolved
+
+
+def _resolve(
+    layers: list[ConfigTree],
+    required: list[str],
+    pinned: dict[str, int],
+    template_uris: list[str],
+    flow_properties: dict[str, str],
+) -> ResolvedTemplates:
+    layers = [*layers, hocon.tree_from_flat(flow_properties)]
     try:
         properties, unresolved = hocon.resolve_layers(layers)
     except hocon.HoconError as error:

@@ -67,6 +67,7 @@ class TopologySnapshot:
     # only read to explain why a flow is pending.
     unusable: dict[tuple[str, str], list[str]] = field(default_factory=dict)
     token: uuid.UUID | None = None
+    number: int = 0  # TopologyRevision.number: orders snapshots
 
     @classmethod
     def build(
@@ -75,6 +76,7 @@ class TopologySnapshot:
         executors: list[ExecutorInfo],
         capabilities: list[tuple[str, str, str]],
         token: uuid.UUID | None = None,
+        number: int = 0,
     ) -> TopologySnapshot:
         """From plain rows: capabilities are (executor, source, destination) names."""
         by_name = {e.name: e for e in executors}
@@ -100,10 +102,11 @@ class TopologySnapshot:
             adjacency=adjacency,
             unusable={key: sorted(names) for key, names in unusable.items()},
             token=token,
+            number=number,
         )
 
     @classmethod
-    def from_db(cls, token: uuid.UUID | None = None) -> TopologySnapshot:
+    def from_db(cls, token: uuid.UUID | None = None, number: int = 0) -> TopologySnapshot:
         nodes = [
             NodeInfo(name, kind, dict(props or {}))
             for name, kind, props in DataNode.objects.values_list("name", "kind", "properties")
@@ -126,7 +129,7 @@ class TopologySnapshot:
         capabilities = list(
             Capability.objects.values_list("executor__name", "source__name", "destination__name")
         )
-        return cls.build(nodes, executors, capabilities, token=token)
+        return cls.build(nodes, executors, capabilities, token=token, number=number)
 
     def edge_count(self) -> int:
         return sum(len(edges) for edges in self.adjacency.values())
@@ -141,16 +144,17 @@ def current_snapshot() -> TopologySnapshot:
 
     One query reads the revision token; the index is rebuilt only when it moved.
     """
-    from portal.topology.services import current_revision
+    from portal.topology.models import TopologyRevision
 
-    token = current_revision()
-    if token is None:
+    row = TopologyRevision.objects.filter(pk=1).values_list("token", "number").first()
+    if row is None:
         return TopologySnapshot.from_db()
+    token, number = row
     with _cache_lock:
         cached = _cache.get("snapshot")
     if cached is not None and cached.token == token:
         return cached
-    snapshot = TopologySnapshot.from_db(token)
+    snapshot = TopologySnapshot.from_db(token, number)
     with _cache_lock:
         _cache["snapshot"] = snapshot
     return snapshot

@@ -141,6 +141,9 @@ class TopologyRevision(models.Model):
     that some process already cached for other contents."""
 
     token = models.UUIDField(default=uuid.uuid4)
+    # A counter beside the token: the order of revisions, so a background
+    # recompile made against an older topology never overwrites a newer verdict.
+    number = models.BigIntegerField(default=0)
     changed = models.DateTimeField(auto_now=True)
 
     def __str__(self) -> str:
@@ -155,7 +158,30 @@ class CompiledJobDag(models.Model):
     status = models.CharField(max_length=16)
     dag = models.JSONField(default=dict)
     topology_token = models.UUIDField(null=True, blank=True)
+    # TopologyRevision.number the verdict was compiled against (see flows.refresh).
+    revision = models.BigIntegerField(default=0)
     compiled_at = models.DateTimeField(auto_now=True)
 
     def __str__(self) -> str:
         return f"{self.flow} ({self.status})"
+
+
+class CompiledHop(models.Model):
+    """One hop of a flow's stored DAG, indexed: a topology change finds the
+    flows it can affect (the ones routed over a changed edge, executor or
+    data node) with an index lookup instead of reading every flow."""
+
+    flow = models.ForeignKey("flows.FlowConfig", on_delete=models.CASCADE, related_name="compiled_hops")
+    source = models.CharField(max_length=128)
+    destination = models.CharField(max_length=128)
+    executor = models.CharField(max_length=128)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["source", "destination"], name="compiledhop_edge"),
+            models.Index(fields=["executor"], name="compiledhop_executor"),
+            models.Index(fields=["destination"], name="compiledhop_destination"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.flow_id}: {self.source} → {self.destination} on {self.executor}"

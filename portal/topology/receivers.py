@@ -1,5 +1,7 @@
-"""Catalog listeners (connected in TopologyConfig.ready): the compiler
-follows flow and topology changes inside the saving transaction."""
+"""Catalog listeners (connected in TopologyConfig.ready): a flow is compiled
+inside its saving transaction; a topology change only moves the revision
+there, and the scheduler recompiles the flows it can affect after the commit
+(portal.flows.refresh), so the change commits in milliseconds."""
 
 from __future__ import annotations
 
@@ -8,7 +10,6 @@ from typing import Any
 from django.dispatch import receiver
 
 from portal.flows.signals import flow_catalog_changed
-from portal.topology.signals import topology_catalog_changed
 
 
 @receiver(flow_catalog_changed, dispatch_uid="topology.compile_on_flow_change")
@@ -17,10 +18,3 @@ def compile_on_flow_change(sender: Any, action: str, flow: Any, **kwargs: Any) -
         from portal.flows.compiler.record import compile_and_record
 
         compile_and_record(flow)
-
-
-@receiver(topology_catalog_changed, dispatch_uid="topology.recompile_on_topology_change")
-def recompile_on_topology_change(sender: Any, action: str, **kwargs: Any) -> None:
-    from portal.flows.compiler.record import recompile_all
-
-    recompile_all()

@@ -19,7 +19,7 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
-from django.db.models import ProtectedError, Q
+from django.db.models import F, ProtectedError, Q
 from django.utils import timezone
 
 from portal.topology.models import Capability, DataNode, SpecExecutor, TopologyRevision
@@ -68,15 +68,22 @@ def _changed(kind: str, action: str, instance: Any) -> None:
     if getattr(_batch, "depth", 0):
         _batch.dirty = True
         return
-    updated = TopologyRevision.objects.filter(pk=1).update(token=uuid.uuid4(), changed=timezone.now())
+    updated = TopologyRevision.objects.filter(pk=1).update(
+        token=uuid.uuid4(), number=F("number") + 1, changed=timezone.now()
+    )
     if not updated:
-        TopologyRevision.objects.get_or_create(pk=1)
+        TopologyRevision.objects.get_or_create(pk=1, defaults={"number": 1})
     sender = type(instance) if instance is not None else TopologyRevision
     topology_catalog_changed.send(sender=sender, action=action, kind=kind, instance=instance)
 
 
 def current_revision() -> uuid.UUID | None:
     return TopologyRevision.objects.filter(pk=1).values_list("token", flat=True).first()
+
+
+def current_revision_number() -> int:
+    """The order of topology revisions (0 before the first change)."""
+    return TopologyRevision.objects.filter(pk=1).values_list("number", flat=True).first() or 0
 
 
 def _unique_error(model: type, field: str, value: str, noun: str) -> ValidationError | None:

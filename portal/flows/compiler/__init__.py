@@ -49,9 +49,12 @@ def hop_properties(flow: Any, hop: Hop, snapshot: TopologySnapshot, name: str) -
     return props
 
 
-def compile_flow(flow: Any, *, topology: TopologySnapshot | None = None, user: Any = None) -> CompiledFlow:
+def compile_flow(
+    flow: Any, *, topology: TopologySnapshot | None = None, user: Any = None, loader: Any = None
+) -> CompiledFlow:
     """Compile a (saved or unsaved) FlowConfig. `user` is whose pack access
-    counts for templates; the flow's owner by default."""
+    counts for templates; the flow's owner by default. `loader`, a
+    TemplateLoader for that user, is shared by a batch of compiles."""
     snapshot = topology if topology is not None else current_snapshot()
     compiled = CompiledFlow(
         flow_group=flow.flow_group,
@@ -67,7 +70,9 @@ def compile_flow(flow: Any, *, topology: TopologySnapshot | None = None, user: A
     if compiled.errors:
         return compiled
 
-    resolution = resolve_flow_templates(flow, user if user is not None else getattr(flow, "owner", None))
+    resolution = resolve_flow_templates(
+        flow, user if user is not None else getattr(flow, "owner", None), loader
+    )
     compiled.pinned_versions = resolution.pinned_versions
     required = set(resolution.missing_required) | required_attributes(resolution.properties)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from portal.flows import refresh
 from portal.flows import services as flow_services
 from portal.flows.compiler import compile_flow
 from portal.flows.models import FlowConfig
@@ -132,6 +133,7 @@ def test_pending_flow_compiles_automatically_when_an_executor_is_added(owner):
     assert CompiledJobDag.objects.get(flow=flow).status == "PENDING"
 
     executor("replicate", "lake>archive")
+    refresh.drain()  # the scheduler's background recompile
 
     flow.refresh_from_db()
     assert flow.compilation_status == "COMPILED"
@@ -148,6 +150,7 @@ def test_deleting_an_executor_makes_a_compiled_flow_pending(owner):
     )
     assert flow.compilation_status == "COMPILED"
     services.delete_executor(only)
+    refresh.drain()
     flow.refresh_from_db()
     assert flow.compilation_status == "PENDING"
 

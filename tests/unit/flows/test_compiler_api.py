@@ -26,6 +26,7 @@ def test_created_flow_reports_compilation_and_its_jobs(api, demo_topology):
     assert created.json()["compilation"] == {
         "status": "COMPILED",
         "message": "2 jobs: landing → lake on ingest; lake → archive on replicate",
+        "refreshing": False,
     }
     jobs = api.get("/api/flowconfigs/demo/f/jobs").json()
     assert jobs["status"] == "COMPILED"

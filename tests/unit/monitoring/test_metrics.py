@@ -115,3 +115,19 @@ def test_a_metrics_token_is_required_when_configured(client, settings, db):
     assert client.get(URL).status_code == 401
     assert client.get(URL, headers={"Authorization": "Bearer wrong"}).status_code == 401
     assert client.get(URL, headers={"Authorization": "Bearer scrape-me"}).status_code == 200
+
+
+def test_history_figures_come_from_the_snapshot_the_scheduler_refreshes(client, flow):
+    from portal.monitoring.metrics import refresh_history_snapshot
+
+    make_execution(flow, status="COMMITTED")
+    first = _samples(client.get(URL))
+    assert first[("flowport_flow_executions", (("status", "COMMITTED"),))] == 1
+    assert ("flowport_history_metrics_age_seconds", ()) in first
+
+    make_execution(flow, status="COMMITTED")
+    # A scrape does not re-read the history ...
+    assert _samples(client.get(URL))[("flowport_flow_executions", (("status", "COMMITTED"),))] == 1
+    # ... the scheduler's refresh does.
+    refresh_history_snapshot()
+    assert _samples(client.get(URL))[("flowport_flow_executions", (("status", "COMMITTED"),))] == 2

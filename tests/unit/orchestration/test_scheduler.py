@@ -80,3 +80,19 @@ def test_cron_ticks_follow_the_configured_time_zone(owner, settings):
     assert schedule_due_ticks(night + timedelta(minutes=59, seconds=58)).created == 0  # 02:59:58 in Oslo
     assert schedule_due_ticks(night + timedelta(hours=1, seconds=2)).created == 1
     assert FlowExecution.objects.get().scheduled_at == datetime(2026, 3, 1, 2, 0, tzinfo=UTC)  # 03:00 Oslo
+
+
+def test_a_pass_reads_only_the_cursors_that_are_due(owner):
+    hourly = [FlowConfigFactory(schedule="0 * * * *", owner=owner) for _ in range(20)]
+    every_minute = FlowConfigFactory(schedule="* * * * *", owner=owner)
+    schedule_due_ticks(T0)  # first sight: each cursor learns its next tick
+    assert ScheduleCursor.objects.get(flow=hourly[0]).next_tick == datetime(2026, 3, 1, 13, 0, tzinfo=UTC)
+    untouched = dict(ScheduleCursor.objects.filter(flow__in=hourly).values_list("pk", "updated"))
+
+    report = schedule_due_ticks(T0 + ON_TIME)
+
+    assert report.created == 1
+    assert FlowExecution.objects.get().flow == every_minute
+    # The hourly flows were not due: no scheduler read or moved their cursors.
+    assert dict(ScheduleCursor.objects.filter(flow__in=hourly).values_list("pk", "updated")) == untouched
+    assert ScheduleCursor.objects.get(flow=every_minute).next_tick == datetime(2026, 3, 1, 12, 2, tzinfo=UTC)

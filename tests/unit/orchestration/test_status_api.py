@@ -498,3 +498,16 @@ def test_the_times_are_epoch_milliseconds(api, flow):
     )
     body = api.get("/api/flowstatuses/sales/orders").json()
     assert (body["executionStartTime"], body["executionEndTime"]) == (ms(started), ms(started) + 1000)
+
+
+def test_a_long_history_counts_up_to_a_cap_and_says_so(api, flow, monkeypatch):
+    from portal.orchestration import pagination
+
+    monkeypatch.setattr(pagination, "COUNT_CAP", 3)
+    monkeypatch.setattr(PageNumberPagination, "page_size", 2)
+    ids = [FlowExecutionFactory(flow=flow, status="COMMITTED").execution_id for _ in range(5)]
+    first = api.get("/api/flowexecutions").json()
+    assert first["count"] == 3 and first["countCapped"] is True
+    assert [e["flowExecutionId"] for e in first["results"]] == sorted(ids, reverse=True)[:2]
+    narrow = api.get(f"/api/flowexecutions?until={sorted(ids)[1]}").json()
+    assert narrow["count"] == 2 and narrow["countCapped"] is False
