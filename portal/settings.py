@@ -225,6 +225,22 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_SOFT_TIME_LIMIT = env_int("CELERY_TASK_SOFT_TIME_LIMIT", 6 * 3600)
 CELERY_TASK_TIME_LIMIT = env_int("CELERY_TASK_TIME_LIMIT", 6 * 3600 + 300)
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# A worker rides out a broker outage of any length: it retries for ever (at
+# most every 30 s) instead of giving up after Celery's default 100 attempts.
+CELERY_BROKER_CONNECTION_MAX_RETRIES = None
+# A job running when the broker goes away runs on; it reports through the
+# database, and its acknowledgement reaches the broker once it is back.
+CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = False
+if CELERY_BROKER_URL.split("://", 1)[0] in ("redis", "rediss"):
+    # kombu's Redis transport with the fix for a worker that died after a
+    # broker outage (see the module's docstring).
+    CELERY_BROKER_TRANSPORT = "portal.redis_transport:Transport"
+    if CELERY_BROKER_URL.startswith("rediss://") and "ssl_cert_reqs=" not in CELERY_BROKER_URL:
+        # Naming the transport skips kombu's fallback for a bare rediss://
+        # URL (TLS without checking the certificate); check it instead.
+        import ssl
+
+        CELERY_BROKER_USE_SSL = {"ssl_cert_reqs": ssl.CERT_REQUIRED}
 CELERY_TASK_DEFAULT_QUEUE = env("CELERY_DEFAULT_QUEUE", "flowport")
 CELERY_TIMEZONE = TIME_ZONE
 
