@@ -330,6 +330,10 @@ FLOWPORT_WORK_DIR = env("FLOWPORT_WORK_DIR", str(VAR_DIR / "work"))
 # WORKER_LEASE_SECONDS of beats is given to another worker.
 WORKER_HEARTBEAT_SECONDS = env_int("WORKER_HEARTBEAT_SECONDS", 5)
 WORKER_LEASE_SECONDS = env_int("WORKER_LEASE_SECONDS", 30)
+# A job whose worker stopped heartbeating without reporting is started again
+# at most this many times; once more and it fails as a poison job (its code
+# kills or wedges every worker that runs it).
+JOB_MAX_REDELIVERIES = env_int("JOB_MAX_REDELIVERIES", 3)
 # Default SLAs (Gobblin's gobblin.flow.sla.* and gobblin.job.start.sla.* win).
 FLOW_SLA_SECONDS = env_int("FLOW_SLA_SECONDS", 24 * 3600)
 JOB_START_SLA_SECONDS = env_int("JOB_START_SLA_SECONDS", 600)

@@ -193,15 +193,25 @@ def execute_job(job_id: int, attempt: int, jobspec: dict[str, Any]) -> str:
     with JobHeartbeat(job, attempt, cancel, log) as heartbeat:
         try:
             return _run(job, attempt, dict(jobspec), worker, log, cancel, heartbeat, run_state)
-        except Exception as exc:
+        # BaseException too: a job's code that calls sys.exit() (say, on
+        # import) or raises KeyboardInterrupt fails that job, not the worker.
+        # Unreported, its lease would lapse and the job be redelivered, and
+        # Celery's thread pool reports the delivery as a lost worker.
+        except BaseException as exc:
             logger.exception("job %s attempt %d failed", job, attempt)
-            message = joblogs.mask(f"{type(exc).__name__}: {exc}", log.secrets)
+            message = joblogs.mask(f"{type(exc).__name__}: {_exception_text(exc)}", log.secrets)
             log.write(f"failed: {message}")
             report(job, attempt, JobStatus.FAILED, message=message[:4000], **log.fields())
             statestore.finish_job_state(run_state, JobStatus.FAILED, message)
             return "failed"
         finally:
             log.close()
+
+
+def _exception_text(exc: BaseException) -> str:
+    if isinstance(exc, SystemExit):
+        return f"the job's code called sys.exit({exc.code!r})"
+    return str(exc) or "(no message)"
 
 
 def _finish(

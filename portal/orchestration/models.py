@@ -133,6 +133,9 @@ class JobExecution(models.Model):
     attempt = models.PositiveIntegerField(default=0)
     retries = models.PositiveIntegerField(default=0)
     max_retries = models.PositiveIntegerField(default=0)
+    # Attempts started again because their worker stopped heartbeating without
+    # reporting; past JOB_MAX_REDELIVERIES the job fails as a poison job.
+    redeliveries = models.PositiveIntegerField(default=0)
     not_before = models.DateTimeField(null=True, blank=True)
     dispatched_at = models.DateTimeField(null=True, blank=True)
     started_at = models.DateTimeField(null=True, blank=True)

@@ -13,7 +13,15 @@ from portal.orchestration import executor, workers
 
 @shared_task(name="flowport.run_job", acks_late=True, reject_on_worker_lost=True)
 def run_job(job_id: int, attempt: int, jobspec: dict[str, Any]) -> str:
-    return executor.execute_job(job_id, attempt, jobspec)
+    try:
+        return executor.execute_job(job_id, attempt, jobspec)
+    except Exception:
+        raise
+    except BaseException as exc:
+        # execute_job reports a job's own BaseException; one escaping it
+        # (while claiming, say) must not reach Celery's thread pool, which
+        # counts it as a lost worker and puts the message back for ever.
+        raise RuntimeError(f"job {job_id} attempt {attempt}: {type(exc).__name__}: {exc}") from exc
 
 
 @celeryd_after_setup.connect
