@@ -330,6 +330,9 @@ FLOWPORT_WORK_DIR = env("FLOWPORT_WORK_DIR", str(VAR_DIR / "work"))
 # WORKER_LEASE_SECONDS of beats is given to another worker.
 WORKER_HEARTBEAT_SECONDS = env_int("WORKER_HEARTBEAT_SECONDS", 5)
 WORKER_LEASE_SECONDS = env_int("WORKER_LEASE_SECONDS", 30)
+# A job thread still inside a job this long after the job finished, moved on
+# or was cancelled is reported wedged (the worker page, executor health).
+WORKER_WEDGED_SECONDS = env_int("WORKER_WEDGED_SECONDS", 60)
 # A job whose worker stopped heartbeating without reporting is started again
 # at most this many times; once more and it fails as a poison job (its code
 # kills or wedges every worker that runs it).

@@ -26,7 +26,7 @@ from portal.keys.errors import EncryptionError
 from portal.keys.services import decrypt_properties, is_encrypted, secret_values
 from portal.orchestration import joblogs, sparkctx, statestore
 from portal.orchestration.actions import enqueue_for, process_id
-from portal.orchestration.commitstore import failpoint
+from portal.orchestration.commitstore import FailpointCrash, failpoint
 from portal.orchestration.models import (
     JOB_FINISHED,
     JOB_STATUS_RANK,
@@ -193,6 +193,8 @@ def execute_job(job_id: int, attempt: int, jobspec: dict[str, Any]) -> str:
     with JobHeartbeat(job, attempt, cancel, log) as heartbeat:
         try:
             return _run(job, attempt, dict(jobspec), worker, log, cancel, heartbeat, run_state)
+        except FailpointCrash:
+            raise  # a simulated crash unwinds as if the process died (commitstore)
         # BaseException too: a job's code that calls sys.exit() (say, on
         # import) or raises KeyboardInterrupt fails that job, not the worker.
         # Unreported, its lease would lapse and the job be redelivered, and

@@ -239,6 +239,13 @@ class WorkerHeartbeat(models.Model):
     executors = models.JSONField(default=list)
     queues = models.JSONField(default=list)
     running_jobs = models.PositiveIntegerField(default=0)
+    # Its capacity at the last beat (orchestration.capacity): reading the
+    # broker or not, job threads, the free ones, and what is wrong if anything.
+    consuming = models.BooleanField(default=False)
+    concurrency = models.PositiveIntegerField(default=0)
+    free_slots = models.PositiveIntegerField(default=0)
+    stuck_slots = models.PositiveIntegerField(default=0)  # threads gone or wedged
+    problems = models.TextField(blank=True)
     started = models.DateTimeField()
     last_seen = models.DateTimeField()
 

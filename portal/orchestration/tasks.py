@@ -8,14 +8,16 @@ from typing import Any
 from celery import shared_task
 from celery.signals import celeryd_after_setup, worker_shutdown
 
-from portal.orchestration import executor, workers
+from portal.orchestration import capacity, executor, workers
+from portal.orchestration.commitstore import FailpointCrash
 
 
 @shared_task(name="flowport.run_job", acks_late=True, reject_on_worker_lost=True)
 def run_job(job_id: int, attempt: int, jobspec: dict[str, Any]) -> str:
     try:
-        return executor.execute_job(job_id, attempt, jobspec)
-    except Exception:
+        with capacity.occupied(job_id, attempt):
+            return executor.execute_job(job_id, attempt, jobspec)
+    except (Exception, FailpointCrash):
         raise
     except BaseException as exc:
         # execute_job reports a job's own BaseException; one escaping it
@@ -26,7 +28,7 @@ def run_job(job_id: int, attempt: int, jobspec: dict[str, Any]) -> str:
 
 @celeryd_after_setup.connect
 def _start_heartbeat(sender: str, instance: Any, **kwargs: Any) -> None:
-    workers.start(list(instance.app.amqp.queues.consume_from or {}))
+    workers.start(list(instance.app.amqp.queues.consume_from or {}), instance)
 
 
 @worker_shutdown.connect

@@ -7,7 +7,9 @@ RUNNING and let it go. `flaky.marker.file`: the first attempt fails (and
 creates the file), later ones succeed — a transient failure.
 `hard.exit.code`: the worker process ends on the spot (os._exit), as a job
 whose native code crashes its worker would; `interrupt.message`: the job
-raises KeyboardInterrupt (a BaseException, not an Exception).
+raises KeyboardInterrupt (a BaseException, not an Exception);
+`block.until.file`: the job sits in plain Python, deaf to cancellation, until
+that file exists (a wedged job thread).
 """
 
 from __future__ import annotations
@@ -28,6 +30,9 @@ class CountingSource(Source):
             os._exit(int(self.props.get("hard.exit.code")))
         if self.props.get("interrupt.message"):
             raise KeyboardInterrupt(self.props.get("interrupt.message"))
+        unblock = self.props.get("block.until.file")
+        while unblock and not os.path.exists(unblock):
+            time.sleep(0.2)
         marker = self.props.get("flaky.marker.file")
         if marker and not os.path.exists(marker):
             open(marker, "w").close()

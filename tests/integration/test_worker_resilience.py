@@ -8,9 +8,12 @@ from __future__ import annotations
 import time
 
 import pytest
+from django.urls import reverse
 
 from portal.orchestration import services
-from portal.orchestration.models import ExecutionStatus, JobExecution, JobStatus
+from portal.orchestration.models import ExecutionStatus, JobExecution, JobStatus, WorkerHeartbeat
+from portal.topology.models import SpecExecutor
+from tests.factories import UserFactory
 from tests.integration.stack import (
     process_env,
     relay_through,
@@ -29,6 +32,10 @@ OUTAGE_SECONDS = 15
 
 def _pid(job: JobExecution) -> str:
     return job.worker.split(":")[1]
+
+
+def _health(name: str) -> tuple[str, str]:
+    return tuple(SpecExecutor.objects.filter(name=name).values_list("health_status", "health_message").get())
 
 
 def test_a_worker_rides_out_a_broker_outage_and_the_same_process_runs_the_next_job(
@@ -59,11 +66,15 @@ def test_a_worker_rides_out_a_broker_outage_and_the_same_process_runs_the_next_j
         time.sleep(2)
         redis_proc.kill9()
         worker.wait_for_log("Connection to broker lost", timeout=30)
+        # Within a few heartbeats (1 s here) the executor says why it cannot start jobs.
+        wait_until(lambda: _health("ingest")[0] == "DEGRADED", 15, "the executor to be degraded")
+        assert "not consuming: no broker connection" in _health("ingest")[1], _health("ingest")
         release.touch()  # the job finishes while the broker is away
         finished(first, timeout=90)
         time.sleep(OUTAGE_SECONDS)
         assert worker.alive(), f"the worker exited during the outage:\n{worker.log()[-4000:]}"
         redis_proc, _ = start_redis(stack_dir / "logs", port)
+        wait_until(lambda: _health("ingest")[0] == "HEALTHY", 60, "the executor to be healthy again")
 
         second = finished(services.run_now(flow, user=flow.owner), timeout=150)
         assert worker.alive(), worker.log()[-4000:]
@@ -143,3 +154,45 @@ def test_a_job_that_kills_every_worker_fails_as_a_poison_job(tmp_path, stack_env
         scheduler.stop()
         for proc in workers:
             proc.stop()
+
+
+def test_health_tells_busy_wedged_and_free_threads_apart(tmp_path, stack_env, stack_dir, client):
+    """One job thread. While a job runs it the executor is busy (DEGRADED);
+    the job is killed but its code ignores cancellation: after
+    WORKER_WEDGED_SECONDS the thread is reported wedged and the executor
+    UNHEALTHY, on the dashboard and the executor page; once the code lets go
+    the thread is free and the executor HEALTHY again."""
+    env = {**stack_env, "WORKER_WEDGED_SECONDS": "2"}
+    crash_topology(tmp_path, "it.wedge")
+    unblock = tmp_path / "unblock"
+    scheduler = start_scheduler("wedge-scheduler", env, stack_dir / "logs")
+    worker = start_worker("wedgeable", ["it.wedge"], env, stack_dir / "logs", concurrency=1)
+    client.force_login(UserFactory(username="sam", is_staff=True))
+    try:
+        wait_until(
+            lambda: _health("ingest")[0] == "HEALTHY", 30, "the idle worker to make its executor healthy"
+        )
+        assert _health("ingest")[1] == "1 worker(s) consuming it.wedge with 1 free job thread(s)."
+        flow = make_flow(name="deaf", **{"block.until.file": str(unblock)})
+        execution = services.run_now(flow, user=flow.owner)
+        wait_until(lambda: _health("ingest")[0] == "DEGRADED", 90, "the busy executor to be degraded")
+        assert _health("ingest")[1] == "Busy: all 1 job thread(s) consuming it.wedge are running jobs."
+
+        services.kill(execution, user=flow.owner)
+        wait_until(lambda: _health("ingest")[0] == "UNHEALTHY", 30, "the wedged thread to be reported")
+        message = _health("ingest")[1]
+        assert "job thread wedged: job" in message and "its job was cancelled and has not stopped" in message
+        row = WorkerHeartbeat.objects.get(worker__endswith=f":{worker.pid}")
+        assert (row.consuming, row.concurrency, row.free_slots, row.stuck_slots) == (True, 1, 0, 1)
+        dashboard = client.get(reverse("monitoring:dashboard")).content.decode()
+        assert "1 stuck" in dashboard and "its job was cancelled and has not stopped" in dashboard
+        page = client.get(reverse("topology:executor", args=["ingest"])).content.decode()
+        assert 'badge unhealthy">unhealthy<' in page and "job thread wedged" in page
+
+        unblock.touch()
+        finished(execution, timeout=90)
+        wait_until(lambda: _health("ingest")[0] == "HEALTHY", 30, "the freed thread to make it healthy")
+    finally:
+        scheduler.stop()
+        worker.stop()
+    assert execution.status == ExecutionStatus.CANCELLED, (execution.status, execution.message)
