@@ -80,7 +80,16 @@ def test_the_embedded_stack_serves_a_flow_end_to_end(tmp_path):
     log_path = tmp_path / "stack.log"
     with log_path.open("w") as log:
         stack = subprocess.Popen(
-            [str(VENV_BIN / "honcho"), "start", "-f", "Procfile"],
+            # What `make run` runs: supervisord with the .env loaded by honcho.
+            [
+                str(VENV_BIN / "honcho"),
+                "run",
+                str(VENV_BIN / "supervisord"),
+                "-c",
+                str(ROOT / "deploy" / "supervisord.conf"),
+                "-j",
+                str(tmp_path / "supervisord.pid"),
+            ],
             cwd=ROOT,
             env=env,
             stdout=log,
