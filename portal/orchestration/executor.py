@@ -291,7 +291,9 @@ def _run(
         return _finish(job, attempt, run_state, JobStatus.FAILED, message, log, **log.fields())
 
     # ---- pull: previous watermarks (after recovery moved them), skipped datasets left out ----
-    watermarks, schemas = statestore.previous_state(spec["flow_group"], spec["flow_name"], spec["job_name"])
+    watermarks, schemas = statestore.previous_state(
+        spec["flow_group"], spec["flow_name"], spec["job_name"], spec.get("flow_id")
+    )
     spec["previous_watermarks"], spec["previous_schemas"] = watermarks, schemas
     log.write(f"attempt {attempt} on {worker}; previous watermarks: {watermarks or 'none'}")
     run_spec = exclude_datasets(spec, skipped)

@@ -259,6 +259,11 @@ class DatasetState(models.Model):
     where it stopped even when a run skipped it. Watermarks are TEXT: a
     look-back window can be a sizeable JSON document."""
 
+    # The FlowConfig that made it (its id, not a foreign key: the state and
+    # its history outlive the flow for staff, and a flow re-created under the
+    # same name gets a new id, so it starts fresh unless it adopts this).
+    flow_id = models.BigIntegerField(null=True, blank=True, db_index=True)
+    owner_id = models.BigIntegerField(null=True, blank=True)  # that flow's owner (a user id), for adoption
     flow_group = models.CharField(max_length=128)
     flow_name = models.CharField(max_length=128)
     job_name = models.CharField(max_length=300)
@@ -273,7 +278,8 @@ class DatasetState(models.Model):
         ordering = ["flow_group", "flow_name", "job_name", "dataset_urn"]
         constraints = [
             models.UniqueConstraint(
-                fields=["flow_group", "flow_name", "job_name", "dataset_urn"], name="one_state_per_dataset"
+                fields=["flow_id", "flow_group", "flow_name", "job_name", "dataset_urn"],
+                name="one_state_per_flow_dataset",
             )
         ]
 
