@@ -57,14 +57,22 @@ def beat(worker: str, queues: list[str], started, state: capacity.Capacity | Non
 
 
 def executor_health(queue: str, workers: list[WorkerHeartbeat]) -> tuple[str, str]:
-    """HEALTHY only while a worker consumes the queue with a free job thread;
-    DEGRADED when its workers are all busy or none reads the broker (jobs
-    wait); UNHEALTHY when the consuming workers' threads are all gone or
-    wedged (jobs would wait for ever)."""
+    """HEALTHY while a worker consumes the queue with a job thread that is
+    free or busy with a live job (the message says which); DEGRADED when no
+    worker reads the broker (jobs wait); UNHEALTHY when every thread of the
+    consuming workers is gone or wedged (jobs would wait for ever).
+
+    Busy is said in the message, not the status: a status change is a
+    topology change (every flow is recompiled, an event raised), which must
+    not happen each time a job starts or ends."""
     Health = SpecExecutor.Health
     consuming = [w for w in workers if w.consuming]
     troubled = "; ".join(f"{w.worker}: {w.problems}" for w in workers if w.problems)
-    suffix = f" Other workers: {troubled}" if troubled else ""
+    suffix = f" Troubled workers: {troubled}" if troubled else ""
+    if not consuming:
+        return Health.DEGRADED, f"No worker is consuming {queue}: {troubled or 'none is connected'}."
+    if all(w.stuck_slots >= w.concurrency for w in consuming):
+        return Health.UNHEALTHY, f"No usable job thread on {queue}: {troubled}."
     free = [w for w in consuming if w.free_slots]
     if free:
         slots = sum(w.free_slots for w in free)
@@ -72,12 +80,11 @@ def executor_health(queue: str, workers: list[WorkerHeartbeat]) -> tuple[str, st
             Health.HEALTHY,
             f"{len(free)} worker(s) consuming {queue} with {slots} free job thread(s).{suffix}",
         )
-    if not consuming:
-        return Health.DEGRADED, f"No worker is consuming {queue}: {troubled or 'none is connected'}."
-    if all(w.stuck_slots >= w.concurrency for w in consuming):
-        return Health.UNHEALTHY, f"No usable job thread on {queue}: {troubled}."
-    total = sum(w.concurrency for w in consuming)
-    return Health.DEGRADED, f"Busy: all {total} job thread(s) consuming {queue} are running jobs.{suffix}"
+    total = sum(w.concurrency - w.stuck_slots for w in consuming)
+    return (
+        Health.HEALTHY,
+        f"Busy: all {total} usable job thread(s) consuming {queue} are running jobs; new jobs wait.{suffix}",
+    )
 
 
 def _warm_up(executors: list[str]) -> None:

@@ -1,5 +1,5 @@
 """Executor health tells the truth about its workers (issue #24): HEALTHY
-only while a worker consumes the queue with a free job thread; a worker
+only while a worker consumes the queue with a usable job thread; a worker
 without a broker, with busy, gone or wedged threads says so in its row and
 in the executor's health message at its next beat."""
 
@@ -15,6 +15,7 @@ from portal.orchestration.capacity import Capacity
 from portal.orchestration.models import JobStatus, WorkerHeartbeat
 from portal.orchestration.workers import beat
 from portal.topology.models import SpecExecutor
+from portal.topology.services import current_revision
 from tests.unit.monitoring.conftest import make_execution
 
 pytestmark = pytest.mark.django_db
@@ -57,14 +58,23 @@ def test_a_consuming_worker_with_a_free_thread_makes_its_executor_healthy(execut
     )
 
 
-def test_all_threads_busy_is_degraded_until_one_frees(executor):
+def test_all_threads_busy_is_said_without_changing_the_topology(executor):
+    """Busy is no fault: the status stays HEALTHY (a status change would
+    recompile every flow), the message says the jobs wait."""
+    beat("host-a:1", [QUEUE], timezone.now(), idle())
+    revision = current_revision()
     beat("host-a:1", [QUEUE], timezone.now(), Capacity(True, 2, busy=2, gone=0, wedged=[]))
     assert health(executor) == (
-        SpecExecutor.Health.DEGRADED,
-        f"Busy: all 2 job thread(s) consuming {QUEUE} are running jobs.",
+        SpecExecutor.Health.HEALTHY,
+        f"Busy: all 2 usable job thread(s) consuming {QUEUE} are running jobs; new jobs wait.",
     )
-    beat("host-a:1", [QUEUE], timezone.now(), Capacity(True, 2, busy=1, gone=0, wedged=[]))
-    assert health(executor)[0] == SpecExecutor.Health.HEALTHY
+    assert current_revision() == revision
+    # Half the threads gone, the other busy: still running jobs, said so.
+    beat("host-a:1", [QUEUE], timezone.now(), Capacity(True, 2, busy=1, gone=1, wedged=[]))
+    status, message = health(executor)
+    assert status == SpecExecutor.Health.HEALTHY
+    assert message.startswith(f"Busy: all 1 usable job thread(s) consuming {QUEUE} are running jobs")
+    assert "Troubled workers: host-a:1: 1 of 2 job thread(s) gone" in message
 
 
 def test_a_worker_without_its_broker_is_not_consuming(executor):
@@ -96,7 +106,7 @@ def test_a_worker_whose_threads_are_gone_or_wedged_makes_its_executor_unhealthy(
     status, message = health(executor)
     assert status == SpecExecutor.Health.HEALTHY
     assert message.startswith(
-        f"1 worker(s) consuming {QUEUE} with 1 free job thread(s). Other workers: host-a:1:"
+        f"1 worker(s) consuming {QUEUE} with 1 free job thread(s). Troubled workers: host-a:1:"
     )
 
 
