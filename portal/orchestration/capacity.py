@@ -39,6 +39,7 @@ class Capacity:
     gone: int
     wedged: list[str]
     not_consuming_reason: str = ""
+    starting: bool = False  # has not consumed yet: says nothing about its executors
 
     @property
     def free(self) -> int:
@@ -62,6 +63,7 @@ class Capacity:
 _lock = threading.Lock()
 _slots: dict[str, Slot] = {}
 _controller: Any = None
+_has_consumed = threading.Event()
 
 
 def attach(controller: Any) -> None:
@@ -140,6 +142,8 @@ def assess(worker: str) -> Capacity:
     controller = _controller
     concurrency = int(getattr(controller, "concurrency", 0) or 0)
     consuming, why = _consuming(controller) if controller is not None else (False, "not a Celery worker")
+    if consuming:
+        _has_consumed.set()
     with _lock:
         slots = list(_slots.values())
     now = time.monotonic()
@@ -153,4 +157,6 @@ def assess(worker: str) -> Capacity:
         if s.stale_since is not None and now - s.stale_since >= grace
     ]
     gone = _gone_threads(controller) if controller is not None else 0
-    return Capacity(consuming, concurrency, len(slots), gone, wedged, why)
+    return Capacity(
+        consuming, concurrency, len(slots), gone, wedged, why, starting=not _has_consumed.is_set()
+    )

@@ -47,7 +47,9 @@ def beat(worker: str, queues: list[str], started, state: capacity.Capacity | Non
             "last_seen": timezone.now(),
         },
     )
-    if executors:
+    # A worker still connecting at start-up neither vouches for nor degrades
+    # its executors (that would flap them, and a status change recompiles).
+    if executors and not state.starting:
         late = timezone.now() - timedelta(seconds=3 * settings.WORKER_HEARTBEAT_SECONDS)
         live = list(WorkerHeartbeat.objects.filter(last_seen__gte=late))
         for name, queue in executors:

@@ -142,3 +142,13 @@ def test_a_thread_still_inside_a_finished_job_is_wedged_after_the_grace(settings
         leave.set()
         thread.join(10)
     assert capacity.assess("host-a:1").busy == 0
+
+
+def test_a_worker_still_connecting_at_start_up_leaves_its_executors_alone(executor):
+    connecting = Capacity(
+        False, 2, 0, 0, [], not_consuming_reason="no broker connection (reconnecting)", starting=True
+    )
+    beat("host-a:1", [QUEUE], timezone.now(), connecting)
+    assert health(executor) == (SpecExecutor.Health.UNKNOWN, "")
+    row = WorkerHeartbeat.objects.get(worker="host-a:1")
+    assert (row.consuming, row.problems) == (False, "not consuming: no broker connection (reconnecting)")
