@@ -70,7 +70,7 @@ def test_a_worker_rides_out_a_broker_outage_and_the_same_process_runs_the_next_j
         wait_until(lambda: _health("ingest")[0] == "DEGRADED", 15, "the executor to be degraded")
         assert "not consuming: no broker connection" in _health("ingest")[1], _health("ingest")
         release.touch()  # the job finishes while the broker is away
-        finished(first, timeout=90)
+        finished(first, timeout=180)
         time.sleep(OUTAGE_SECONDS)
         assert worker.alive(), f"the worker exited during the outage:\n{worker.log()[-4000:]}"
         redis_proc, _ = start_redis(stack_dir / "logs", port)
