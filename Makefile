@@ -69,7 +69,8 @@ run: demo
 	@echo ""
 	@echo "  Flowport is starting at http://$(BIND)/  (Ctrl-C stops web, worker and scheduler)"
 	@echo ""
-	FLOWPORT_BIND=$(BIND) $(VENV)/bin/honcho start -f Procfile
+	@mkdir -p var
+	FLOWPORT_BIND=$(BIND) $(VENV)/bin/honcho run $(VENV)/bin/supervisord -c deploy/supervisord.conf
 
 lint: $(VENV)/.dev-installed
 	$(VENV)/bin/ruff check .

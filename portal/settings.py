@@ -227,6 +227,22 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_SOFT_TIME_LIMIT = env_int("CELERY_TASK_SOFT_TIME_LIMIT", 6 * 3600)
 CELERY_TASK_TIME_LIMIT = env_int("CELERY_TASK_TIME_LIMIT", 6 * 3600 + 300)
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# A worker rides out a broker outage of any length: it retries for ever (at
+# most every 30 s) instead of giving up after Celery's default 100 attempts.
+CELERY_BROKER_CONNECTION_MAX_RETRIES = None
+# A job running when the broker goes away runs on; it reports through the
+# database, and its acknowledgement reaches the broker once it is back.
+CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = False
+if CELERY_BROKER_URL.split("://", 1)[0] in ("redis", "rediss"):
+    # kombu's Redis transport with the fix for a worker that died after a
+    # broker outage (see the module's docstring).
+    CELERY_BROKER_TRANSPORT = "portal.redis_transport:Transport"
+    if CELERY_BROKER_URL.startswith("rediss://") and "ssl_cert_reqs=" not in CELERY_BROKER_URL:
+        # Naming the transport skips kombu's fallback for a bare rediss://
+        # URL (TLS without checking the certificate); check it instead.
+        import ssl
+
+        CELERY_BROKER_USE_SSL = {"ssl_cert_reqs": ssl.CERT_REQUIRED}
 CELERY_TASK_DEFAULT_QUEUE = env("CELERY_DEFAULT_QUEUE", "flowport")
 CELERY_TIMEZONE = TIME_ZONE
 
@@ -323,6 +339,13 @@ FLOWPORT_WORK_DIR = env("FLOWPORT_WORK_DIR", str(VAR_DIR / "work"))
 # WORKER_LEASE_SECONDS of beats is given to another worker.
 WORKER_HEARTBEAT_SECONDS = env_int("WORKER_HEARTBEAT_SECONDS", 5)
 WORKER_LEASE_SECONDS = env_int("WORKER_LEASE_SECONDS", 30)
+# A job thread still inside a job this long after the job finished, moved on
+# or was cancelled is reported wedged (the worker page, executor health).
+WORKER_WEDGED_SECONDS = env_int("WORKER_WEDGED_SECONDS", 60)
+# A job whose worker stopped heartbeating without reporting is started again
+# at most this many times; once more and it fails as a poison job (its code
+# kills or wedges every worker that runs it).
+JOB_MAX_REDELIVERIES = env_int("JOB_MAX_REDELIVERIES", 3)
 # Default SLAs (Gobblin's gobblin.flow.sla.* and gobblin.job.start.sla.* win).
 FLOW_SLA_SECONDS = env_int("FLOW_SLA_SECONDS", 24 * 3600)
 JOB_START_SLA_SECONDS = env_int("JOB_START_SLA_SECONDS", 600)

@@ -23,6 +23,7 @@ from portal.monitoring.charts import (
     time_series_svg,
 )
 from portal.monitoring.services import execution_path
+from portal.orchestration import statestore
 from portal.orchestration.models import (
     DatasetState,
     DatasetStateHistory,
@@ -141,9 +142,7 @@ def flow_chart_context(flow_group: str, flow_name: str) -> dict[str, Any]:
             y_format=format_duration,
             y_steps=DURATION_STEPS,
         ),
-        "datasets": DatasetState.objects.filter(flow_group=flow_group, flow_name=flow_name).order_by(
-            "job_name", "dataset_urn"
-        ),
+        "datasets": statestore.states_of(flow_group, flow_name).order_by("job_name", "dataset_urn"),
         "running": FlowExecution.objects.filter(
             flow_group=flow_group, flow_name=flow_name, status__in=UNFINISHED
         ).exists(),

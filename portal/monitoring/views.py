@@ -11,7 +11,7 @@ from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.views import redirect_to_login
 from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, render, resolve_url
+from django.shortcuts import render, resolve_url
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
@@ -19,7 +19,7 @@ from django_htmx.http import HttpResponseClientRedirect
 
 from portal.monitoring import history, metrics
 from portal.monitoring.dashboard import dashboard_context
-from portal.orchestration.models import DatasetState
+from portal.orchestration import statestore
 
 HTMX_STOP_POLLING = 286
 
@@ -79,9 +79,15 @@ def dataset(
 ) -> HttpResponse:
     if not history.flow_history_visible(request.user, flow_group, flow_name):
         raise Http404("No such dataset.")
-    state = get_object_or_404(
-        DatasetState, flow_group=flow_group, flow_name=flow_name, job_name=job_name, dataset_urn=dataset_urn
+    # The current flow's own state (a deleted flow's, once none has the name).
+    state = (
+        statestore.states_of(flow_group, flow_name)
+        .filter(job_name=job_name, dataset_urn=dataset_urn)
+        .order_by("-updated")
+        .first()
     )
+    if state is None:
+        raise Http404("No such dataset.")
     return render(request, "monitoring/dataset.html", history.dataset_context(state))
 
 

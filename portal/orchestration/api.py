@@ -27,7 +27,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from portal.api_errors import Conflict
-from portal.orchestration import services
+from portal.orchestration import services, statestore
 from portal.orchestration import status as execution_status
 from portal.orchestration.filters import FlowExecutionFilterSet
 from portal.orchestration.models import FlowExecution
@@ -188,6 +188,32 @@ class RunFlowView(APIView):
         )
 
 
+class AdoptStateView(APIView):
+    """Adopt the watermarks and state history a deleted flow of the same
+    group/name left: a re-created flow starts fresh unless its owner (who
+    owned the deleted one too) or staff asks for this."""
+
+    @extend_schema(
+        operation_id="flowconfigs_adopt_state",
+        request=None,
+        responses={
+            200: OpenApiResponse(description='{"adopted": <datasets>}'),
+            403: FORBIDDEN,
+            404: NOT_FOUND,
+            409: OpenApiResponse(
+                description="Nothing to adopt, not yours to adopt, or the flow has its own state"
+            ),
+        },
+    )
+    def post(self, request: Request, flowGroup: str, flowName: str) -> Response:
+        flow = execution_status.visible_flow(request.user, flowGroup, flowName, "change")
+        try:
+            adopted = statestore.adopt_state(flow, user=request.user)
+        except statestore.AdoptionRefused as error:
+            raise Conflict(str(error)) from None
+        return Response({"adopted": adopted})
+
+
 _KEY = r"[A-Za-z0-9_.-]{1,128}"
 urlpatterns = [
     path("flowstatuses/<str:flowGroup>/<str:flowName>", FlowStatusView.as_view(), name="flowstatus-detail"),
@@ -216,4 +242,9 @@ urlpatterns = [
         name="flowexecution-resume",
     ),
     path("flowconfigs/<str:flowGroup>/<str:flowName>/run", RunFlowView.as_view(), name="flowconfig-run"),
+    path(
+        "flowconfigs/<str:flowGroup>/<str:flowName>/adopt-state",
+        AdoptStateView.as_view(),
+        name="flowconfig-adopt-state",
+    ),
 ]

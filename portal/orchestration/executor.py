@@ -26,7 +26,7 @@ from portal.keys.errors import EncryptionError
 from portal.keys.services import decrypt_properties, is_encrypted, secret_values
 from portal.orchestration import joblogs, sparkctx, statestore
 from portal.orchestration.actions import enqueue_for, process_id
-from portal.orchestration.commitstore import failpoint
+from portal.orchestration.commitstore import FailpointCrash, failpoint
 from portal.orchestration.models import (
     JOB_FINISHED,
     JOB_STATUS_RANK,
@@ -193,15 +193,27 @@ def execute_job(job_id: int, attempt: int, jobspec: dict[str, Any]) -> str:
     with JobHeartbeat(job, attempt, cancel, log) as heartbeat:
         try:
             return _run(job, attempt, dict(jobspec), worker, log, cancel, heartbeat, run_state)
-        except Exception as exc:
+        except FailpointCrash:
+            raise  # a simulated crash unwinds as if the process died (commitstore)
+        # BaseException too: a job's code that calls sys.exit() (say, on
+        # import) or raises KeyboardInterrupt fails that job, not the worker.
+        # Unreported, its lease would lapse and the job be redelivered, and
+        # Celery's thread pool reports the delivery as a lost worker.
+        except BaseException as exc:
             logger.exception("job %s attempt %d failed", job, attempt)
-            message = joblogs.mask(f"{type(exc).__name__}: {exc}", log.secrets)
+            message = joblogs.mask(f"{type(exc).__name__}: {_exception_text(exc)}", log.secrets)
             log.write(f"failed: {message}")
             report(job, attempt, JobStatus.FAILED, message=message[:4000], **log.fields())
             statestore.finish_job_state(run_state, JobStatus.FAILED, message)
             return "failed"
         finally:
             log.close()
+
+
+def _exception_text(exc: BaseException) -> str:
+    if isinstance(exc, SystemExit):
+        return f"the job's code called sys.exit({exc.code!r})"
+    return str(exc) or "(no message)"
 
 
 def _finish(
@@ -279,7 +291,9 @@ def _run(
         return _finish(job, attempt, run_state, JobStatus.FAILED, message, log, **log.fields())
 
     # ---- pull: previous watermarks (after recovery moved them), skipped datasets left out ----
-    watermarks, schemas = statestore.previous_state(spec["flow_group"], spec["flow_name"], spec["job_name"])
+    watermarks, schemas = statestore.previous_state(
+        spec["flow_group"], spec["flow_name"], spec["job_name"], spec.get("flow_id")
+    )
     spec["previous_watermarks"], spec["previous_schemas"] = watermarks, schemas
     log.write(f"attempt {attempt} on {worker}; previous watermarks: {watermarks or 'none'}")
     run_spec = exclude_datasets(spec, skipped)

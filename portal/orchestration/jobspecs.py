@@ -98,6 +98,7 @@ def build_jobspec(
     children = [j for j in jobs_by_name.values() if plan["jobName"] in j.get("parents", [])]
     spec: dict[str, Any] = {
         "job_name": plan["jobName"],
+        "flow_id": execution.flow_id,  # whose state the job reads and writes
         "flow_group": execution.flow_group,
         "flow_name": execution.flow_name,
         "execution_id": execution.execution_id,

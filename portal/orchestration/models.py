@@ -153,6 +153,9 @@ class JobExecution(models.Model):
     attempt = models.PositiveIntegerField(default=0)
     retries = models.PositiveIntegerField(default=0)
     max_retries = models.PositiveIntegerField(default=0)
+    # Attempts started again because their worker stopped heartbeating without
+    # reporting; past JOB_MAX_REDELIVERIES the job fails as a poison job.
+    redeliveries = models.PositiveIntegerField(default=0)
     not_before = models.DateTimeField(null=True, blank=True)
     dispatched_at = models.DateTimeField(null=True, blank=True)
     started_at = models.DateTimeField(null=True, blank=True)
@@ -256,6 +259,13 @@ class WorkerHeartbeat(models.Model):
     executors = models.JSONField(default=list)
     queues = models.JSONField(default=list)
     running_jobs = models.PositiveIntegerField(default=0)
+    # Its capacity at the last beat (orchestration.capacity): reading the
+    # broker or not, job threads, the free ones, and what is wrong if anything.
+    consuming = models.BooleanField(default=False)
+    concurrency = models.PositiveIntegerField(default=0)
+    free_slots = models.PositiveIntegerField(default=0)
+    stuck_slots = models.PositiveIntegerField(default=0)  # threads gone or wedged
+    problems = models.TextField(blank=True)
     started = models.DateTimeField()
     last_seen = models.DateTimeField()
 
@@ -269,6 +279,11 @@ class DatasetState(models.Model):
     where it stopped even when a run skipped it. Watermarks are TEXT: a
     look-back window can be a sizeable JSON document."""
 
+    # The FlowConfig that made it (its id, not a foreign key: the state and
+    # its history outlive the flow for staff, and a flow re-created under the
+    # same name gets a new id, so it starts fresh unless it adopts this).
+    flow_id = models.BigIntegerField(null=True, blank=True, db_index=True)
+    owner_id = models.BigIntegerField(null=True, blank=True)  # that flow's owner (a user id), for adoption
     flow_group = models.CharField(max_length=128)
     flow_name = models.CharField(max_length=128)
     job_name = models.CharField(max_length=300)
@@ -283,7 +298,8 @@ class DatasetState(models.Model):
         ordering = ["flow_group", "flow_name", "job_name", "dataset_urn"]
         constraints = [
             models.UniqueConstraint(
-                fields=["flow_group", "flow_name", "job_name", "dataset_urn"], name="one_state_per_dataset"
+                fields=["flow_id", "flow_group", "flow_name", "job_name", "dataset_urn"],
+                name="one_state_per_flow_dataset",
             )
         ]
 

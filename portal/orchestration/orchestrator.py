@@ -186,6 +186,8 @@ def _retry_or_keep(execution: FlowExecution, job: JobExecution) -> bool:
     """A failed job with retries left goes back to PENDING as a new attempt."""
     if job.status != JobStatus.FAILED or execution.cancel_requested or job.retries >= job.max_retries:
         return False
+    if job.redeliveries > settings.JOB_MAX_REDELIVERIES:
+        return False  # a poison job: a retry would kill more workers
     delay = retry_backoff_seconds(job.spec.get("properties", {}), job.retries)
     not_before = timezone.now() + timedelta(seconds=delay)
     _set_job(
@@ -297,6 +299,7 @@ def resume(action: Action) -> None:
                 "Resumed.",
                 attempt=job.attempt + 1,
                 retries=0,
+                redeliveries=0,
                 cancel_requested=False,
                 not_before=None,
                 ended_at=None,
@@ -408,12 +411,25 @@ def sweep_lost_jobs() -> int:
                     _set_job(
                         job, JobStatus.CANCELLED, f"Cancelled; worker {job.worker} stopped heartbeating."
                     )
+                elif job.redeliveries >= settings.JOB_MAX_REDELIVERIES:
+                    _set_job(
+                        job,
+                        JobStatus.FAILED,
+                        f"Poison job: its worker stopped heartbeating without reporting on each of "
+                        f"{job.redeliveries + 1} deliveries (the last on {job.worker}); not delivered "
+                        f"again (JOB_MAX_REDELIVERIES={settings.JOB_MAX_REDELIVERIES}). Its code "
+                        "probably kills or wedges the worker process; the job's logs show how far it got.",
+                        redeliveries=job.redeliveries + 1,
+                        lease_until=None,
+                    )
                 else:
                     _set_job(
                         job,
                         JobStatus.PENDING,
-                        f"Worker {job.worker} stopped heartbeating; redelivering.",
+                        f"Worker {job.worker} stopped heartbeating; redelivering "
+                        f"({job.redeliveries + 1} of {settings.JOB_MAX_REDELIVERIES}).",
                         attempt=job.attempt + 1,
+                        redeliveries=job.redeliveries + 1,
                         lease_until=None,
                     )
                 lost += 1

@@ -59,6 +59,7 @@ def watermark_steps(spec: dict[str, Any], states: list[dict[str, Any]], plan: di
         for step in steps:
             if step["type"] == "high_watermark":
                 step.update(
+                    flow_id=spec.get("flow_id"),
                     flow_group=spec["flow_group"],
                     flow_name=spec["flow_name"],
                     job_name=spec["job_name"],

@@ -164,6 +164,7 @@ def recover(
     _cleanup_recovered_runs(store, store_name, rows, report)
     for result in report.skipped.values():
         statestore.record_skip(
+            flow_id=spec.get("flow_id"),
             flow_group=spec.get("flow_group", ""),
             flow_name=spec.get("flow_name", ""),
             job_name=spec["job_name"],

@@ -3,6 +3,11 @@ with a history row per committed run. Previous watermarks come from here by
 URN, so a dataset a run skipped keeps its watermark; the `high_watermark`
 commit step writes here, verified like every other step.
 
+State belongs to the FlowConfig that made it (by id): a flow deleted and
+re-created under the same group/name starts fresh, whoever re-creates it;
+the old rows stay for staff, and the new flow's owner may `adopt_state`
+them when they are their own (issue #24).
+
 Also here: a skipped dataset's status row (`record_skip`), the admins'
 audited watermark reset (`reset_watermark`), and the JobState of each run
 (one `JobState` row per attempt: `start_job_state` / `finish_job_state`)."""
@@ -15,6 +20,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
+from portal.flows.models import FlowConfig
 from portal.orchestration.models import (
     CommitStoreDataset,
     DatasetState,
@@ -26,11 +32,39 @@ from portal.orchestration.models import (
 from portal.pipeline.commit_steps import CommitStep, register_step_type
 
 
-def previous_state(flow_group: str, flow_name: str, job_name: str) -> tuple[dict[str, str], dict[str, str]]:
-    """(watermarks, source schemas) by dataset URN, for the JobSpec."""
+def flow_id_for(flow_id: int | None, flow_group: str, flow_name: str) -> int | None:
+    """The flow a JobSpec or commit step belongs to. Those written before
+    state was kept per flow carry no id: the flow of that name now."""
+    if flow_id is not None:
+        return int(flow_id)
+    return (
+        FlowConfig.objects.filter(flow_group=flow_group, flow_name=flow_name)
+        .values_list("pk", flat=True)
+        .first()
+    )
+
+
+def _owner_of(flow_id: int | None) -> int | None:
+    return FlowConfig.objects.filter(pk=flow_id).values_list("owner_id", flat=True).first()
+
+
+def previous_state(
+    flow_group: str, flow_name: str, job_name: str, flow_id: int | None = None
+) -> tuple[dict[str, str], dict[str, str]]:
+    """(watermarks, source schemas) by dataset URN, for the JobSpec: the
+    flow's own state only (none for a flow that has none, whatever an
+    earlier flow of the same name left)."""
     watermarks: dict[str, str] = {}
     schemas: dict[str, str] = {}
-    rows = DatasetState.objects.filter(flow_group=flow_group, flow_name=flow_name, job_name=job_name)
+    flow_id = flow_id_for(flow_id, flow_group, flow_name)
+    # No flow (only outside a real run): the rows checked in without one.
+    rows = DatasetState.objects.filter(
+        flow_id=flow_id, flow_group=flow_group, flow_name=flow_name, job_name=job_name
+    )
+    if flow_id is None:
+        rows = DatasetState.objects.filter(
+            flow_id__isnull=True, flow_group=flow_group, flow_name=flow_name, job_name=job_name
+        )
     for state in rows.only("dataset_urn", "watermark", "source_schema"):
         if state.watermark:
             watermarks[state.dataset_urn] = state.watermark
@@ -41,6 +75,7 @@ def previous_state(flow_group: str, flow_name: str, job_name: str) -> tuple[dict
 
 def check_in(
     *,
+    flow_id: int | None = None,
     flow_group: str,
     flow_name: str,
     job_name: str,
@@ -54,9 +89,15 @@ def check_in(
     changed_by: str = "",
 ) -> DatasetState:
     """Set a dataset's watermark and add the history row, in one transaction."""
+    flow_id = flow_id_for(flow_id, flow_group, flow_name)
     with transaction.atomic():
         state, _ = DatasetState.objects.select_for_update().get_or_create(
-            flow_group=flow_group, flow_name=flow_name, job_name=job_name, dataset_urn=dataset_urn
+            flow_id=flow_id,
+            flow_group=flow_group,
+            flow_name=flow_name,
+            job_name=job_name,
+            dataset_urn=dataset_urn,
+            defaults={"owner_id": lambda: _owner_of(flow_id)},
         )
         previous = state.watermark
         state.watermark = watermark
@@ -104,9 +145,10 @@ class HighWatermarkCommitStep(CommitStep):
     def to_dict(self) -> dict[str, Any]:
         return {**self.data, "type": self.type}
 
-    def _key(self) -> dict[str, str]:
+    def _key(self) -> dict[str, Any]:
         d = self.data
         return {
+            "flow_id": flow_id_for(d.get("flow_id"), d["flow_group"], d["flow_name"]),
             "flow_group": d["flow_group"],
             "flow_name": d["flow_name"],
             "job_name": d["job_name"],
@@ -139,13 +181,26 @@ RESET = "RESET"
 
 
 def record_skip(
-    *, flow_group: str, flow_name: str, job_name: str, dataset_urn: str, execution_id: int | None, reason: str
+    *,
+    flow_id: int | None = None,
+    flow_group: str,
+    flow_name: str,
+    job_name: str,
+    dataset_urn: str,
+    execution_id: int | None,
+    reason: str,
 ) -> DatasetState:
     """A run skipped the dataset (its earlier commit could not be finished):
     the watermark stays, the status and a history row say why."""
+    flow_id = flow_id_for(flow_id, flow_group, flow_name)
     with transaction.atomic():
         state, _ = DatasetState.objects.select_for_update().get_or_create(
-            flow_group=flow_group, flow_name=flow_name, job_name=job_name, dataset_urn=dataset_urn
+            flow_id=flow_id,
+            flow_group=flow_group,
+            flow_name=flow_name,
+            job_name=job_name,
+            dataset_urn=dataset_urn,
+            defaults={"owner_id": lambda: _owner_of(flow_id)},
         )
         state.last_status = SKIPPED
         state.save(update_fields=["last_status", "updated"])
@@ -214,6 +269,77 @@ def reset_watermark(
             changed_by=changed_by,
         )
     return state
+
+
+# --- whose state: a flow's own, a deleted flow's, adoption ---------------------------------
+
+ADOPTED = "ADOPTED"
+
+
+def states_of(flow_group: str, flow_name: str):
+    """The datasets a flow's pages show: the current flow's own state, or,
+    once no flow has the name, what deleted flows of that name left."""
+    flow_id = FlowConfig.objects.filter(flow_group=flow_group, flow_name=flow_name).values_list(
+        "pk", flat=True
+    )
+    flow_id = flow_id.first()
+    rows = DatasetState.objects.filter(flow_group=flow_group, flow_name=flow_name)
+    return rows.filter(flow_id=flow_id) if flow_id is not None else rows
+
+
+def adoptable_state(flow: FlowConfig):
+    """State an earlier flow of the same group/name left (its flow deleted)."""
+    return DatasetState.objects.filter(flow_group=flow.flow_group, flow_name=flow.flow_name).exclude(
+        flow_id=flow.pk
+    )
+
+
+class AdoptionRefused(Exception):
+    """Why the state cannot be adopted (shown to the user as is)."""
+
+
+def adopt_state(flow: FlowConfig, *, user: Any) -> int:
+    """Make an earlier flow's state (same group/name, that flow deleted) this
+    flow's own, so its next run continues from those watermarks. Only the
+    owner of this flow who also owned the earlier one (or staff) may: the
+    watermarks say how far another user's data was read. Refused while this
+    flow has state of its own for the same datasets. Returns the number of
+    datasets adopted; each gets an audited history row."""
+    if not (user.is_staff or user.pk == flow.owner_id):
+        raise AdoptionRefused("Only the flow's owner or staff can adopt state for it.")
+    with transaction.atomic():
+        orphans = list(adoptable_state(flow).select_for_update())
+        if not orphans:
+            raise AdoptionRefused(
+                f"{flow.flow_group}/{flow.flow_name} has no state of a deleted flow to adopt."
+            )
+        live = [s.flow_id for s in orphans if s.flow_id is not None]
+        if FlowConfig.objects.filter(pk__in=live).exists():
+            raise AdoptionRefused("That state belongs to a flow that still exists.")
+        if not user.is_staff and {state.owner_id for state in orphans} != {user.pk}:
+            raise AdoptionRefused(
+                "That state was made by a flow you did not own; ask staff to move it if it should be yours."
+            )
+        own = set(DatasetState.objects.filter(flow_id=flow.pk).values_list("job_name", "dataset_urn"))
+        clash = sorted(urn for state in orphans if (state.job_name, urn := state.dataset_urn) in own)
+        if clash:
+            raise AdoptionRefused(
+                f"This flow already has state of its own for {', '.join(clash[:5])}; reset it first or keep it."
+            )
+        for state in orphans:
+            previous_flow = state.flow_id
+            state.flow_id, state.owner_id = flow.pk, flow.owner_id
+            state.save(update_fields=["flow_id", "owner_id", "updated"])
+            DatasetStateHistory.objects.create(
+                state=state,
+                execution_id=state.execution_id,
+                previous_watermark=state.watermark,
+                watermark=state.watermark,
+                status=ADOPTED,
+                reason=f"Adopted by flow #{flow.pk} from deleted flow #{previous_flow or '?'}.",
+                changed_by=user.get_username(),
+            )
+    return len(orphans)
 
 
 # --- the JobState of each run ------------------------------------------------------------

@@ -8,17 +8,27 @@ from typing import Any
 from celery import shared_task
 from celery.signals import celeryd_after_setup, worker_shutdown
 
-from portal.orchestration import executor, workers
+from portal.orchestration import capacity, executor, workers
+from portal.orchestration.commitstore import FailpointCrash
 
 
 @shared_task(name="flowport.run_job", acks_late=True, reject_on_worker_lost=True)
 def run_job(job_id: int, attempt: int, jobspec: dict[str, Any]) -> str:
-    return executor.execute_job(job_id, attempt, jobspec)
+    try:
+        with capacity.occupied(job_id, attempt):
+            return executor.execute_job(job_id, attempt, jobspec)
+    except (Exception, FailpointCrash):
+        raise
+    except BaseException as exc:
+        # execute_job reports a job's own BaseException; one escaping it
+        # (while claiming, say) must not reach Celery's thread pool, which
+        # counts it as a lost worker and puts the message back for ever.
+        raise RuntimeError(f"job {job_id} attempt {attempt}: {type(exc).__name__}: {exc}") from exc
 
 
 @celeryd_after_setup.connect
 def _start_heartbeat(sender: str, instance: Any, **kwargs: Any) -> None:
-    workers.start(list(instance.app.amqp.queues.consume_from or {}))
+    workers.start(list(instance.app.amqp.queues.consume_from or {}), instance)
 
 
 @worker_shutdown.connect

@@ -7,12 +7,13 @@ from __future__ import annotations
 import logging
 import threading
 from datetime import timedelta
+from typing import Any
 
 from django.conf import settings
 from django.db import close_old_connections
 from django.utils import timezone
 
-from portal.orchestration import sparkctx
+from portal.orchestration import capacity, sparkctx
 from portal.orchestration.actions import process_id
 from portal.orchestration.models import JobExecution, JobStatus, WorkerHeartbeat
 from portal.topology.models import SpecExecutor
@@ -24,25 +25,68 @@ _stop = threading.Event()
 _thread: threading.Thread | None = None
 
 
-def beat(worker: str, queues: list[str], started) -> list[str]:
-    """One heartbeat; returns the names of the executors this worker serves."""
-    executors = list(
-        SpecExecutor.objects.filter(queue__in=queues, enabled=True).values_list("name", flat=True)
-    )
+def beat(worker: str, queues: list[str], started, state: capacity.Capacity | None = None) -> list[str]:
+    """One heartbeat: this worker's capacity (`state`, else assessed in this
+    process), then the health of the executors it serves, from every live
+    worker on their queues; returns the names of those executors."""
+    executors = list(SpecExecutor.objects.filter(queue__in=queues, enabled=True).values_list("name", "queue"))
     running = JobExecution.objects.filter(status=JobStatus.RUNNING, worker__startswith=worker).count()
+    state = state or capacity.assess(worker)
     WorkerHeartbeat.objects.update_or_create(
         worker=worker,
         defaults={
-            "executors": executors,
+            "executors": [name for name, _ in executors],
             "queues": queues,
             "running_jobs": running,
+            "consuming": state.consuming,
+            "concurrency": state.concurrency,
+            "free_slots": state.free,
+            "stuck_slots": state.stuck,
+            "problems": "; ".join(state.problems)[:4000],
             "started": started,
             "last_seen": timezone.now(),
         },
     )
-    for name in executors:
-        record_health(name, SpecExecutor.Health.HEALTHY, f"worker {worker} is alive")
-    return executors
+    # A worker still connecting at start-up neither vouches for nor degrades
+    # its executors (that would flap them, and a status change recompiles).
+    if executors and not state.starting:
+        late = timezone.now() - timedelta(seconds=3 * settings.WORKER_HEARTBEAT_SECONDS)
+        live = list(WorkerHeartbeat.objects.filter(last_seen__gte=late))
+        for name, queue in executors:
+            status, message = executor_health(queue, [w for w in live if queue in w.queues])
+            record_health(name, status, message)
+    return [name for name, _ in executors]
+
+
+def executor_health(queue: str, workers: list[WorkerHeartbeat]) -> tuple[str, str]:
+    """HEALTHY while a worker consumes the queue with a job thread that is
+    free or busy with a live job (the message says which); DEGRADED when no
+    worker reads the broker (jobs wait); UNHEALTHY when every thread of the
+    consuming workers is gone or wedged (jobs would wait for ever).
+
+    Busy is said in the message, not the status: a status change is a
+    topology change (every flow is recompiled, an event raised), which must
+    not happen each time a job starts or ends."""
+    Health = SpecExecutor.Health
+    consuming = [w for w in workers if w.consuming]
+    troubled = "; ".join(f"{w.worker}: {w.problems}" for w in workers if w.problems)
+    suffix = f" Troubled workers: {troubled}" if troubled else ""
+    if not consuming:
+        return Health.DEGRADED, f"No worker is consuming {queue}: {troubled or 'none is connected'}."
+    if all(w.stuck_slots >= w.concurrency for w in consuming):
+        return Health.UNHEALTHY, f"No usable job thread on {queue}: {troubled}."
+    free = [w for w in consuming if w.free_slots]
+    if free:
+        slots = sum(w.free_slots for w in free)
+        return (
+            Health.HEALTHY,
+            f"{len(free)} worker(s) consuming {queue} with {slots} free job thread(s).{suffix}",
+        )
+    total = sum(w.concurrency - w.stuck_slots for w in consuming)
+    return (
+        Health.HEALTHY,
+        f"Busy: all {total} usable job thread(s) consuming {queue} are running jobs; new jobs wait.{suffix}",
+    )
 
 
 def _warm_up(executors: list[str]) -> None:
@@ -78,8 +122,10 @@ def _loop(queues: list[str]) -> None:
         _stop.wait(settings.WORKER_HEARTBEAT_SECONDS)
 
 
-def start(queues: list[str]) -> None:
+def start(queues: list[str], controller: Any = None) -> None:
     global _thread
+    if controller is not None:
+        capacity.attach(controller)
     if _thread is None:
         _stop.clear()
         _thread = threading.Thread(target=_loop, args=(queues,), name="worker-heartbeat", daemon=True)
@@ -92,16 +138,22 @@ def stop() -> None:
     _thread = None
 
 
+SILENT = "no worker heartbeat since the last check; jobs wait for a worker"
+
+
 def sweep_silent_executors() -> int:
-    """Executors marked healthy by a heartbeat that stopped: DEGRADED (the
-    compiler still routes there, at a penalty; jobs wait for a worker)."""
+    """Executors whose workers' heartbeats stopped: DEGRADED (the compiler
+    still routes there, at a penalty; jobs wait for a worker), whatever the
+    last heartbeat said (busy, stuck threads, no broker)."""
     late = timezone.now() - timedelta(seconds=3 * settings.WORKER_HEARTBEAT_SECONDS)
-    silent = SpecExecutor.objects.filter(health_status=SpecExecutor.Health.HEALTHY, last_heartbeat__lt=late)
+    silent = (
+        SpecExecutor.objects.filter(last_heartbeat__lt=late)
+        .exclude(health_status=SpecExecutor.Health.UNKNOWN)
+        .exclude(health_status=SpecExecutor.Health.DEGRADED, health_message=SILENT)
+    )
     names = list(silent.values_list("name", flat=True))
     for name in names:
-        record_health(
-            name, SpecExecutor.Health.DEGRADED, "no worker heartbeat since the last check", heartbeat=False
-        )
+        record_health(name, SpecExecutor.Health.DEGRADED, SILENT, heartbeat=False)
     return len(names)
 
 

@@ -5,6 +5,11 @@
 unless the file named by `slow.release.file` exists, so a test can hold a job
 RUNNING and let it go. `flaky.marker.file`: the first attempt fails (and
 creates the file), later ones succeed — a transient failure.
+`hard.exit.code`: the worker process ends on the spot (os._exit), as a job
+whose native code crashes its worker would; `interrupt.message`: the job
+raises KeyboardInterrupt (a BaseException, not an Exception);
+`block.until.file`: the job sits in plain Python, deaf to cancellation, until
+that file exists (a wedged job thread).
 """
 
 from __future__ import annotations
@@ -21,6 +26,13 @@ from portal.pipeline.workunits import WorkUnit
 
 class CountingSource(Source):
     def get_work_units(self) -> list[WorkUnit]:
+        if self.props.get("hard.exit.code"):
+            os._exit(int(self.props.get("hard.exit.code")))
+        if self.props.get("interrupt.message"):
+            raise KeyboardInterrupt(self.props.get("interrupt.message"))
+        unblock = self.props.get("block.until.file")
+        while unblock and not os.path.exists(unblock):
+            time.sleep(0.2)
         marker = self.props.get("flaky.marker.file")
         if marker and not os.path.exists(marker):
             open(marker, "w").close()

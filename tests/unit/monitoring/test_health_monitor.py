@@ -11,11 +11,15 @@ from django.utils import timezone
 
 from portal.monitoring import health
 from portal.monitoring.models import Event, HealthCheck
+from portal.orchestration.capacity import Capacity
 from portal.orchestration.models import WorkerHeartbeat
 from portal.orchestration.workers import DEPARTED_AFTER, beat, prune_departed_workers, sweep_silent_executors
 from portal.topology.models import SpecExecutor
 
 pytestmark = pytest.mark.django_db
+
+# A worker consuming its queues with both job threads free.
+IDLE = Capacity(consuming=True, concurrency=2, busy=0, gone=0, wedged=[])
 
 
 def _closed_port() -> int:
@@ -38,7 +42,7 @@ def _events(prefix: str) -> list[tuple[str, str]]:
 
 
 def test_a_silent_worker_degrades_its_executor_and_raises_one_event(executor, settings):
-    beat("host-a:1", ["executor.local"], timezone.now())
+    beat("host-a:1", ["executor.local"], timezone.now(), IDLE)
     assert health.check_executors() == 1  # first sight, healthy: recorded, no event
     assert _events("executor.") == []
     # The worker stops; the scheduler's sweep degrades the executor.
@@ -52,14 +56,14 @@ def test_a_silent_worker_degrades_its_executor_and_raises_one_event(executor, se
     event = Event.objects.get(kind="executor.degraded")
     assert event.subject == "local" and "no worker heartbeat" in event.message
     # The worker comes back.
-    beat("host-a:1", ["executor.local"], timezone.now())
+    beat("host-a:1", ["executor.local"], timezone.now(), IDLE)
     assert health.check_executors() == 1
     assert _events("executor.") == [("executor.degraded", "WARNING"), ("executor.recovered", "INFO")]
 
 
 def test_a_worker_gone_for_a_week_leaves_the_dashboard(executor):
-    beat("host-a:1", ["executor.local"], timezone.now())
-    beat("host-a:2", ["executor.local"], timezone.now())
+    beat("host-a:1", ["executor.local"], timezone.now(), IDLE)
+    beat("host-a:2", ["executor.local"], timezone.now(), IDLE)
     WorkerHeartbeat.objects.filter(worker="host-a:1").update(
         last_seen=timezone.now() - DEPARTED_AFTER - timedelta(minutes=1)
     )

@@ -218,6 +218,34 @@ def test_a_job_whose_worker_went_silent_is_redelivered_as_a_new_attempt(owner):
     assert lost.status == JobStatus.FAILED and lost.ended_at and "dead-worker" in lost.message
 
 
+def test_a_job_that_kills_every_worker_fails_as_a_poison_job_and_is_not_retried(owner, settings):
+    """JOB_MAX_REDELIVERIES=2: three deliveries die without a report; the
+    third loss fails the job (retries left or not) and its execution."""
+    settings.JOB_MAX_REDELIVERIES = 2
+    flow = two_hop_flow(owner, properties={"job.retry.count": "3"})
+    execution = launched(flow, owner)
+    first = jobs(execution)[0]
+    for attempt in (1, 2, 3):
+        assert executor.claim(first.pk, attempt, f"worker-{attempt}") is not None
+        JobExecution.objects.filter(pk=first.pk).update(lease_until=timezone.now() - timedelta(seconds=1))
+        assert sweep_lost_jobs() == 1
+        first.refresh_from_db()
+        if attempt < 3:
+            assert (first.status, first.attempt, first.redeliveries) == (
+                JobStatus.ORCHESTRATED,
+                attempt + 1,
+                attempt,
+            )
+    assert (first.status, first.attempt, first.retries, first.redeliveries) == (JobStatus.FAILED, 3, 0, 3)
+    assert first.message.startswith(
+        "Poison job: its worker stopped heartbeating without reporting on each of 3 deliveries (the last on worker-3)"
+    )
+    process_actions()
+    execution.refresh_from_db()
+    assert execution.status == ExecutionStatus.FAILED
+    assert not OutboxMessage.objects.filter(kwargs__attempt=4).exists()
+
+
 def test_the_same_waiting_action_is_stored_once(owner):
     execution = launched(two_hop_flow(owner), owner)
     for _ in range(3):

@@ -1,0 +1,6 @@
+"""A source whose module calls sys.exit() on import: a job's code that would
+end the process running it (issue #24). Loaded by the worker by dotted path."""
+
+import sys
+
+sys.exit("exiting_source refuses to load")

@@ -1,0 +1,42 @@
+"""A re-created flow starts fresh (issue #24), run by a real worker on Spark:
+olivia's flow reads ids 1-10 and checks in watermark 10; she deletes it,
+oscar creates a flow of the same group/name, and its first run reads from
+the start again instead of continuing after olivia's watermark."""
+
+from __future__ import annotations
+
+import pytest
+from django.contrib.auth import get_user_model
+
+from portal.flows import services as flow_services
+from portal.orchestration import services
+from portal.orchestration.models import DatasetState, ExecutionStatus
+from tests.integration.test_orchestration import SOURCE, finished, lake, make_flow  # noqa: F401 (fixture)
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def test_a_flow_re_created_by_another_user_reads_from_the_start(lake, worker, scheduler):  # noqa: F811
+    olivias = make_flow(name="shared-name")
+    first = finished(services.run_now(olivias, user=olivias.owner))
+    assert first.status == ExecutionStatus.COMMITTED, first.message
+    assert first.jobs.get().high_watermark == "10"
+    flow_services.delete_flow(olivias)
+
+    oscar = get_user_model().objects.create(username="oscar")
+    oscars = flow_services.create_flow(
+        owner=oscar,
+        data={
+            "flow_group": "it",
+            "flow_name": "shared-name",
+            "source": "landing",
+            "destinations": ["lake"],
+            "properties": {"source.class": SOURCE, "writer.output.format": "json", "numbers.per.run": "10"},
+        },
+    )
+    second = finished(services.run_now(oscars, user=oscar))
+    assert second.status == ExecutionStatus.COMMITTED, second.message
+    job = second.jobs.get()
+    assert (job.low_watermark, job.high_watermark) == ("", "10")  # from the start, not after 10
+    rows = DatasetState.objects.filter(flow_group="it", flow_name="shared-name").order_by("pk")
+    assert [(r.owner_id, r.watermark) for r in rows] == [(olivias.owner_id, "10"), (oscar.pk, "10")]

@@ -1,0 +1,55 @@
+"""The process definitions agree: `make run` (deploy/supervisord.conf), the
+systemd units (deploy/systemd/) and the Procfile run the same three commands,
+and each supervisor restarts a process that dies (issue #24)."""
+
+from __future__ import annotations
+
+import configparser
+import shlex
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+PROCESSES = ("web", "worker", "scheduler")
+
+
+def procfile() -> dict[str, str]:
+    lines = (ROOT / "Procfile").read_text().splitlines()
+    return {name.strip(): command.strip() for name, command in (line.split(":", 1) for line in lines if line)}
+
+
+def shell_body(command: str) -> str:
+    """`/bin/sh -c 'exec CMD'` -> CMD."""
+    argv = shlex.split(command)
+    assert argv[:2] == ["/bin/sh", "-c"] and argv[2].startswith("exec "), command
+    return argv[2].removeprefix("exec ")
+
+
+def ini(path: Path) -> configparser.RawConfigParser:
+    parser = configparser.RawConfigParser(strict=False, inline_comment_prefixes=None)
+    parser.optionxform = str  # systemd keys are case-sensitive
+    parser.read_string(path.read_text())
+    return parser
+
+
+def test_supervisord_runs_the_procfile_commands_and_restarts_them():
+    conf = ini(ROOT / "deploy" / "supervisord.conf")
+    assert conf.get("supervisord", "nodaemon") == "true"
+    for name in PROCESSES:
+        program = conf[f"program:{name}"]
+        assert shell_body(program["command"]) == procfile()[name]
+        assert program["autorestart"] == "true" and int(program["startretries"]) >= 100
+        assert program["stopasgroup"] == program["killasgroup"] == "true"
+
+
+def test_the_systemd_units_run_the_procfile_commands_and_restart_them():
+    for name in PROCESSES:
+        unit = ini(ROOT / "deploy" / "systemd" / f"flowport-{name}.service")
+        assert shell_body(unit.get("Service", "ExecStart")) == procfile()[name]
+        assert unit.get("Service", "Restart") == "always"
+        assert unit.get("Unit", "StartLimitIntervalSec") == "0"
+        assert unit.get("Service", "EnvironmentFile") == "/etc/flowport/flowport.env"
+
+
+def test_make_run_starts_supervisord():
+    run = (ROOT / "Makefile").read_text().split("\nrun:", 1)[1].split("\n\n", 1)[0]
+    assert "supervisord -c deploy/supervisord.conf" in run
