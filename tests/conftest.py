@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 from rest_framework.test import APIClient
 
 from tests.factories import UserFactory
+
+# The test suite's own sources and operators (tests.integration.sources.CountingSource, …) are
+# loadable by dotted path in the test environment only: a running portal allows portal.pipeline and
+# what its operator lists (docs/security.md). Set before anything starts, so the workers, schedulers
+# and web servers the tests spawn inherit it.
+os.environ["FLOWPORT_PIPELINE_PACKAGES"] = "tests"
 
 
 @pytest.fixture(autouse=True)

@@ -49,6 +49,17 @@ class DataNode(models.Model):
     def __str__(self) -> str:
         return self.name
 
+    def clean(self) -> None:
+        # The portal's own database and secrets are never a data node (docs/security.md).
+        from portal.topology.reach import node_problems
+
+        if isinstance(self.properties, dict):
+            problems = node_problems(self.kind, self.properties)
+            if problems:
+                raise ValidationError(
+                    {"properties": [f"{key}: {reason}" for key, reason in sorted(problems.items())]}
+                )
+
 
 class SpecExecutor(models.Model):
     class Technology(models.TextChoices):
