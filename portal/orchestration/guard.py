@@ -20,7 +20,7 @@ from portal.flows.models import FlowConfig
 from portal.keys.errors import EncryptionError
 from portal.keys.properties import WRAPPED_KEY_PROPERTY, looks_encrypted
 from portal.keys.services import holds_key
-from portal.pipeline.confinement import ConfinementError, confine
+from portal.pipeline.confinement import ConfinementError, confine, resolve
 from portal.pipeline.schema import (
     NODE,
     base_key,
@@ -146,12 +146,26 @@ def _check_node_keys(
         confine(work_dir, work_root, "work_dir")
         source, destination = nodes["source"], nodes["destination"]
         if "source.files.path" in props:
-            confine(props["source.files.path"], node_root(source.properties["path"]), "source.files.path")
+            root = node_root(source.properties["path"])
+            confine(props["source.files.path"], root, "source.files.path")
+            if job.parents:  # a later hop reads only what this flow published
+                _own_namespace(props["source.files.path"], root, group, name, "source.files.path")
         for key, value in props.items():
             if base_key(key) == "data.publisher.final.dir":
-                confine(value, node_root(destination.properties["path"]), key)
+                root = node_root(destination.properties["path"])
+                confine(value, root, key)
+                _own_namespace(value, root, group, name, key)
     except ConfinementError as error:
         raise JobRefused(str(error)) from None
+
+
+def _own_namespace(path: str, root: str, group: str, name: str, what: str) -> None:
+    """``path`` resolves (symlinks followed) to ``<root>/<group>/<name>`` or below it: a symlink at
+    the group or flow folder cannot lead into another flow's namespace."""
+    namespace = f"{resolve(root).rstrip('/')}/{group}/{name}"
+    resolved = resolve(path)
+    if resolved != namespace and not resolved.startswith(namespace + "/"):
+        raise ConfinementError(f"{what}: '{path}' is not inside the flow's own namespace {group}/{name}")
 
 
 def _check_user_keys(props: dict[str, str]) -> None:
