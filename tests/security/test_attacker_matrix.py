@@ -298,3 +298,82 @@ def test_tests_are_not_importable_in_a_portal_that_does_not_list_them(world: Wor
 def test_built_in_classes_stay_usable(world: World):
     response = world.post_flow({"source.class": "portal.pipeline.sources.files.FileSource"})
     assert response.status_code == 201, response.content
+
+
+# --- 6. bounded input ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("properties", "words"),
+    [
+        ({"a\x00b": "x"}, "control character"),
+        ({"a\x1bb": "x"}, "control character"),
+        ({"a": "x\x00y"}, "Null characters are not allowed"),
+        ({"a": "x\x07y"}, "control character"),
+    ],
+)
+def test_control_characters_in_properties_are_400_naming_them(world: World, properties, words):
+    response = world.post_flow(properties)
+    assert response.status_code == 400, response.content
+    assert words in messages(response)
+
+
+@pytest.mark.parametrize("field", ["description", "schedule", "templateUris"])
+def test_a_null_byte_in_any_field_is_400_not_500(world: World, field):
+    response = world.post_flow({}, **{field: "x\x00y"})
+    assert response.status_code == 400, response.content
+
+
+def test_deeply_nested_json_is_400_naming_the_limit(world: World):
+    body = '{"flowGroup": "mal", "flowName": "deep", "properties": ' + "[" * 5000 + "]" * 5000 + "}"
+    response = world.api().post("/api/flowconfigs", body, content_type="application/json")
+    assert response.status_code == 400, response.content[:300]
+    assert "deeper than 32 levels" in messages(response)
+
+
+def _bomb(levels: int = 12) -> str:
+    lines = ['a = "' + "x" * 50 + '"']
+    previous = "a"
+    for i in range(levels):
+        lines.append(f"l{i} = " + "${" + previous + "}" * 1 + ("${" + previous + "}") * 3)
+        previous = f"l{i}"
+    return "\n".join(lines) + "\n"
+
+
+def test_a_substitution_bomb_is_refused_naming_the_limit_and_expands_nothing(world: World):
+    text = _bomb()
+    assert len(text) < 1024
+    make_pack(world.mallory, name="mal-pack", templates={"bomb.template": text})
+    response = world.api().post(
+        "/api/flowconfigs/compile",
+        {
+            "flowGroup": "mal",
+            "flowName": "bomb",
+            "source": "landing",
+            "destinations": ["lake"],
+            "templateUris": "pack://mal-pack/bomb.template",
+            "properties": {},
+        },
+        format="json",
+    )
+    assert response.status_code in (200, 400), response.content[:300]
+    assert len(response.content) < 20_000
+    assert "65536 characters (the limit)" in response.content.decode()
+
+
+def test_substitutions_nested_too_deep_are_refused_naming_the_limit(world: World):
+    text = 'v0 = "x"\n' + "".join(f"v{i} = ${{v{i - 1}}}\n" for i in range(1, 30))
+    make_pack(world.mallory, name="mal-pack", templates={"deep.template": text})
+    response = world.api().post(
+        "/api/flowconfigs/compile",
+        {
+            "flowGroup": "mal",
+            "flowName": "deep",
+            "source": "landing",
+            "destinations": ["lake"],
+            "templateUris": "pack://mal-pack/deep.template",
+            "properties": {},
+        },
+        format="json",
+    )
+    assert "nest deeper than 16 levels (the limit)" in response.content.decode()
