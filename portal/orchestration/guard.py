@@ -30,6 +30,8 @@ from portal.pipeline.schema import (
     owner_of,
     urn_problems,
 )
+from portal.topology.access import READ, WRITE
+from portal.topology.access import refusal as access_refusal
 from portal.topology.models import DataNode, SpecExecutor
 from portal.topology.reach import node_problems, node_root, portal_secrets_problems
 
@@ -66,6 +68,13 @@ def check(job: Any, spec: dict[str, Any]) -> None:
     if flow is None:
         raise JobRefused(f"flow {group}/{name} no longer exists")
     nodes = _hop_nodes(props)
+    checks = [(nodes["destination"].name, WRITE)]
+    if not job.parents:
+        checks.insert(0, (nodes["source"].name, READ))
+    for node_name, action in checks:
+        reason = access_refusal(flow.owner, node_name, action)
+        if reason:
+            raise JobRefused(reason)
     _check_executor(job, spec)
     _check_node_keys(job, spec, props, nodes, group, name)
     _check_user_keys(props)

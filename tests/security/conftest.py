@@ -97,6 +97,7 @@ def files_under(path: Path) -> list[Path]:
 
 @pytest.fixture
 def world(db, tmp_path, settings) -> World:
+    settings.DATA_NODE_DEFAULT_ACCESS = "closed"  # production's default
     settings.FLOWPORT_LOG_DIR = str(tmp_path / "logs")
     settings.FLOWPORT_WORK_DIR = str(tmp_path / "work")
     secrets_dir = tmp_path / "portal-secrets"
@@ -111,11 +112,14 @@ def world(db, tmp_path, settings) -> World:
     victim_out = lake / "team-v" / "orders" / "orders"
     victim_out.mkdir(parents=True)
     (victim_out / "part-0.csv").write_text("id,amount\n1,10\n")
+    victor, mallory = UserFactory(username="victor"), UserFactory(username="mallory")
+    grants = [{"role": role, "user": u} for u in ("victor", "mallory") for role in ("read", "write")]
     for name, path in (("landing", landing), ("lake", lake)):
-        topology.create_data_node({"name": name, "kind": "files", "properties": {"path": str(path)}})
+        topology.create_data_node(
+            {"name": name, "kind": "files", "properties": {"path": str(path)}, "acl": grants}
+        )
     make_executor("x1", "landing>lake")
 
-    victor, mallory = UserFactory(username="victor"), UserFactory(username="mallory")
     victor_key = services.wrap_customer_key(
         user=victor, key=client.encode_key(client.generate_key()), label="db"
     ).customer_key

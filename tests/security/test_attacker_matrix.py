@@ -377,3 +377,74 @@ def test_substitutions_nested_too_deep_are_refused_naming_the_limit(world: World
         format="json",
     )
     assert "nest deeper than 16 levels (the limit)" in response.content.decode()
+
+
+# --- 1. data nodes only through grants -------------------------------------------------------------
+
+
+def _ungrant(world: World, node: str, user: str, role: str) -> None:
+    from portal.topology.models import DataNodeGrant
+
+    DataNodeGrant.objects.filter(node__name=node, user__username=user, role=role).delete()
+
+
+@pytest.mark.parametrize(
+    ("node", "role", "words"), [("landing", "read", "read from"), ("lake", "write", "write to")]
+)
+def test_a_flow_whose_owner_lacks_a_grant_does_not_compile_nor_run(world: World, node, role, words):
+    execution, spec = world.bound_spec()  # bound while she still had the grant
+    _ungrant(world, node, "mallory", role)
+    compiled = compile_flow(world.mallory_flow)
+    assert compiled.status == "FAILED"
+    assert f"'mallory' may not {words} data node '{node}'" in compiled.message
+    job = world.run_on_worker(spec, execution)
+    assert job.status == "FAILED" and f"may not {words} data node '{node}'" in job.message
+    assert not (world.lake / "mal").exists()
+
+
+def test_a_node_without_grants_is_closed_to_all_but_staff(world: World):
+    from portal.topology import services as topology
+
+    topology.create_data_node(
+        {"name": "vault", "kind": "files", "properties": {"path": str(world.tmp / "vault")}}
+    )
+    from tests.unit.topology.helpers import executor as make_executor
+
+    make_executor("x2", "vault>lake")
+    flow = FlowConfig(
+        flow_group="mal",
+        flow_name="v",
+        owner=world.mallory,
+        source="vault",
+        destinations=["lake"],
+        properties={},
+    )
+    assert "may not read from data node 'vault'" in compile_flow(flow).message
+    staff = UserFactory(username="stella", is_staff=True)
+    assert compile_flow(flow, user=staff).status == "COMPILED"
+
+
+def test_a_group_grant_lets_its_members_in(world: World):
+    from django.contrib.auth.models import Group
+
+    from portal.topology import access
+
+    _ungrant(world, "landing", "mallory", "read")
+    assert compile_flow(world.mallory_flow).status == "FAILED"
+    team = Group.objects.create(name="team-m")
+    world.mallory.groups.add(team)
+    node = DataNode.objects.get(name="landing")
+    access.set_grants(node, [*access.grant_entries(node), {"role": "read", "group": "team-m"}])
+    assert compile_flow(world.mallory_flow).status == "COMPILED"
+
+
+def test_only_staff_change_a_nodes_grants(world: World):
+    body = {"acl": [{"role": "owner", "user": "mallory"}]}
+    response = world.api().patch("/api/datanodes/landing", body, format="json")
+    assert response.status_code == 403
+    staff = api_client_for(UserFactory(username="stella", is_staff=True))
+    response = staff.patch("/api/datanodes/landing", body, format="json")
+    assert response.status_code == 200, response.content
+    assert response.json()["acl"] == [{"role": "owner", "user": "mallory"}]
+    bad = staff.patch("/api/datanodes/landing", {"acl": [{"role": "admin", "user": "x"}]}, format="json")
+    assert bad.status_code == 400 and "acl" in str(bad.json())
