@@ -16,6 +16,7 @@ from typing import Any
 
 from django.conf import settings
 
+from portal.flows import groups as flow_groups
 from portal.flows.models import FlowConfig
 from portal.keys.errors import EncryptionError
 from portal.keys.properties import WRAPPED_KEY_PROPERTY, looks_encrypted
@@ -67,6 +68,9 @@ def check(job: Any, spec: dict[str, Any]) -> None:
     flow = FlowConfig.objects.select_related("owner").filter(flow_group=group, flow_name=name).first()
     if flow is None:
         raise JobRefused(f"flow {group}/{name} no longer exists")
+    group_refusal = flow_groups.refusal(flow.owner, group)
+    if group_refusal:
+        raise JobRefused(group_refusal)
     nodes = _hop_nodes(props)
     checks = [(nodes["destination"].name, WRITE)]
     if not job.parents:

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from portal.flows.compiler import compile_flow
-from portal.flows.models import FlowConfig
+from portal.flows.models import FlowConfig, FlowGroup
 from portal.keys import client, services
 from portal.keys.master import create_ring_file
 from portal.orchestration import executor
@@ -123,6 +123,8 @@ def world(db, tmp_path, settings) -> World:
     victor_key = services.wrap_customer_key(
         user=victor, key=client.encode_key(client.generate_key()), label="db"
     ).customer_key
+    FlowGroup.objects.create(name="team-v", owner_user=victor)
+    FlowGroup.objects.create(name="mal", owner_user=mallory)
     victor_flow = FlowConfig.objects.create(
         flow_group="team-v",
         flow_name="orders",

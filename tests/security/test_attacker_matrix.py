@@ -448,3 +448,49 @@ def test_only_staff_change_a_nodes_grants(world: World):
     assert response.json()["acl"] == [{"role": "owner", "user": "mallory"}]
     bad = staff.patch("/api/datanodes/landing", {"acl": [{"role": "admin", "user": "x"}]}, format="json")
     assert bad.status_code == 400 and "acl" in str(bad.json())
+
+
+# --- 2. a flow group is owned ----------------------------------------------------------------------
+
+
+def test_nobody_creates_flows_in_a_flow_group_they_do_not_own(world: World):
+    response = world.post_flow({}, flowGroup="team-v", flowName="squat")
+    assert response.status_code == 400
+    assert "flow group 'team-v' belongs to user victor" in messages(response)
+    assert not FlowConfig.objects.filter(flow_group="team-v", flow_name="squat").exists()
+
+
+def test_the_worker_refuses_a_flow_in_someone_elses_group(world: World):
+    squat = FlowConfig.objects.create(  # past the web tier, straight into the database
+        flow_group="team-v",
+        flow_name="squat",
+        owner=world.mallory,
+        source="landing",
+        destinations=["lake"],
+        properties={"source.files.format": "csv"},
+    )
+    execution, spec = world.bound_spec(squat)
+    job = world.run_on_worker(spec, execution)
+    assert job.status == "FAILED" and "belongs to user victor" in job.message
+    assert not (world.lake / "team-v" / "squat").exists()
+
+
+def test_a_group_owned_flow_group_admits_its_members_only(world: World):
+    from django.contrib.auth.models import Group
+
+    from portal.flows.models import FlowGroup
+
+    team = Group.objects.create(name="team-shared")
+    FlowGroup.objects.create(name="shared", owner_group=team)
+    assert world.post_flow({}, flowGroup="shared", flowName="a").status_code == 400
+    world.mallory.groups.add(team)
+    assert world.post_flow({}, flowGroup="shared", flowName="a").status_code == 201
+
+
+def test_a_new_flow_group_is_claimed_by_its_first_flows_owner(world: World):
+    from portal.flows.models import FlowGroup
+
+    assert world.post_flow({}, flowGroup="fresh", flowName="a").status_code == 201
+    assert FlowGroup.objects.get(name="fresh").owner_user == world.mallory
+    response = world.post_flow({}, user=world.victor, flowGroup="fresh", flowName="b")
+    assert response.status_code == 400
