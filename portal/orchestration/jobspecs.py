@@ -13,9 +13,9 @@ paths:
   writer format) and copies it as is, so the flow's extract, converter,
   quality and fork keys apply to the first hop only;
 * every hop — a `files` destination publishes to
-  `<node path>/<flowGroup>/<flowName>` (`data.publisher.final.dir`, unless
-  the flow sets it for the final hop); a `jdbc` destination sets
-  `writer.output.format=jdbc` and `writer.jdbc.url`.
+  `<node path>/<flowGroup>/<flowName>` (`data.publisher.final.dir`, or
+  `.N` for each branch of a fork), always; a `jdbc` destination sets
+  `writer.output.format=jdbc` and `writer.jdbc.url` (and `.driver`).
 
 Relative node paths are relative to FLOWPORT_DATA_DIR. Node-owned keys
 (`portal.pipeline.schema`: paths, JDBC URLs and drivers) are always taken
