@@ -177,6 +177,20 @@ def _leaves(tree: ConfigTree, prefix: str = "") -> dict[str, Any]:
     return found
 
 
+def plain_leaves(tree: ConfigTree) -> dict[str, str]:
+    """Every key of an unresolved tree, with its text where it is a plain scalar (a value built
+    from substitutions is given as its literal parts joined, enough to see ENC(...) or a path)."""
+    found = {}
+    for key, value in _leaves(tree).items():
+        if isinstance(value, ConfigValues):
+            found[key] = "".join(str(t) for t in value.tokens if not isinstance(t, ConfigSubstitution))
+        elif isinstance(value, (list, ConfigList)):
+            found[key] = ",".join(str(item) for item in value if isinstance(item, (str, int, float)))
+        else:
+            found[key] = "" if value is None else str(value)
+    return found
+
+
 def check_expansion(tree: ConfigTree) -> None:
     """HoconError naming the limit when the merged, unresolved tree would expand past
     MAX_SUBSTITUTION_DEPTH levels, MAX_EXPANDED_VALUE characters in one value or

@@ -8,6 +8,7 @@ from __future__ import annotations
 import sys
 
 import pytest
+from django.core.exceptions import ValidationError
 from django.db import connection
 
 from portal.flows.compiler import compile_flow
@@ -52,11 +53,24 @@ def test_a_key_only_a_node_sets_is_refused_at_save_naming_it(world: World, key):
     assert not FlowConfig.objects.filter(flow_group="mal", flow_name="other").exists()
 
 
+def _pack_past_the_upload_check(world: World, path: str, text: str) -> None:
+    """A pack version written without the upload checks (one saved before they existed, or a
+    row written by hand), so the compiler's own check is what is tested."""
+    from portal.templatepacks import services as packs
+    from portal.templatepacks.models import PackVersion
+
+    pack = make_pack(world.mallory, name="mal-pack", templates={"ok.template": "a = b\n"})
+    packs._new_version(pack, world.mallory, {path: text}, PackVersion.Kind.UPLOAD, "by hand")
+
+
 @pytest.mark.parametrize(
     "key", ["source.files.path", "data.publisher.final.dir", "writer.output.dir", "source.jdbc.url"]
 )
 def test_a_key_only_a_node_sets_is_refused_from_a_template(world: World, key):
-    make_pack(world.mallory, name="mal-pack", templates={"evil.template": f'{key} = "/etc"\n'})
+    with pytest.raises(ValidationError) as refused:
+        make_pack(world.mallory, name="mal-pack", templates={"evil.template": f'{key} = "/etc"\n'})
+    assert repr(key) in str(refused.value)
+    _pack_past_the_upload_check(world, "evil.template", f'{key} = "/etc"\n')
     flow = FlowConfig(
         flow_group="mal",
         flow_name="t",
@@ -240,12 +254,15 @@ def test_a_template_cannot_carry_enc_values_or_wrapped_keys(world: World):
         f'source.conn.password = "{stolen["source.conn.password"]}"\n'
         f'encrypt.wrapped.key = "{stolen["encrypt.wrapped.key"]}"\n'
     )
-    make_pack(world.mallory, name="mal-pack", templates={"steal.template": text})
+    with pytest.raises(ValidationError) as refused:
+        make_pack(world.mallory, name="mal-pack", templates={"steal.template": text})
+    assert "templates cannot carry" in str(refused.value)
+    _pack_past_the_upload_check(world, "steal.template", text)
     response = world.post_flow({}, templateUris="pack://mal-pack/steal.template")
-    flow = FlowConfig.objects.filter(flow_group="mal", flow_name="other").first()
-    assert response.status_code == 400 or (flow and flow.compilation_status == "FAILED")
-    if flow:
-        assert "templates cannot carry" in flow.compilation_message
+    assert response.status_code == 201  # saved, but it never compiles
+    flow = FlowConfig.objects.get(flow_group="mal", flow_name="other")
+    assert flow.compilation_status == "FAILED"
+    assert "templates cannot carry" in flow.compilation_message
 
 
 def test_the_worker_decrypts_only_with_the_flow_owners_keys(world: World):
