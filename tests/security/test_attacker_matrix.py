@@ -511,3 +511,15 @@ def test_a_new_flow_group_is_claimed_by_its_first_flows_owner(world: World):
     assert FlowGroup.objects.get(name="fresh").owner_user == world.mallory
     response = world.post_flow({}, user=world.victor, flowGroup="fresh", flowName="b")
     assert response.status_code == 400
+
+
+def test_a_portal_database_node_written_past_the_checks_stops_the_worker(world: World):
+    DataNode.objects.filter(name="landing").update(
+        kind="jdbc", properties={"url": _portal_db_url("localhost")}
+    )
+    assert any("portal's own database" in line for line in guard.startup_problems())
+    execution, spec = world.bound_spec()
+    assert spec["properties"]["source.jdbc.url"] == _portal_db_url("localhost")
+    job = world.run_on_worker(spec, execution)
+    assert job.status == "FAILED" and "portal's own database" in job.message
+    assert files_under(world.lake / "mal") == []
