@@ -191,7 +191,7 @@ REST_FRAMEWORK = {
         "portal.accounts.authentication.BasicAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["portal.api_parsers.BoundedJSONParser"],
     "DEFAULT_RENDERER_CLASSES": [
         "rest_framework.renderers.JSONRenderer",
         "rest_framework.renderers.BrowsableAPIRenderer",
@@ -250,6 +250,11 @@ CELERY_TIMEZONE = TIME_ZONE
 SPARK_MASTER = env("SPARK_MASTER", "local[*]")
 POSTGRES_JDBC_JAR = env("POSTGRES_JDBC_JAR", "/usr/share/java/postgresql.jar")
 FLOWPORT_DATA_DIR = Path(env("FLOWPORT_DATA_DIR", str(VAR_DIR / "data")))
+# A data node with no grant: "closed" (staff only until an administrator grants it) or "open"
+# (everyone, until its first grant restricts it). docs/security.md.
+DATA_NODE_DEFAULT_ACCESS = env("DATA_NODE_DEFAULT_ACCESS", "closed")
+if DATA_NODE_DEFAULT_ACCESS not in ("closed", "open"):
+    raise ImproperlyConfigured("DATA_NODE_DEFAULT_ACCESS must be 'closed' or 'open'.")
 
 LOG_LEVEL = env("LOG_LEVEL", "INFO")
 LOGGING = {

@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from portal.flows.models import FlowConfig
+from portal.flows.models import FlowConfig, FlowGroup
 
 
 @admin.register(FlowConfig)
@@ -17,3 +17,12 @@ class FlowConfigAdmin(admin.ModelAdmin):
 
     def has_change_permission(self, request, obj=None) -> bool:
         return False
+
+
+@admin.register(FlowGroup)
+class FlowGroupAdmin(admin.ModelAdmin):
+    """Staff hand a flow group to a team (its owning group) or another user here."""
+
+    list_display = ("name", "owner_user", "owner_group", "created")
+    search_fields = ("name",)
+    autocomplete_fields = ()

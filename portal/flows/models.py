@@ -153,3 +153,43 @@ class RouteSummary(models.Model):
 
     def __str__(self) -> str:
         return f"routes @ {self.applied_revision}"
+
+
+class FlowGroup(models.Model):
+    """A flow group's owner: a user, or a group (e.g. an LDAP group mirrored at login). Only they
+    (and staff) create flows in it, so only they publish into ``<node>/<flowGroup>/…``. The first
+    flow saved in a new group claims it for its owner; staff hand it to a group in the admin."""
+
+    name = models.CharField(max_length=128, unique=True, validators=[validate_name])
+    owner_user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="flow_groups"
+    )
+    owner_group = models.ForeignKey(
+        "auth.Group", null=True, blank=True, on_delete=models.PROTECT, related_name="flow_groups"
+    )
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(owner_user__isnull=False, owner_group__isnull=True)
+                | models.Q(owner_user__isnull=True, owner_group__isnull=False),
+                name="flowgroup_user_xor_group",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def owner_name(self) -> str:
+        return f"user {self.owner_user}" if self.owner_user_id else f"group {self.owner_group}"
+
+    def admits(self, user) -> bool:
+        """May `user` own flows in this group?"""
+        if user is None:
+            return False
+        if user.is_staff or user.is_superuser or self.owner_user_id == user.pk:
+            return True
+        return bool(self.owner_group_id) and user.groups.filter(pk=self.owner_group_id).exists()

@@ -9,6 +9,7 @@ from typing import Any
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, transaction
 
+from portal.flows import groups
 from portal.flows.models import FlowConfig
 from portal.flows.signals import flow_catalog_changed
 from portal.templatepacks.services import validate_template_uris_for
@@ -46,8 +47,10 @@ def create_flow(*, owner: AbstractBaseUser, data: dict[str, Any]) -> FlowConfig:
     flow = FlowConfig(owner=owner, **{k: v for k, v in data.items() if k in (*KEY_FIELDS, *EDITABLE_FIELDS)})
     flow.full_clean(validate_unique=False, validate_constraints=False)
     validate_template_uris_for(flow.owner, flow.template_uri_list)
+    groups.check(owner, flow.flow_group)
     try:
         with transaction.atomic():
+            groups.claim(owner, flow.flow_group)
             flow.save()
             flow_catalog_changed.send(sender=FlowConfig, action="add", flow=flow)
     except IntegrityError:

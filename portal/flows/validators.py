@@ -9,6 +9,8 @@ from django.core.exceptions import ValidationError
 from django.core.validators import RegexValidator
 
 from portal.keys.properties import format_problems as encrypted_property_problems
+from portal.keys.properties import looks_encrypted
+from portal.pipeline.schema import user_property_problems
 
 NAME_PATTERN = r"[A-Za-z0-9_.-]{1,128}"
 validate_name = RegexValidator(
@@ -59,6 +61,11 @@ def validate_properties(value: object) -> None:
             problems.append(f"{key!r} must be a string, not {type(item).__name__}")
         elif len(item) > MAX_PROPERTY_VALUE:
             problems.append(f"{key!r} is longer than {MAX_PROPERTY_VALUE} characters")
+    if problems:
+        raise ValidationError("; ".join(problems))
+    # Who may set which key, allowed class paths, secrets only as ENC(...), control characters
+    # (the pipeline's property schema; docs/security.md).
+    problems.extend(user_property_problems(value, looks_encrypted, secrets=False))
     # Encrypted values: ENC(...) form and encrypt.wrapped.key (keys app, docs/keys.md).
     problems.extend(encrypted_property_problems(value))
     if problems:

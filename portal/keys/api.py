@@ -158,6 +158,16 @@ class EncryptValue(APIView):
                 raise exceptions.ValidationError({field: ["You have no key with this id."]})
             wrapped = record.wrapped_key
         try:
+            # Only a key's owner (or a member of its owning group) may mint ENC(...) values with
+            # it: an ENC value made under someone else's key would decrypt in their flows.
+            if field == "wrappedKey" and not services.holds_key(request.user, wrapped):
+                raise exceptions.ValidationError(
+                    {
+                        field: [
+                            "This key is not one of yours or your groups'; only a key's owner may encrypt with it."
+                        ]
+                    }
+                )
             value = services.encrypt_value(wrapped, data.validated_data["plaintext"])
         except services.MasterKeyError as error:
             raise master_key_unavailable(error) from None

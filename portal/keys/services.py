@@ -34,6 +34,7 @@ from portal.keys.properties import (
     decrypt_properties,
     encrypted_keys,
     is_encrypted,
+    looks_encrypted,
     redact,
     secret_values,
 )
@@ -117,6 +118,15 @@ def wrap_customer_key(
     return WrapResult(record, client.encode_key(key_bytes) if generate else None)
 
 
+def holds_key(user, wrapped_key: str) -> bool:
+    """True when the customer key inside `wrapped_key` is one of `user`'s
+    (or their groups') keys. Compared by fingerprint, so a key re-wrapped by a
+    master key rotation still counts. Raises MasterKeyError / WrappedKeyError."""
+    customer_key = wrapping.unwrap(get_ring(), wrapped_key)
+    fingerprint = client.key_fingerprint(customer_key)
+    return CustomerKey.objects.usable_by(user).filter(fingerprint=fingerprint).exists()
+
+
 def encrypt_value(wrapped_key: str, plaintext: str) -> str:
     """`plaintext` as an ENC(...) value under the customer key inside
     `wrapped_key`. Raises MasterKeyError, WrappedKeyError (code says why) or
@@ -135,11 +145,23 @@ def validate_flow_secrets(flow) -> None:
     of the owner's (or their groups') customer keys, and is the key every
     ENC(...) value was made with. Nothing is decrypted.
     ValidationError({"properties": [...]}) naming each property."""
-    from portal.flows.compiler.templates import clear_encrypted_attributes, clear_message
+    from portal.flows.compiler.templates import (
+        clear_encrypted_attributes,
+        clear_message,
+        declared_encrypted_attributes,
+    )
+    from portal.pipeline.schema import clear_secret_keys, clear_secret_message
 
     owner = getattr(flow, "owner", None)
-    messages = [clear_message(name) for name in clear_encrypted_attributes(flow, owner)]
     properties = flow.properties
+    declared = declared_encrypted_attributes(flow, owner)
+    messages = [clear_message(name) for name in clear_encrypted_attributes(flow, owner, declared)]
+    # A key named like a secret is one, whatever a template declares (docs/security.md).
+    messages += [
+        clear_secret_message(name)
+        for name in clear_secret_keys(properties, looks_encrypted)
+        if name not in declared
+    ]
     wrapped = properties.get(WRAPPED_KEY_PROPERTY)
     if isinstance(wrapped, str) and wrapped:
         try:
@@ -167,5 +189,17 @@ def validate_flow_secrets(flow) -> None:
                         f"{name!r} was encrypted with a different customer key than the one in "
                         f"{WRAPPED_KEY_PROPERTY!r}."
                     )
+    for name, value in sorted(properties.items()):
+        # Prefixed wrapped keys (`<prefix>.encrypt.wrapped.key`) decrypt the values under their
+        # prefix: they too must be the owner's.
+        if not (isinstance(value, str) and value and name.endswith("." + WRAPPED_KEY_PROPERTY)):
+            continue
+        try:
+            held = holds_key(owner, value)
+        except (MasterKeyError, WrappedKeyError) as error:
+            messages.append(f"{name!r} {error}.")
+            continue
+        if not held:
+            messages.append(f"{name!r} is not one of the flow owner's customer keys.")
     if messages:
         raise ValidationError({"properties": messages})

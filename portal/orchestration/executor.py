@@ -24,7 +24,7 @@ from django.utils import timezone
 
 from portal.keys.errors import EncryptionError
 from portal.keys.services import decrypt_properties, is_encrypted, secret_values
-from portal.orchestration import joblogs, sparkctx, statestore
+from portal.orchestration import guard, joblogs, sparkctx, statestore
 from portal.orchestration.actions import enqueue_for, process_id
 from portal.orchestration.commitstore import FailpointCrash, failpoint
 from portal.orchestration.models import (
@@ -241,6 +241,11 @@ def _run(
     heartbeat: JobHeartbeat,
     run_state: JobState,
 ) -> str:
+    # The worker's own security check, before anything starts (it trusts nothing the web tier sent).
+    refused = guard.refusal(job, spec)
+    if refused:
+        log.write(refused)
+        return _finish(job, attempt, run_state, JobStatus.FAILED, refused, log, **log.fields())
     submitted = uses_spark_submit(spec)
     master = spec.get("spark_master") or settings.SPARK_MASTER
     # A cluster job runs as its own application; the worker's local session

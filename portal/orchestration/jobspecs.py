@@ -13,11 +13,15 @@ paths:
   writer format) and copies it as is, so the flow's extract, converter,
   quality and fork keys apply to the first hop only;
 * every hop — a `files` destination publishes to
-  `<node path>/<flowGroup>/<flowName>` (`data.publisher.final.dir`, unless
-  the flow sets it for the final hop); a `jdbc` destination sets
-  `writer.output.format=jdbc` and `writer.jdbc.url`.
+  `<node path>/<flowGroup>/<flowName>` (`data.publisher.final.dir`, or
+  `.N` for each branch of a fork), always; a `jdbc` destination sets
+  `writer.output.format=jdbc` and `writer.jdbc.url` (and `.driver`).
 
-Relative node paths are relative to FLOWPORT_DATA_DIR.
+Relative node paths are relative to FLOWPORT_DATA_DIR. Node-owned keys
+(`portal.pipeline.schema`: paths, JDBC URLs and drivers) are always taken
+from the nodes here, whatever the properties say: the flow save refuses them,
+this drops them again, and the worker (`orchestration.guard`) checks the
+result against the nodes in the database before it reads or writes anything.
 """
 
 from __future__ import annotations
@@ -27,9 +31,26 @@ from typing import Any
 
 from django.conf import settings
 
+from portal.pipeline.schema import NODE, owner_of
+
 FILES_SOURCE = "portal.pipeline.sources.files.FileSource"
 JDBC_SOURCE = "portal.pipeline.sources.jdbc.JdbcSource"
 FIRST_HOP_ONLY = ("source.", "extract.", "converter.", "qualitychecker.", "fork.", "dataset.urn")
+# Node-owned keys the compiler itself sets (the hop keys); every other node-owned key is bound here.
+COMPILER_KEYS = ("flowport.", "flow.group", "flow.name", "job.name", "spark.master")
+
+
+def node_path(path: str) -> str:
+    """A node's root: relative node paths are relative to FLOWPORT_DATA_DIR."""
+    return _node_path(path)
+
+
+def _strip_node_keys(props: dict[str, str]) -> dict[str, str]:
+    return {
+        k: v
+        for k, v in props.items()
+        if owner_of(k) != NODE or k.startswith(COMPILER_KEYS[0]) or k in COMPILER_KEYS[1:]
+    }
 
 
 def _node_path(path: str) -> str:
@@ -55,7 +76,7 @@ def publish_dir(props: dict[str, str], flow_group: str, flow_name: str) -> str |
 def bind_hop(plan: dict[str, Any], parents: list[dict[str, Any]], *, final: bool) -> dict[str, str]:
     """The pipeline properties of one compiled job (`plan` in the compiler's
     camelCase dict form; `parents` the same for its parent jobs)."""
-    props = dict(plan["properties"])
+    props = _strip_node_keys(dict(plan["properties"]))
     group, name = props.get("flow.group", ""), props.get("flow.name", "")
     if parents:
         parent = parents[0]
@@ -70,23 +91,38 @@ def bind_hop(plan: dict[str, Any], parents: list[dict[str, Any]], *, final: bool
         if kind == "files":
             props.setdefault("source.class", FILES_SOURCE)
             if conn.get("path"):
-                props.setdefault("source.files.path", _node_path(conn["path"]))
+                props["source.files.path"] = _node_path(conn["path"])
         elif kind == "jdbc":
             props.setdefault("source.class", JDBC_SOURCE)
             if conn.get("url"):
-                props.setdefault("source.jdbc.url", conn["url"])
+                props["source.jdbc.url"] = conn["url"]
             if conn.get("driver"):
-                props.setdefault("source.jdbc.driver", conn["driver"])
+                props["source.jdbc.driver"] = conn["driver"]
     kind, conn = _node(props, "destination")
     if kind == "files":
+        # Always the flow's own namespace <node>/<flowGroup>/<flowName>; with a fork, every
+        # branch publishes there (branch files are told apart by their index).
         target = publish_dir(props, group, name)
-        if target and not (final and props.get("data.publisher.final.dir")):
-            props["data.publisher.final.dir"] = target
+        if target:
+            branches = _branches(props) if not parents else 1
+            if branches > 1:
+                props.update({f"data.publisher.final.dir.{i}": target for i in range(branches)})
+            else:
+                props["data.publisher.final.dir"] = target
     elif kind == "jdbc":
         props.setdefault("writer.output.format", "jdbc")
         if conn.get("url"):
-            props.setdefault("writer.jdbc.url", conn["url"])
+            props["writer.jdbc.url"] = conn["url"]
+        if conn.get("driver"):
+            props["writer.jdbc.driver"] = conn["driver"]
     return props
+
+
+def _branches(props: dict[str, str]) -> int:
+    try:
+        return max(1, int(props.get("fork.branches", "1") or 1))
+    except ValueError:
+        return 1  # the pipeline reports the bad value
 
 
 def build_jobspec(

@@ -36,6 +36,7 @@ from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlparse, urlunparse
 
 from portal.pipeline import fs, watermarks
+from portal.pipeline.confinement import confine
 from portal.pipeline.errors import ConfigError
 from portal.pipeline.jobspec import JobSpec
 from portal.pipeline.properties import Properties
@@ -145,9 +146,12 @@ def plan_commit(
                     step["staging_tables"].append(branch["staging_table"])
                     step["rows"] += int(branch["records_written"])
                     continue
-                final = branch.get("final_dir") or bprops.require("data.publisher.final.dir")
+                # Every published file stays inside the branch's publish dir: a dataset URN or a
+                # task state (a cluster driver's, say) cannot steer it elsewhere with '..'.
+                root = bprops.require("data.publisher.final.dir")
+                final = confine(branch.get("final_dir") or root, root, "data.publisher.final.dir")
                 if bprops.get_bool("data.publisher.dataset.subdir", True):
-                    final = fs.join(final, urn)
+                    final = confine(fs.join(final, urn), root, f"dataset '{urn}'")
                 base = branch["output_dir"].rstrip("/")
                 for f in branch["output_files"]:
                     relative = f["path"][len(base) :].lstrip("/\\")
@@ -155,7 +159,7 @@ def plan_commit(
                         {
                             "type": "fs_rename",
                             "src": f["path"],
-                            "dst": fs.join(final, relative),
+                            "dst": confine(fs.join(final, relative), root, f"dataset '{urn}'"),
                             "size": f.get("size"),
                             "dataset_urn": urn,
                             "branch": branch["index"],

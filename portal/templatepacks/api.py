@@ -8,11 +8,12 @@ from django.urls import path
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import generics, status
 from rest_framework.exceptions import ValidationError
-from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
+from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from portal.api_errors import Conflict
+from portal.api_parsers import BoundedJSONParser
 from portal.templatepacks import services
 from portal.templatepacks.models import JobTemplate, PackAuditEvent, TemplatePack
 from portal.templatepacks.serializers import (
@@ -28,7 +29,7 @@ from portal.templatepacks.serializers import (
     TemplateWriteSerializer,
 )
 
-UPLOAD_PARSERS = [MultiPartParser, FormParser, JSONParser]
+UPLOAD_PARSERS = [MultiPartParser, FormParser, BoundedJSONParser]
 
 
 def visible_pack(request, name: str) -> TemplatePack:

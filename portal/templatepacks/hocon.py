@@ -18,7 +18,7 @@ from typing import Any
 
 from pyhocon import ConfigTree
 from pyhocon import config_parser as _pyhocon_parser
-from pyhocon.config_tree import ConfigList
+from pyhocon.config_tree import ConfigList, ConfigSubstitution, ConfigValues
 from pyhocon.exceptions import ConfigException, ConfigSubstitutionException
 from pyparsing import ParseBaseException
 
@@ -28,6 +28,11 @@ REQUIRED_KEY = "gobblin.template.required_attributes"
 # `converter.classes.0`) sits under this leaf in the tree; flattening undoes it.
 VALUE_LEAF = "__flowport_value__"
 MAX_SUBSTITUTION_ROUNDS = 100
+# Limits on what substitutions may expand to, checked before pyhocon expands anything: a 1 KB
+# template of nested ${a}${a}… references otherwise expands exponentially (56 MB was seen).
+MAX_SUBSTITUTION_DEPTH = 16
+MAX_EXPANDED_VALUE = 64 * 1024
+MAX_EXPANDED_TOTAL = 1024 * 1024
 _VARIABLE = re.compile(r"\$\{\??([^}]+)\}")
 
 
@@ -218,6 +223,83 @@ def _drop_undefined_optionals(merged: ConfigTree) -> None:
         SandboxedParser._do_substitute(substitution, None, False)
 
 
+def _leaves(tree: ConfigTree, prefix: str = "") -> dict[str, Any]:
+    found: dict[str, Any] = {}
+    for key, value in tree.items():
+        full = prefix if key == VALUE_LEAF else (f"{prefix}.{key}" if prefix else key)
+        if isinstance(value, ConfigTree):
+            found.update(_leaves(value, full))
+        else:
+            found[full] = value
+    return found
+
+
+def plain_leaves(tree: ConfigTree) -> dict[str, str]:
+    """Every key of an unresolved tree, with its text where it is a plain scalar (a value built
+    from substitutions is given as its literal parts joined, enough to see ENC(...) or a path)."""
+    found = {}
+    for key, value in _leaves(tree).items():
+        if isinstance(value, ConfigValues):
+            found[key] = "".join(str(t) for t in value.tokens if not isinstance(t, ConfigSubstitution))
+        elif isinstance(value, (list, ConfigList)):
+            found[key] = ",".join(str(item) for item in value if isinstance(item, (str, int, float)))
+        else:
+            found[key] = "" if value is None else str(value)
+    return found
+
+
+def check_expansion(tree: ConfigTree) -> None:
+    """HoconError naming the limit when the merged, unresolved tree would expand past
+    MAX_SUBSTITUTION_DEPTH levels, MAX_EXPANDED_VALUE characters in one value or
+    MAX_EXPANDED_TOTAL in all: sizes are summed over the substitution graph, nothing is expanded."""
+    leaves = _leaves(tree)
+    memo: dict[str, tuple[int, int]] = {}
+
+    def measure(value: Any, stack: tuple[str, ...]) -> tuple[int, int]:
+        if isinstance(value, ConfigSubstitution):
+            return variable(value.variable, stack)
+        if isinstance(value, ConfigValues):
+            parts = [measure(token, stack) for token in value.tokens]
+            return sum(p[0] for p in parts), max((p[1] for p in parts), default=0)
+        if isinstance(value, (list, ConfigList)):
+            parts = [measure(item, stack) for item in value]
+            return sum(p[0] + 1 for p in parts), max((p[1] for p in parts), default=0)
+        if isinstance(value, ConfigTree):
+            parts = [measure(item, stack) for item in _leaves(value).values()]
+            return sum(p[0] for p in parts), max((p[1] for p in parts), default=0)
+        return len(str(value)) if value is not None else 0, 0
+
+    def variable(name: str, stack: tuple[str, ...]) -> tuple[int, int]:
+        if name in stack:  # a self-reference (a = ${a}"x"): pyhocon resolves it from the earlier value
+            return 0, 0
+        if name not in memo:
+            if name in leaves:
+                size, depth = measure(leaves[name], (*stack, name))
+            else:  # an object: everything under it
+                under = [measure(v, (*stack, name)) for k, v in leaves.items() if k.startswith(name + ".")]
+                size, depth = sum(p[0] for p in under), max((p[1] for p in under), default=0)
+            memo[name] = (size, depth + 1)
+        size, depth = memo[name]
+        if depth > MAX_SUBSTITUTION_DEPTH:
+            raise HoconError(
+                f"{name!r}: substitutions nest deeper than {MAX_SUBSTITUTION_DEPTH} levels (the limit)."
+            )
+        return size, depth
+
+    total = 0
+    for key, value in leaves.items():
+        size, _depth = measure(value, (key,))
+        if size > MAX_EXPANDED_VALUE:
+            raise HoconError(
+                f"{key!r} would expand to more than {MAX_EXPANDED_VALUE} characters (the limit)."
+            )
+        total += size
+        if total > MAX_EXPANDED_TOTAL:
+            raise HoconError(
+                f"the templates would expand to more than {MAX_EXPANDED_TOTAL} characters (the limit)."
+            )
+
+
 def resolve_layers(layers: list[ConfigTree]) -> tuple[dict[str, str], list[str]]:
     """Merge layers (lowest precedence first), resolve `${…}`, flatten.
 
@@ -230,6 +312,7 @@ def resolve_layers(layers: list[ConfigTree]) -> tuple[dict[str, str], list[str]]
             ConfigTree.merge_configs(merged, copy.deepcopy(layer))
         if missing:
             ConfigTree.merge_configs(merged, tree_from_flat(dict.fromkeys(missing, "")))
+        check_expansion(merged)
         try:
             _drop_undefined_optionals(merged)
             SandboxedParser.resolve_substitutions(merged)

@@ -15,7 +15,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Max
 
 from portal.accounts import access
-from portal.templatepacks import audit, hocon
+from portal.templatepacks import audit, hocon, safety
 from portal.templatepacks.archives import ArchiveError, read_archive
 from portal.templatepacks.models import (
     JobTemplate,
@@ -85,9 +85,12 @@ def check_templates(pack_name: str, templates: dict[str, str], user, number: int
     problems = []
     for path in sorted(templates):
         try:
-            loader.chain(f"pack://{pack_name}/{path}")
+            chain = loader.chain(f"pack://{pack_name}/{path}")
         except TemplateResolutionError as error:
             problems.append(error.message if error.message.startswith("pack://") else str(error))
+            continue
+        # Templates are shared: no node keys, no secrets, no classes from elsewhere.
+        problems.extend(f"{path}: {problem}" for problem in safety.tree_problems(chain[0].tree))
     if problems:
         raise ValidationError({field: problems})
 

@@ -14,7 +14,7 @@ from rest_framework.response import Response
 
 from portal.api_errors import Conflict
 from portal.api_fields import StrictCharField, StringMapField
-from portal.topology import services
+from portal.topology import access, services
 from portal.topology.models import Capability, DataNode, SpecExecutor
 
 
@@ -43,9 +43,19 @@ class DataNodeSerializer(serializers.Serializer):
     properties = StringMapField(
         required=False, default=dict, help_text="Connection properties; secret values only as ENC(...)."
     )
+    acl = serializers.ListField(
+        child=serializers.DictField(child=StrictCharField(max_length=150)),
+        required=False,
+        help_text="Grants: [{role: owner|read|write, user|group: name}] (a PUT/PATCH with acl replaces them).",
+    )
     origin = serializers.CharField(read_only=True, help_text="Topology file it was loaded from, if any.")
     created = serializers.DateTimeField(read_only=True)
     updated = serializers.DateTimeField(read_only=True)
+
+    def to_representation(self, instance):
+        data = super().to_representation(instance)
+        data["acl"] = access.grant_entries(instance) if isinstance(instance, DataNode) else []
+        return data
 
 
 class CapabilitySerializer(serializers.Serializer):

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import uuid
 
+from django.conf import settings
+from django.contrib.auth.models import Group
 from django.core.exceptions import ValidationError
 from django.db import models
 
@@ -48,6 +50,49 @@ class DataNode(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    def clean(self) -> None:
+        # The portal's own database and secrets are never a data node (docs/security.md).
+        from portal.topology.reach import node_problems
+
+        if isinstance(self.properties, dict):
+            problems = node_problems(self.kind, self.properties)
+            if problems:
+                raise ValidationError(
+                    {"properties": [f"{key}: {reason}" for key, reason in sorted(problems.items())]}
+                )
+
+
+class DataNodeGrant(models.Model):
+    """Who may use a data node, like a template pack's ACL: owners may read and write (and are
+    who an administrator asks), readers may use it as a flow's source, writers as a destination.
+    A user or a group (an LDAP group mirrored at login). Staff may use every node."""
+
+    class Role(models.TextChoices):
+        OWNER = "owner", "owner"
+        READ = "read", "read"
+        WRITE = "write", "write"
+
+    node = models.ForeignKey(DataNode, on_delete=models.CASCADE, related_name="grants")
+    role = models.CharField(max_length=8, choices=Role.choices)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE)
+    group = models.ForeignKey(Group, null=True, blank=True, on_delete=models.CASCADE)
+
+    class Meta:
+        ordering = ["role", "user__username", "group__name"]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(user__isnull=False, group__isnull=True)
+                | models.Q(user__isnull=True, group__isnull=False),
+                name="datanodegrant_user_xor_group",
+            ),
+            models.UniqueConstraint(fields=["node", "role", "user"], name="datanodegrant_unique_user"),
+            models.UniqueConstraint(fields=["node", "role", "group"], name="datanodegrant_unique_group"),
+        ]
+
+    def __str__(self) -> str:
+        who = f"user:{self.user}" if self.user_id else f"group:{self.group}"
+        return f"{self.node}: {self.role} {who}"
 
 
 class SpecExecutor(models.Model):

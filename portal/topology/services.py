@@ -22,6 +22,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import F, ProtectedError, Q
 from django.utils import timezone
 
+from portal.topology import access
 from portal.topology.models import Capability, DataNode, SpecExecutor, TopologyRevision
 from portal.topology.signals import topology_catalog_changed
 
@@ -96,11 +97,16 @@ def _unique_error(model: type, field: str, value: str, noun: str) -> ValidationE
 
 
 def create_data_node(data: dict[str, Any], *, origin: str = "") -> DataNode:
+    """`data["acl"]`, when given, is the node's grants ([{role, user|group}], topology.access)."""
     node = DataNode(origin=origin, **{k: v for k, v in data.items() if k in DATA_NODE_FIELDS})
     node.full_clean()
+    if "acl" in data:
+        access.parse_grants(data["acl"])  # validated before anything is saved
     try:
         with transaction.atomic():
             node.save()
+            if "acl" in data:
+                access.set_grants(node, data["acl"])
             _changed("datanode", "add", node)
     except IntegrityError:
         raise _unique_error(DataNode, "name", node.name, "data node") or ValidationError(
@@ -118,8 +124,12 @@ def update_data_node(node: DataNode, data: dict[str, Any]) -> DataNode:
         if field in data:
             setattr(node, field, data[field])
     node.full_clean()
+    if "acl" in data:
+        access.parse_grants(data["acl"])
     with transaction.atomic():
         node.save()
+        if "acl" in data:
+            access.set_grants(node, data["acl"])
         _changed("datanode", "update", node)
     return node
 

@@ -121,6 +121,10 @@ class RecordingPipeline:
 def job_spec(
     landing: Path, publish: Path, work: Path, execution_id: int, job_name: str = "eo_job", **props: str
 ) -> dict[str, Any]:
+    """The JobSpec the orchestrator would bind for the flow eo/landing-to-lake (files node
+    `landing` at `landing` → files node `lake` at `publish`'s grandparent): the worker's
+    security check compares it with those nodes."""
+    lake = publish.parent.parent
     return {
         "job_name": job_name,
         "flow_group": "eo",
@@ -128,6 +132,12 @@ def job_spec(
         "execution_id": execution_id,
         "work_dir": str(work),
         "properties": {
+            "flowport.hop.source": "landing",
+            "flowport.hop.source.kind": "files",
+            "flowport.hop.source.path": str(landing),
+            "flowport.hop.destination": "lake",
+            "flowport.hop.destination.kind": "files",
+            "flowport.hop.destination.path": str(lake),
             "source.class": "portal.pipeline.sources.files.FileSource",
             "source.files.path": str(landing),
             "source.files.format": "json",
@@ -148,9 +158,26 @@ class World:
     run in-process (patch `executor.run_job` with a RecordingPipeline first)."""
 
     def __init__(self, tmp_path: Path, pipeline: RecordingPipeline) -> None:
+        """Set ``settings.FLOWPORT_WORK_DIR`` (the fixture's ``settings``) before: the flow's work
+        folder is ``<FLOWPORT_WORK_DIR>/eo/landing-to-lake``, as the orchestrator binds it."""
+        from django.conf import settings
+
+        from portal.topology import services as topology
+        from tests.factories import FlowConfigFactory, UserFactory
+
         self.landing = Landing(tmp_path / "landing")
-        self.publish = tmp_path / "lake"
-        self.work = tmp_path / "work"
+        self.publish = tmp_path / "lake" / "eo" / "landing-to-lake"  # the flow's namespace in `lake`
+        self.work = Path(settings.FLOWPORT_WORK_DIR) / "eo" / "landing-to-lake"
+        for name, path in (("landing", self.landing.root), ("lake", tmp_path / "lake")):
+            topology.create_data_node({"name": name, "kind": "files", "properties": {"path": str(path)}})
+        FlowConfigFactory(
+            owner=UserFactory(username="eo-owner"),
+            flow_group="eo",
+            flow_name="landing-to-lake",
+            source="landing",
+            destinations=["lake"],
+            schedule="",
+        )
         self.pipeline = pipeline
         self.execution_id = 1000
         self.props: dict[str, str] = {"commit.step.max.redo": "2"}

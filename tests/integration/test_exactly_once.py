@@ -281,6 +281,7 @@ CRASHED_RUNS = 32  # runs whose crash point was reached
 @pytest.fixture
 def world(tmp_path, monkeypatch, settings):
     settings.FLOWPORT_LOG_DIR = str(tmp_path / "logs")
+    settings.FLOWPORT_WORK_DIR = str(tmp_path / "work")
     settings.WORKER_HEARTBEAT_SECONDS = 60  # the in-process runs are short; no heartbeat traffic
     seed = int(os.environ.get("FLOWPORT_CRASH_SEED", "20261122"))
     pipeline = RecordingPipeline()

@@ -49,6 +49,25 @@ def hop_properties(flow: Any, hop: Hop, snapshot: TopologySnapshot, name: str) -
     return props
 
 
+def _owner(flow: Any) -> Any:
+    return flow.owner if getattr(flow, "owner_id", None) else None
+
+
+def _check_grants(jobs: list[JobSpecPlan], owner: Any) -> None:
+    """The owner reads the source and writes every node the flow publishes into (grants,
+    topology.access); each refusal is an error of the job. A compile with no owner at all (a bare
+    FlowConfig in code) is left to the worker, which checks the grants of the saved flow's owner."""
+    if owner is None:
+        return
+    from portal.topology.access import READ, WRITE, refusal
+
+    for job in jobs:
+        checks = [(job.destination_node, WRITE)]
+        if not job.parents:
+            checks.insert(0, (job.source_node, READ))
+        job.errors.extend(reason for node, action in checks if (reason := refusal(owner, node, action)))
+
+
 def compile_flow(
     flow: Any, *, topology: TopologySnapshot | None = None, user: Any = None, loader: Any = None
 ) -> CompiledFlow:
@@ -114,6 +133,7 @@ def compile_flow(
             job.serves_destinations.append(destination)
             parent_name = job.job_name
     compiled.jobs = sorted(jobs.values(), key=lambda job: (job.hop_index, job.job_name))
+    _check_grants(compiled.jobs, user if user is not None else _owner(flow))
     if not compiled.jobs:  # nothing to attach template errors to: report them for the flow
         compiled.errors.extend(resolution.errors)
     return compiled

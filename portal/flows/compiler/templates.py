@@ -85,6 +85,23 @@ def clear_message(attribute: str) -> str:
     )
 
 
+def template_problems(resolved: dict[str, Any], flow_properties: dict[str, Any]) -> list[str]:
+    """What the templates themselves may not give (the keys the flow did not set): node-owned
+    keys, classes outside the allowed packages, secrets in clear, and any ENC(...) value or
+    wrapped key: a secret belongs to its owner, and a template is shared (docs/security.md)."""
+    from portal.keys.properties import WRAPPED_KEY_PROPERTY, looks_encrypted
+    from portal.pipeline.schema import user_property_problems
+
+    given = {k: v for k, v in resolved.items() if k not in flow_properties}
+    problems = [f"template: {p}" for p in user_property_problems(given, looks_encrypted, where="a template")]
+    for key, value in sorted(given.items()):
+        if key == WRAPPED_KEY_PROPERTY or key.endswith("." + WRAPPED_KEY_PROPERTY):
+            problems.append(f"template: {key!r} is a wrapped key; templates cannot carry keys")
+        elif looks_encrypted(value):
+            problems.append(f"template: {key!r} is an ENC(...) value; templates cannot carry secrets")
+    return problems
+
+
 def resolve_flow_templates(flow: Any, user: Any, loader: Any = None) -> Resolution:
     """A flow without templates compiles with just its own properties."""
     uris = flow.template_uri_list
@@ -112,6 +129,9 @@ def resolve_flow_templates(flow: Any, user: Any, loader: Any = None) -> Resoluti
         properties=dict(resolved.properties),
         pinned_versions=dict(resolved.pinned_versions),
         missing_required=list(resolved.missing_required),
-        errors=[clear_message(name) for name in clear_encrypted_attributes(flow, user, declared)],
+        errors=[
+            *template_problems(resolved.properties, flow.properties),
+            *(clear_message(name) for name in clear_encrypted_attributes(flow, user, declared)),
+        ],
         encrypted_attributes=sorted(declared),
     )

@@ -31,7 +31,7 @@ def new_flow(**changes) -> dict:
         "source": "pg-sales",
         "destinations": ["lake", "archive"],
         "template_uris": JDBC,
-        "attr:source.jdbc.url": "jdbc:postgresql://db/sales",
+        "attr:source.jdbc.schema": "jdbc:postgresql://db/sales",
         "attr:source.jdbc.tables": "orders",
         "schedule": "*/10 * * * *",
         "run_immediately": "on",
@@ -116,7 +116,7 @@ def test_creating_a_flow_with_a_mistake_then_fixing_it(browser, owner, topology_
     assert (flow.owner, flow.source, flow.destinations) == (owner, "pg-sales", ["lake", "archive"])
     assert flow.template_uris == JDBC and flow.schedule == "*/10 * * * *" and flow.run_immediately
     assert flow.properties == {
-        "source.jdbc.url": "jdbc:postgresql://db/sales",
+        "source.jdbc.schema": "jdbc:postgresql://db/sales",
         "source.jdbc.tables": "orders",
         "extract.delta.fields": "updated_at",
     }
@@ -131,7 +131,7 @@ def test_a_missing_required_template_attribute_is_reported_by_its_field(browser,
         '<div class="field-errors" id="id_attr-source-jdbc-tables_errors" aria-live="polite">'
         '<p class="error">source.jdbc.tables is required by the chosen template.</p>'
     ) in html
-    assert "source.jdbc.url is required" not in html
+    assert "source.jdbc.schema is required" not in html
     assert not FlowConfig.objects.exists()
     # Given as a property row instead, it counts.
     moved = new_flow(
@@ -269,7 +269,7 @@ def test_edit_keeps_values_the_form_does_not_offer(browser, owner, topology_node
             "source": "pg-legacy",
             "destinations": ["lake", "gone"],
             "template_uris": f"FS:///base.template,{JDBC}",
-            "properties": {"source.jdbc.url": "u", "source.jdbc.tables": "t"},
+            "properties": {"source.jdbc.schema": "u", "source.jdbc.tables": "t"},
         },
     )
     html = browser.get("/flows/api/made/edit/").content.decode()
@@ -280,7 +280,7 @@ def test_edit_keeps_values_the_form_does_not_offer(browser, owner, topology_node
     flow.refresh_from_db()
     assert (flow.source, flow.destinations) == ("pg-legacy", ["lake", "gone"])
     assert flow.template_uris == f"FS:///base.template,{JDBC}"
-    assert flow.properties == {"source.jdbc.url": "u", "source.jdbc.tables": "t"}
+    assert flow.properties == {"source.jdbc.schema": "u", "source.jdbc.tables": "t"}
 
 
 def test_templates_the_owner_can_no_longer_read_are_reported_on_edit(browser, owner, topology_nodes):

@@ -16,10 +16,10 @@ from tests.unit.templatepacks.factories import SALES_TEMPLATES, make_pack
 from tests.unit.topology.helpers import executor
 
 ATTRIBUTES_TEMPLATE = """\
-gobblin.template.required_attributes = "source.jdbc.tables,source.jdbc.url,flowport.hop.destination.path"
+gobblin.template.required_attributes = "source.jdbc.tables,source.jdbc.schema,flowport.hop.destination.path"
 flowport.attribute.source.jdbc.tables.description = "Tables to pull, comma-separated"
 flowport.attribute.source.jdbc.tables.default = "orders"
-source.jdbc.url = "jdbc:postgresql://db/sales"
+source.jdbc.schema = "jdbc:postgresql://db/sales"
 writer.output.format = parquet
 """
 
@@ -155,7 +155,7 @@ def make_topology_nodes() -> None:
 
 
 def make_sales_pack(owner):
-    """The sales pack (base + ingest/jdbc, which requires source.jdbc.url and
+    """The sales pack (base + ingest/jdbc, which requires source.jdbc.schema and
     source.jdbc.tables) plus an attribute-documented template."""
     return make_pack(owner, templates={**SALES_TEMPLATES, "ingest/documented.template": ATTRIBUTES_TEMPLATE})
 
@@ -195,7 +195,12 @@ def test_errors_are_tied_to_their_inputs_after_a_failed_save(browser, topology_n
     html = page.content.decode()
     reader = read_form(html)
     by_id = {c["id"]: c for c in _controls(reader)}
-    for input_id in ("id_flow_name", "id_schedule", "id_attr-source-jdbc-url", "id_attr-source-jdbc-tables"):
+    for input_id in (
+        "id_flow_name",
+        "id_schedule",
+        "id_attr-source-jdbc-schema",
+        "id_attr-source-jdbc-tables",
+    ):
         assert by_id[input_id].get("aria-invalid") == "true", input_id
         assert f"{input_id}_errors" in by_id[input_id]["aria-describedby"].split()
     # The summary at the top links to each input.
@@ -225,7 +230,7 @@ def test_the_summary_names_each_problems_errors_box_so_it_follows_live_checks(
     assert {box for box, _target, _message in items} >= {
         "id_flow_name_errors",
         "id_schedule_errors",
-        "id_attr-source-jdbc-url_errors",
+        "id_attr-source-jdbc-schema_errors",
         "id_attr-source-jdbc-tables_errors",
     }
     for box, target, message in items:

@@ -96,7 +96,7 @@ def test_choosing_a_template_shows_its_attribute_fields(browser, topology_nodes,
     assert response.status_code == 200
     html = response.content.decode()
     for name, input_id in (
-        ("source.jdbc.url", "source-jdbc-url"),
+        ("source.jdbc.schema", "source-jdbc-schema"),
         ("source.jdbc.tables", "source-jdbc-tables"),
     ):
         assert (
@@ -117,7 +117,7 @@ def test_attribute_descriptions_and_defaults_come_from_the_template(browser, top
     assert "Tables to pull, comma-separated" in html
     assert "Suggested by the template: <code>orders</code>." in html
     # One the template fills itself: optional, its value shown.
-    assert '<label for="id_attr-source-jdbc-url"><code>source.jdbc.url</code></label>' in html
+    assert '<label for="id_attr-source-jdbc-schema"><code>source.jdbc.schema</code></label>' in html
     assert "The template gives <code>jdbc:postgresql://db/sales</code>; leave empty to keep it." in html
     # The compiler sets the hop keys; no field for them.
     assert "flowport.hop.destination.path" not in html
@@ -245,7 +245,7 @@ def test_compile_preview_lists_the_forms_problems_instead(browser, topology_node
     ).content.decode()
     assert 'class="errors"' in html
     assert "Schedule: &#x27;61 * * * *&#x27; is not a valid cron expression" in html
-    assert "source.jdbc.url: source.jdbc.url is required by the chosen template." in html
+    assert "source.jdbc.schema: source.jdbc.schema is required by the chosen template." in html
     assert "<table" not in html
 
 

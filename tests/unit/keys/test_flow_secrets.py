@@ -195,7 +195,9 @@ def test_someone_elses_wrapped_key_cannot_be_copied_into_your_flow(api, stored_k
     }
     assert post(api, properties, flowName="theirs").status_code == 201
     copied = api_client_for(outsider).post(
-        "/api/flowconfigs", body(properties, flowName="mine", templateUris=""), format="json"
+        "/api/flowconfigs",
+        body(properties, flowGroup="outsiders", flowName="mine", templateUris=""),
+        format="json",
     )
     assert copied.status_code == 400
     assert (

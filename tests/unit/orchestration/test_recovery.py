@@ -32,6 +32,7 @@ in_db = pytest.mark.django_db(transaction=True)
 @pytest.fixture
 def world(tmp_path, monkeypatch, settings):
     settings.FLOWPORT_LOG_DIR = str(tmp_path / "logs")
+    settings.FLOWPORT_WORK_DIR = str(tmp_path / "work")
     pipeline = RecordingPipeline()
     monkeypatch.setattr(executor, "run_job", pipeline)
     commitstore.reset_failpoints()

@@ -214,8 +214,12 @@ def test_bad_input_fails_the_task_with_a_specific_message(spark: SparkSession, t
     base = _files_props(tmp_path, **{"source.schema": "id INT, name STRING, email STRING, amount INT"})
     cases = {
         "unknown class": (
+            {"converter.classes": "portal.pipeline.nope.Nope"},
+            "'converter.classes': cannot import module 'portal.pipeline.nope'",
+        ),
+        "class outside the allowed packages": (
             {"converter.classes": "acme.converters.Nope"},
-            "'converter.classes': cannot import module 'acme.converters'",
+            "'converter.classes': 'acme.converters.Nope' is outside the packages classes may come from",
         ),
         "unknown writer format": (
             {"writer.output.format": "XML"},

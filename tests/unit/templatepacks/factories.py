@@ -15,12 +15,12 @@ BASE_TEMPLATE = """\
 # The parent every job template of the sales pack inherits from.
 job.commit.policy = full
 writer.output.format = parquet
-writer.output.dir = ${data.root}"/lake"
+extract.namespace = ${data.root}"/lake"
 data.root = /var/flowport
 """
 JDBC_TEMPLATE = """\
 gobblin.template.inherit = "pack://sales-pack/base.template"
-gobblin.template.required_attributes = "source.jdbc.url,source.jdbc.tables"
+gobblin.template.required_attributes = "source.jdbc.schema,source.jdbc.tables"
 source.class = portal.pipeline.sources.jdbc.JdbcSource
 converter.classes = [portal.pipeline.converters.Identity]
 extract.table = ${source.jdbc.tables}

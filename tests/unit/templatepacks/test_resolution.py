@@ -16,7 +16,7 @@ from portal.templatepacks.services import (
 from tests.unit.templatepacks.factories import make_pack
 
 JDBC = "pack://sales-pack/ingest/jdbc.template"
-FLOW_PROPS = {"source.jdbc.url": "jdbc:postgresql://db/sales", "source.jdbc.tables": "orders"}
+FLOW_PROPS = {"source.jdbc.schema": "jdbc:postgresql://db/sales", "source.jdbc.tables": "orders"}
 
 
 def test_reader_resolves_a_template_with_its_parent_flow_winning(pack, reader):
@@ -25,7 +25,7 @@ def test_reader_resolves_a_template_with_its_parent_flow_winning(pack, reader):
     props = result.properties
     assert props["writer.output.format"] == "csv"  # flow > parent
     assert props["job.commit.policy"] == "full"  # from the parent
-    assert props["writer.output.dir"] == "/var/flowport/lake"  # ${…} within the chain
+    assert props["extract.namespace"] == "/var/flowport/lake"  # ${…} within the chain
     assert props["extract.table"] == "orders"  # ${…} filled from the flow
     assert props["converter.classes"] == "portal.pipeline.converters.Identity"  # list → comma string
     assert result.missing_required == []
@@ -46,7 +46,7 @@ def test_child_template_beats_parent_and_flow_substitution_reaches_the_parent(ow
 
 
 def test_missing_required_attributes_are_listed_not_guessed(pack, reader):
-    result = resolve_templates([JDBC], {"source.jdbc.url": "jdbc:x"}, reader)
+    result = resolve_templates([JDBC], {"source.jdbc.schema": "jdbc:x"}, reader)
     assert result.missing_required == ["source.jdbc.tables"]
     assert result.properties.get("extract.table", "") == ""  # never a guessed value
 

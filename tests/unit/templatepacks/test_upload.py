@@ -190,13 +190,15 @@ def test_resolve_preview_lists_missing_required_attributes(pack, reader):
     client = api_client_for(reader)
     uri = "pack://sales-pack/ingest/jdbc.template"
     body = client.post(
-        "/api/templates/resolve", {"templateUri": uri, "properties": {"source.jdbc.url": "u"}}, format="json"
+        "/api/templates/resolve",
+        {"templateUri": uri, "properties": {"source.jdbc.schema": "u"}},
+        format="json",
     ).json()
     assert body["complete"] is False
     assert body["missingRequiredAttributes"] == ["source.jdbc.tables"]
     body = client.post(
         "/api/templates/resolve",
-        {"templateUri": uri, "properties": {"source.jdbc.url": "u", "source.jdbc.tables": "t"}},
+        {"templateUri": uri, "properties": {"source.jdbc.schema": "u", "source.jdbc.tables": "t"}},
         format="json",
     ).json()
     assert body["complete"] is True

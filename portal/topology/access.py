@@ -1,0 +1,108 @@
+"""Who may read from and write to a data node (its grants, `DataNodeGrant`).
+
+The compiler refuses a flow whose owner lacks a grant (read on the source, write on every node the
+flow publishes into) and the worker checks it again. Staff may use every node. A node without any
+grant follows ``DATA_NODE_DEFAULT_ACCESS``: ``closed`` (the default: staff only until an
+administrator grants it) or ``open`` (everyone, until its first grant restricts it).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
+from django.core.exceptions import ValidationError
+from django.db import transaction
+
+from portal.topology.models import DataNode, DataNodeGrant
+
+READ, WRITE = "read", "write"
+ROLES = {choice for choice, _label in DataNodeGrant.Role.choices}
+
+
+def default_open() -> bool:
+    return getattr(settings, "DATA_NODE_DEFAULT_ACCESS", "closed") == "open"
+
+
+def may_use(user: Any, node_name: str, action: str) -> bool:
+    """True when ``user`` may ``read`` from / ``write`` to the node (one query)."""
+    if user is None or not getattr(user, "is_active", False):
+        return False
+    if user.is_staff or user.is_superuser:
+        return True
+    grants = list(
+        DataNodeGrant.objects.filter(node__name=node_name).values_list("role", "user_id", "group_id")
+    )
+    if not grants:
+        return default_open()
+    groups = set(user.groups.values_list("id", flat=True))
+    return any(
+        role in (DataNodeGrant.Role.OWNER, action) and (user_id == user.pk or group_id in groups)
+        for role, user_id, group_id in grants
+    )
+
+
+def refusal(user: Any, node_name: str, action: str) -> str | None:
+    if may_use(user, node_name, action):
+        return None
+    verb = "read from" if action == READ else "write to"
+    name = getattr(user, "username", None) or "nobody"
+    return f"the flow's owner {name!r} may not {verb} data node {node_name!r} (ask its owner for a {action} grant)"
+
+
+def grant_entries(node: DataNode) -> list[dict[str, str]]:
+    entries = []
+    for grant in node.grants.select_related("user", "group"):
+        if grant.user_id:
+            entries.append({"role": grant.role, "user": grant.user.username})
+        else:
+            entries.append({"role": grant.role, "group": grant.group.name})
+    return sorted(entries, key=lambda e: (e["role"], e.get("user") or "", e.get("group") or ""))
+
+
+def parse_grants(entries: Any) -> list[DataNodeGrant]:
+    """Validated, unsaved rows; ValidationError({"acl": [...]}) naming each bad entry."""
+    if not isinstance(entries, list):
+        raise ValidationError({"acl": ["Send a list of {role, user|group} entries."]})
+    rows, problems = [], []
+    users = get_user_model().objects
+    for index, entry in enumerate(entries, start=1):
+        if not isinstance(entry, dict) or entry.get("role") not in ROLES:
+            problems.append(f"entry {index}: role must be one of {', '.join(sorted(ROLES))}.")
+            continue
+        user_name, group_name = entry.get("user"), entry.get("group")
+        if bool(user_name) == bool(group_name) or not isinstance(user_name or group_name, str):
+            problems.append(f"entry {index}: give exactly one of 'user' or 'group' (a name).")
+        elif user_name:
+            user = users.filter(username=user_name).first()
+            if user is None:
+                problems.append(f"entry {index}: no user named {user_name!r}.")
+            else:
+                rows.append(DataNodeGrant(role=entry["role"], user=user))
+        else:
+            group = Group.objects.filter(name=group_name).first()
+            if group is None:
+                problems.append(f"entry {index}: no group named {group_name!r}.")
+            else:
+                rows.append(DataNodeGrant(role=entry["role"], group=group))
+    if problems:
+        raise ValidationError({"acl": problems})
+    return rows
+
+
+def set_grants(node: DataNode, entries: Any) -> None:
+    """Replace the node's grants (validated whole, one transaction)."""
+    rows = parse_grants(entries)
+    seen, unique = set(), []
+    for row in rows:
+        key = (row.role, row.user_id, row.group_id)
+        if key not in seen:
+            seen.add(key)
+            unique.append(row)
+    with transaction.atomic():
+        node.grants.all().delete()
+        for row in unique:
+            row.node = node
+        DataNodeGrant.objects.bulk_create(unique)

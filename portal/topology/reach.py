@@ -1,0 +1,179 @@
+"""What no data node may reach: the portal's own database and its secrets.
+
+A flow reads and writes only through its data nodes, so keeping the portal's database, master
+key, Django secret key and work area out of every node keeps them out of every flow. Checked when
+a node is created or changed (`DataNode.clean`), by the worker before each job
+(`orchestration.guard`), and when a worker starts (`portal_secrets_problems`).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import re
+import socket
+from pathlib import Path
+from urllib.parse import urlparse
+
+from django.conf import settings
+from django.db import connections
+
+from portal.pipeline.confinement import contains, has_parent_segment
+
+_JDBC = re.compile(r"^jdbc:(?P<sub>[a-z0-9]+):(?P<rest>.*)\Z", re.I | re.S)
+_DEFAULT_PORTS = {"postgresql": 5432, "mysql": 3306, "mariadb": 3306}
+
+
+def node_root(path: str) -> str:
+    """A files node's root: relative node paths are relative to FLOWPORT_DATA_DIR."""
+    if "://" in path or os.path.isabs(path):
+        return path
+    return str(Path(settings.FLOWPORT_DATA_DIR) / path)
+
+
+def master_key_path() -> str:
+    return str(settings.FLOWPORT_MASTER_KEY_FILE or Path(settings.VAR_DIR) / "master-key")
+
+
+def portal_secret_paths() -> dict[str, str]:
+    """What a files node must never contain, by what it is."""
+    paths = {
+        "the portal's master key": master_key_path(),
+        "the portal's secret key": str(Path(settings.VAR_DIR) / "secret_key"),
+        "the portal's work area (other flows' task output)": str(settings.FLOWPORT_WORK_DIR),
+    }
+    for alias in connections:
+        db = connections[alias].settings_dict
+        if db.get("ENGINE", "").endswith("sqlite3") and db.get("NAME"):
+            paths["the portal's database"] = str(db["NAME"])
+    return paths
+
+
+def files_root_problem(path: str) -> str | None:
+    """Why a files node with this path would expose the portal, or None."""
+    if has_parent_segment(path):
+        return f"'{path}' has a '..' segment; give the node's real root"
+    root = node_root(path)
+    for what, secret in portal_secret_paths().items():
+        if contains(root, secret):
+            return f"'{path}' contains {what}; a data node must lie outside the portal's own files"
+    return None
+
+
+def _addresses(host: str) -> set[str]:
+    try:
+        infos = socket.getaddrinfo(host, None)
+    except (OSError, UnicodeError):
+        return set()
+    return {info[4][0] for info in infos}
+
+
+def _local_addresses() -> set[str]:
+    found = _addresses(socket.gethostname()) | _addresses("localhost")
+    return found | {"127.0.0.1", "::1"}
+
+
+def _same_server(a: str, b: str) -> bool:
+    """Host names of the same server, as far as name resolution can tell (aliases, loopback)."""
+    if a.lower() == b.lower():
+        return True
+    left, right = _addresses(a), _addresses(b)
+    if left & right:
+        return True
+    local = _local_addresses()
+
+    def is_local(addresses: set[str]) -> bool:
+        return bool(addresses) and all(
+            x in local or ipaddress.ip_address(x.split("%")[0]).is_loopback for x in addresses
+        )
+
+    return is_local(left) and is_local(right)
+
+
+def _jdbc_target(url: str) -> tuple[str, list[tuple[str, int]], str] | None:
+    """(subprotocol, [(host, port)], database) of a JDBC URL, or None when not parseable."""
+    match = _JDBC.match(url.strip())
+    if not match:
+        return None
+    sub = match["sub"].lower()
+    if sub == "sqlite":
+        return sub, [], match["rest"]
+    rest = match["rest"]
+    if not rest.startswith("//"):
+        return None
+    hosts_part, _, tail = rest[2:].partition("/")
+    database = re.split(r"[?;]", tail, maxsplit=1)[0]
+    hosts = []
+    for item in hosts_part.split(","):
+        parsed = urlparse(f"//{item}")
+        try:
+            port = parsed.port or _DEFAULT_PORTS.get(sub, 0)
+        except ValueError:
+            port = 0
+        hosts.append((parsed.hostname or "localhost", port))
+    return sub, hosts, database
+
+
+def _portal_databases() -> list[tuple[str, str, int, str]]:
+    """(engine kind, host, port, name) of each of the portal's databases (the test one included)."""
+    found = []
+    for alias in connections:
+        db = connections[alias].settings_dict
+        engine = db.get("ENGINE", "")
+        kind = "postgresql" if "postgresql" in engine else "mysql" if "mysql" in engine else "sqlite"
+        names = {str(db.get("NAME") or "")}
+        test_name = (db.get("TEST") or {}).get("NAME")
+        if test_name:
+            names.add(test_name)
+        for name in names:
+            try:
+                port = int(db.get("PORT") or _DEFAULT_PORTS.get(kind, 0))
+            except ValueError:
+                port = 0
+            found.append((kind, db.get("HOST") or "localhost", port, name))
+    return found
+
+
+def jdbc_url_problem(url: str) -> str | None:
+    """Why a JDBC node with this URL would reach the portal's own database, or None."""
+    target = _jdbc_target(url)
+    if target is None:
+        return None
+    sub, hosts, database = target
+    for kind, host, port, name in _portal_databases():
+        if kind == "sqlite":
+            if sub == "sqlite" and name and contains(database.split("?")[0], name):
+                return "it points at the portal's own database"
+            continue
+        if sub not in (kind, "mariadb" if kind == "mysql" else kind) or database != name:
+            continue
+        if any(p == port and _same_server(h, host) for h, p in hosts):
+            return "it points at the portal's own database (the same server and database)"
+    return None
+
+
+def node_problems(kind: str, properties: dict[str, str]) -> dict[str, str]:
+    """Field -> reason for a data node that would put the portal's own data in reach."""
+    problems = {}
+    path = properties.get("path")
+    if kind == "files" and isinstance(path, str) and path:
+        reason = files_root_problem(path)
+        if reason:
+            problems["path"] = reason
+    for key in ("url", "jdbc.url"):
+        url = properties.get(key)
+        if isinstance(url, str) and url:
+            reason = jdbc_url_problem(url)
+            if reason:
+                problems[key] = f"'{url}': {reason}; the portal's database cannot be a data node"
+    return problems
+
+
+def portal_secrets_problems(nodes) -> list[str]:
+    """One line per data node that can reach the master key or the portal database (a worker
+    refuses to start while there is one)."""
+    return [
+        f"data node {node.name!r}: {reason}"
+        for node in nodes
+        for reason in node_problems(node.kind, dict(node.properties or {})).values()
+    ]
