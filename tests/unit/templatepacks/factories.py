@@ -70,3 +70,18 @@ def make_pack(owner, name: str = "sales-pack", templates: dict[str, str] | None 
         services.set_acl(pack, user=owner, entries=entries)
     pack.refresh_from_db()
     return pack
+
+
+def stored_pack(owner, name: str, templates: dict[str, str]):
+    """A pack whose templates are stored as they are, without the upload checks: as a pack
+    uploaded before those checks existed is stored. For tests of resolution itself; the checks
+    refuse Gobblin's own templates (Java classes, node-owned keys: tests/security)."""
+    from portal.templatepacks.models import JobTemplate, PackVersion, TemplatePack
+
+    pack = TemplatePack.objects.create(name=name, created_by=owner)
+    pack.acl.create(role="owner", user=owner)
+    version = PackVersion.objects.create(pack=pack, number=1, kind=PackVersion.Kind.UPLOAD, created_by=owner)
+    JobTemplate.objects.bulk_create(JobTemplate(version=version, path=p, text=t) for p, t in templates.items())
+    TemplatePack.objects.filter(pk=pack.pk).update(current_version=version)
+    pack.refresh_from_db()
+    return pack

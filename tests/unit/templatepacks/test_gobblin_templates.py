@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from portal.templatepacks.resolution import resolve_templates
-from tests.unit.templatepacks.factories import make_pack
+from tests.unit.templatepacks.factories import stored_pack
 
 pytestmark = pytest.mark.django_db
 
@@ -34,7 +34,7 @@ def typesafe(case: str) -> dict[str, str]:
 @pytest.fixture
 def gobblin_pack(owner):
     files = {str(p.relative_to(HERE)): p.read_text() for p in HERE.rglob("*.template")}
-    return make_pack(owner, "gobblin", files)
+    return stored_pack(owner, "gobblin", files)
 
 
 @pytest.mark.parametrize(
