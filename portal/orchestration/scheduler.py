@@ -6,6 +6,10 @@ and the unique (flow, scheduled_at) constraint settles any remaining race, so
 a tick becomes one execution no matter how many schedulers saw it. A tick that
 came due while no scheduler ran is handled by the flow's catch-up policy
 (`flow.catchUpPolicy`: skip, latest or all).
+
+A paused flow (FlowConfig.paused) is passed over and its cursor stays where it
+was, so on resume the ticks that came due while it was paused are missed ticks
+like those of a scheduler outage, and the same catch-up policy decides them.
 """
 
 from __future__ import annotations
@@ -21,12 +25,13 @@ from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from portal.flows.models import FlowConfig
+from portal.orchestration import policies as run_policies
 from portal.orchestration.actions import ActionKind, enqueue_for
 from portal.orchestration.models import Action, FlowExecution, ScheduleCursor
 
 logger = logging.getLogger(__name__)
 
-CATCH_UP_PROPERTY = "flow.catchUpPolicy"
+CATCH_UP_PROPERTY = run_policies.CATCH_UP
 CATCH_UP_POLICIES = ("skip", "latest", "all")
 
 
@@ -99,7 +104,7 @@ def _catch_up(flow: FlowConfig, ticks: list[datetime], now: datetime) -> tuple[l
     grace = settings.SCHEDULER_POLL_SECONDS * 2
     recent = [t for t in ticks if (now - t).total_seconds() <= grace]
     missed = [t for t in ticks if t not in recent]
-    policy = flow.properties.get(CATCH_UP_PROPERTY, settings.SCHEDULER_DEFAULT_CATCH_UP)
+    policy = run_policies.catch_up(flow.properties)
     if policy == "all":
         return ticks, 0
     if policy == "latest" and missed and not recent:
@@ -113,6 +118,8 @@ BATCH_SIZE = 500
 def _ensure_cursors(now: datetime) -> None:
     """A newly scheduled flow starts counting from now."""
     missing = FlowConfig.objects.exclude(schedule="").filter(schedule_cursor__isnull=True)
+    # A flow paused before its first tick starts counting at its first
+    # sight too, so its resume catches up from there under its policy.
     ScheduleCursor.objects.bulk_create(
         [
             ScheduleCursor(flow_id=pk, schedule=sched, last_tick=now)
@@ -177,7 +184,12 @@ def schedule_due_ticks(now: datetime | None = None) -> TickReport:
     report = TickReport()
     tz = timezone.get_default_timezone()
     _ensure_cursors(now)
-    flow_ids = list(FlowConfig.objects.exclude(schedule="").order_by("pk").values_list("pk", flat=True))
+    flow_ids = list(
+        FlowConfig.objects.exclude(schedule="")
+        .filter(paused=False)
+        .order_by("pk")
+        .values_list("pk", flat=True)
+    )
     tick_cache: dict[tuple[str, datetime], list[datetime]] = {}
     for first in range(0, len(flow_ids), BATCH_SIZE):
         chunk = flow_ids[first : first + BATCH_SIZE]
@@ -195,12 +207,15 @@ def schedule_due_ticks(now: datetime | None = None) -> TickReport:
                     "flow__properties",
                     "flow__flow_group",
                     "flow__flow_name",
+                    "flow__paused",
                 )
             )
             due: list[tuple[FlowConfig, datetime]] = []
             moves: dict[tuple[str, datetime], list[int]] = defaultdict(list)
             for cursor in cursors:
                 flow = cursor.flow
+                if flow.paused:  # paused since the id list was read: its cursor waits for resume
+                    continue
                 if cursor.schedule != flow.schedule:
                     # A changed schedule starts counting from now, not from the old one.
                     moves[(flow.schedule, now)].append(cursor.pk)
