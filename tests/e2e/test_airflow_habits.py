@@ -1,0 +1,119 @@
+"""What a user coming from Airflow or Airbyte looks for (#22): a flow's
+on/off switch, a pack's versions side by side with the flows that use it,
+and a menu that folds away on a phone."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from playwright.sync_api import expect
+
+from portal.flows import services as flow_services
+from portal.flows.models import FlowConfig
+from portal.templatepacks import services as packs
+from tests.e2e import ui
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def test_an_owner_pauses_a_flow_and_sees_it_paused_everywhere_then_resumes_it(page, logged_in, lake):
+    dana = logged_in("dana")
+    flow = ui.make_flow(dana, "nightly", **{"flow.catchUpPolicy": "latest"})
+    flow_services.update_flow(flow, data={"schedule": "0 3 * * *"})
+
+    page.goto("/flows/e2e/nightly/")
+    page.get_by_role("button", name="Pause schedule").click()
+    expect(page.locator(".messages")).to_contain_text("paused: its schedule makes no executions")
+    expect(page.locator("h1 .badge.paused")).to_have_text("Paused")
+    expect(page.locator("#paused-note")).to_contain_text("catch-up policy latest")
+    expect(page.locator("#flow-executions h2 .badge.paused")).to_be_visible()
+    assert FlowConfig.objects.get(pk=flow.pk).paused
+    ui.screenshot(page, "flow-paused")
+
+    page.goto("/flows/")
+    page.get_by_label("Schedule").select_option("paused")
+    row = page.locator("#flow-table tbody tr", has_text="e2e/nightly")
+    expect(row.locator(".badge.paused")).to_be_visible()
+    ui.screenshot(page, "flows-paused-filter")
+    page.get_by_label("Schedule").select_option("active")
+    expect(page.locator("#flow-table")).not_to_contain_text("e2e/nightly")
+
+    page.goto("/flows/e2e/nightly/")
+    page.get_by_role("button", name="Resume schedule").click()
+    expect(page.locator(".messages")).to_contain_text("follow its catch-up policy (latest)")
+    expect(page.locator("h1 .badge.paused")).to_have_count(0)
+    assert not FlowConfig.objects.get(pk=flow.pk).paused
+
+
+def test_a_reader_compares_two_pack_versions_and_finds_the_flows_using_the_pack(page, logged_in, lake):
+    dana = logged_in("dana")
+    pack = packs.create_pack(user=dana, name="habits-pack")
+    for path, text in (
+        ("ingest/a.template", "a = 1\nb = 2\n"),
+        ("ingest/a.template", "a = 1\nb = 3\n"),
+        ("ingest/c.template", "c = 1\n"),
+    ):  # v1, v2, v3
+        packs.save_template(pack, user=dana, path=path, text=text)
+        pack.refresh_from_db()
+    flow = ui.make_flow(dana, "uses-pack")
+    flow_services.update_flow(flow, data={"template_uris": "pack://habits-pack/ingest/a.template"})
+
+    page.goto("/packs/habits-pack/")
+    page.get_by_label("From version").select_option("1")
+    page.get_by_label("To version").select_option("3")
+    page.get_by_role("button", name="Compare").click()
+    expect(page).to_have_url(re.compile(r"/packs/habits-pack/compare/\?from=1&to=3$"))
+    comparison = page.locator("#comparison")
+    expect(comparison.locator("li", has_text="c.template")).to_contain_text("added")
+    expect(comparison.locator("li", has_text="a.template")).to_contain_text("changed")
+    ui.screenshot(page, "pack-compare")
+    page.get_by_label("From version").select_option("2")
+    page.get_by_label("To version").select_option("1")
+    page.get_by_role("button", name="Compare").click()
+    expect(comparison.locator(".diff-del")).to_have_text("-b = 3")
+    expect(comparison.locator(".diff-add")).to_have_text("+b = 2")
+
+    comparison.get_by_role("link", name="v1").click()
+    expect(page.locator("h1")).to_contain_text("v1")
+    expect(page.get_by_role("link", name="pack://habits-pack/ingest/c.template")).to_have_count(0)
+    page.get_by_role("link", name="pack://habits-pack/ingest/a.template").click()
+    expect(page.locator("pre.code")).to_contain_text("b = 2")
+    ui.screenshot(page, "pack-version-template")
+
+    page.goto("/packs/habits-pack/")
+    page.get_by_role("link", name="Used by 1 flow").click()
+    expect(page.locator("h1")).to_contain_text("Flows using habits-pack")
+    page.get_by_role("link", name="e2e/uses-pack").click()
+    expect(page).to_have_url(re.compile(r"/flows/e2e/uses-pack/$"))
+
+
+def test_on_a_phone_the_menu_folds_behind_a_button(page, logged_in, lake):
+    logged_in("dana")
+    nav = page.get_by_role("navigation", name="Main")
+    menu_button = page.get_by_role("button", name="Menu")
+    # Desktop: the menu is there, no button.
+    page.goto("/flows/")
+    expect(nav).to_be_visible()
+    expect(menu_button).to_be_hidden()
+
+    page.set_viewport_size({"width": 375, "height": 812})
+    page.goto("/flows/")
+    expect(nav).to_be_hidden()
+    expect(menu_button).to_have_attribute("aria-expanded", "false")
+    ui.screenshot(page, "phone-menu-folded")
+    menu_button.click()
+    expect(menu_button).to_have_attribute("aria-expanded", "true")
+    expect(nav).to_be_visible()
+    expect(page.get_by_role("button", name="Log out")).to_be_visible()
+    ui.screenshot(page, "phone-menu-open")
+    page.keyboard.press("Escape")
+    expect(nav).to_be_hidden()
+    expect(menu_button).to_be_focused()
+
+    menu_button.click()
+    nav.get_by_role("link", name="Template packs").click()
+    expect(page).to_have_url(re.compile(r"/packs/$"))
+    expect(nav).to_be_hidden()  # a new page starts folded
+    width = page.evaluate("[document.documentElement.scrollWidth, document.documentElement.clientWidth]")
+    assert width[0] <= width[1], f"the page scrolls sideways: {width}"
