@@ -196,7 +196,7 @@ def execute_job(job_id: int, attempt: int, jobspec: dict[str, Any]) -> str:
         except Exception as exc:
             logger.exception("job %s attempt %d failed", job, attempt)
             message = joblogs.mask(f"{type(exc).__name__}: {exc}", log.secrets)
-            log.write(f"failed: {message}")
+            log.write(f"failed: {message}", "ERROR")
             report(job, attempt, JobStatus.FAILED, message=message[:4000], **log.fields())
             statestore.finish_job_state(run_state, JobStatus.FAILED, message)
             return "failed"
@@ -256,7 +256,7 @@ def _run(
         properties = decrypt_properties(encrypted)
     except EncryptionError as error:
         message = f"Cannot decrypt the job's secrets: {error}"
-        log.write(message)
+        log.write(message, "ERROR")
         return _finish(job, attempt, run_state, JobStatus.FAILED, message, log, **log.fields())
     log.hide(secret_values(encrypted, properties))
     spec = {**spec, "properties": properties, "log_tag": log.tag}
@@ -275,7 +275,7 @@ def _run(
             "earlier attempt of this execution that could not be redone, and this attempt would "
             f"overwrite their task output. {recovery.skipped[same_execution[0]].message}"
         )
-        log.write(message)
+        log.write(message, "ERROR")
         return _finish(job, attempt, run_state, JobStatus.FAILED, message, log, **log.fields())
 
     # ---- pull: previous watermarks (after recovery moved them), skipped datasets left out ----
@@ -303,7 +303,7 @@ def _run(
         summary["progress"] = heartbeat.progress()
     if cancel.is_set():
         cleanup_task_output(spec)
-        log.write("cancelled; nothing published")
+        log.write("cancelled; nothing published", "WARN")
         return _finish(
             job,
             attempt,

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import UTC, datetime
+from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
@@ -21,7 +22,7 @@ from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import HttpResponseClientRedirect
 
-from portal.orchestration import joblogs, services, status
+from portal.orchestration import joblogs, logview, services, status
 from portal.orchestration.filters import FlowExecutionFilterSet
 from portal.orchestration.models import FINISHED_STATUSES, FlowExecution, JobStatus
 
@@ -116,6 +117,30 @@ def job_log(
 ) -> HttpResponse:
     """A job attempt's worker and Spark driver logs; `?attempt=N` picks an
     earlier attempt. Polls itself while the attempt runs."""
+    execution, job, attempt = _job_attempt(request, flow_group, flow_name, execution_id, job_name)
+    live = attempt == job.attempt and job.status == JobStatus.RUNNING
+    wanted = logview.LogFilter.from_params(request.GET)
+    sections = joblogs.attempt_logs(job, attempt, live=live)
+    context = {
+        "execution": execution,
+        "job": job,
+        "attempt": attempt,
+        "attempts": range(1, job.attempt + 1),
+        "sections": [
+            (section, logview.apply(section.text, wanted) if wanted.active else None) for section in sections
+        ],
+        "live": live,
+        "filter": wanted,
+        "levels": logview.LEVELS,
+    }
+    if request.htmx:
+        return render(request, "orchestration/partials/job_log.html", context)
+    return render(request, "orchestration/job_log.html", context, status=400 if wanted.errors else 200)
+
+
+def _job_attempt(
+    request: HttpRequest, flow_group: str, flow_name: str, execution_id: int, job_name: str
+) -> tuple[FlowExecution, Any, int]:
     execution = status.flow_execution(request.user, flow_group, flow_name, execution_id)
     job = get_object_or_404(execution.jobs, job_name=job_name)
     try:
@@ -124,18 +149,33 @@ def job_log(
         raise Http404("attempt must be a number") from None
     if not 1 <= attempt <= max(job.attempt, 1):
         raise Http404(f"{job_name} has no attempt {attempt}")
-    live = attempt == job.attempt and job.status == JobStatus.RUNNING
-    context = {
-        "execution": execution,
-        "job": job,
-        "attempt": attempt,
-        "attempts": range(1, job.attempt + 1),
-        "sections": joblogs.attempt_logs(job, attempt, live=live),
-        "live": live,
-    }
-    if request.htmx:
-        return render(request, "orchestration/partials/job_log.html", context)
-    return render(request, "orchestration/job_log.html", context)
+    return execution, job, attempt
+
+
+@login_required
+@require_GET
+def job_log_download(
+    request: HttpRequest, flow_group: str, flow_name: str, execution_id: int, job_name: str
+) -> HttpResponse:
+    """`?attempt=N&log=worker|driver`: that log as a file, whole when this
+    host can read it (masked), else the masked tail the worker stored."""
+    _execution, job, attempt = _job_attempt(request, flow_group, flow_name, execution_id, job_name)
+    kind = request.GET.get("log", "worker")
+    if kind not in ("worker", "driver"):
+        return HttpResponseBadRequest("log must be worker or driver.")
+    download = joblogs.attempt_log_download(job, attempt, kind)
+    if download.path is not None:
+        return FileResponse(
+            download.path.open("rb"),
+            as_attachment=True,
+            filename=download.filename,
+            content_type="text/plain",
+        )
+    if not download.text:
+        raise Http404(f"Nothing logged in the {kind} log of {job_name}'s attempt {attempt}.")
+    response = HttpResponse(download.text, content_type="text/plain; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{download.filename}"'
+    return response
 
 
 def _request(request: HttpRequest, execution: FlowExecution, verb: Callable, done: str) -> HttpResponse:

@@ -5,12 +5,14 @@ and a menu that folds away on a phone."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 from playwright.sync_api import expect
 
 from portal.flows import services as flow_services
 from portal.flows.models import FlowConfig
+from portal.orchestration.services import run_now
 from portal.templatepacks import services as packs
 from tests.e2e import ui
 
@@ -117,3 +119,35 @@ def test_on_a_phone_the_menu_folds_behind_a_button(page, logged_in, lake):
     expect(nav).to_be_hidden()  # a new page starts folded
     width = page.evaluate("[document.documentElement.scrollWidth, document.documentElement.clientWidth]")
     assert width[0] <= width[1], f"the page scrolls sideways: {width}"
+
+
+def test_a_user_downloads_searches_and_filters_an_attempts_log(page, logged_in, lake):
+    dana = logged_in("dana")
+    flow = ui.make_flow(dana, "logs")
+    execution = ui.finished(run_now(flow, user=dana))
+    assert execution.status == "COMMITTED", execution.message
+    job = execution.jobs.get()
+    page.goto(f"/executions/e2e/logs/{execution.execution_id}/jobs/{job.job_name}/log/")
+    worker_log = page.locator(".log-section", has_text="Worker log")
+
+    with page.expect_download() as info:
+        worker_log.get_by_role("link", name=re.compile("Download worker log")).click()
+    download = info.value
+    assert download.suggested_filename == f"e2e-logs-{execution.execution_id}-{job.job_name}.1.log"
+    text = Path(download.path()).read_text(encoding="utf-8")
+    assert " INFO attempt 1 on " in text and "5 extracted" in text
+
+    page.get_by_label("Search").fill("extracted")
+    page.get_by_role("button", name="Show").click()
+    expect(page.locator("#log-count-worker")).to_contain_text("1 of")
+    expect(worker_log.locator("mark").first).to_have_text("extracted")
+    ui.screenshot(page, "job-log-search")
+
+    page.get_by_label("Search").fill("")
+    page.get_by_label("Level").select_option("WARN")
+    page.get_by_role("button", name="Show").click()
+    expect(page.locator("#log-count-worker")).to_contain_text("0 of")  # a clean run: no warning
+    driver_count = page.locator("#log-count-driver")
+    expect(driver_count).to_be_visible()
+    page.get_by_role("link", name="Clear").click()
+    expect(worker_log.locator("pre.log-full")).to_contain_text("commit steps executed")
