@@ -27,4 +27,5 @@ urlpatterns = [
     ),
     path("<str:flow_group>/<str:flow_name>/", views.flow_executions, name="flow_executions"),
     path("<str:flow_group>/<str:flow_name>/run/", views.flow_run, name="run"),
+    path("<str:flow_group>/<str:flow_name>/backfill/", views.flow_backfill, name="backfill"),
 ]

@@ -18,13 +18,14 @@ from django.http import FileResponse, Http404, HttpRequest, HttpResponse, HttpRe
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import HttpResponseClientRedirect
 
 from portal.orchestration import joblogs, logview, services, status
 from portal.orchestration.filters import FlowExecutionFilterSet
-from portal.orchestration.models import FINISHED_STATUSES, FlowExecution, JobStatus
+from portal.orchestration.forms import BackfillForm
+from portal.orchestration.models import FINISHED_STATUSES, DatasetState, FlowExecution, JobStatus
 
 PAGE_SIZE = 25
 FLOW_PAGE_SIZE = 10
@@ -226,6 +227,40 @@ def flow_run(request: HttpRequest, flow_group: str, flow_name: str) -> HttpRespo
         return _go(request, reverse("orchestration:flow_executions", args=[flow_group, flow_name]))
     messages.success(request, f"Execution {execution.execution_id} of {flow} started.")
     return _go(request, _execution_url(execution))
+
+
+BACKFILL_DATASETS_SHOWN = 200
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def flow_backfill(request: HttpRequest, flow_group: str, flow_name: str) -> HttpResponse:
+    """Backfill one dataset between two watermarks (the API's `backfill`):
+    an execution that reads that range again without moving the stored
+    watermark. Lists the flow's datasets and their watermarks to pick from."""
+    flow = status.visible_flow(request.user, flow_group, flow_name, "change")
+    posted = request.method == "POST"
+    form = BackfillForm(request.POST if posted else None, initial={"dataset": request.GET.get("dataset", "")})
+    if posted and form.is_valid():
+        try:
+            execution = services.run_now(flow, user=request.user, backfill=form.backfill())
+        except ValidationError as error:
+            form.add_error(None, error.message_dict.get("backfill", error.messages))
+        else:
+            messages.success(request, f"Backfill execution {execution.execution_id} of {flow} started.")
+            return redirect(_execution_url(execution))
+    datasets = list(
+        DatasetState.objects.filter(flow_group=flow.flow_group, flow_name=flow.flow_name)
+        .order_by("dataset_urn", "job_name")
+        .values("dataset_urn", "job_name", "watermark", "updated")[:BACKFILL_DATASETS_SHOWN]
+    )
+    context = {
+        "flow": flow,
+        "form": form,
+        "datasets": datasets,
+        "more": len(datasets) == BACKFILL_DATASETS_SHOWN,
+    }
+    return render(request, "orchestration/flow_backfill.html", context, status=400 if posted else 200)
 
 
 @login_required

@@ -72,6 +72,8 @@ def test_the_main_pages_have_no_serious_accessibility_violations(axe_source, pag
     check("job-log-filtered")
     _ready(page, "/executions/")
     check("executions")
+    _ready(page, "/executions/e2e/a11y/backfill/")
+    check("backfill")
     _ready(page, "/topology/")
     check("topology-overview")
     _ready(page, "/topology/executors/ingest/")

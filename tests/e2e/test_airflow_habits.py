@@ -151,3 +151,20 @@ def test_a_user_downloads_searches_and_filters_an_attempts_log(page, logged_in, 
     expect(driver_count).to_be_visible()
     page.get_by_role("link", name="Clear").click()
     expect(worker_log.locator("pre.log-full")).to_contain_text("commit steps executed")
+
+
+def test_an_owner_backfills_a_dataset_from_the_flow_page(page, logged_in, lake):
+    dana = logged_in("dana")
+    flow = ui.make_flow(dana, "refill")
+    assert ui.finished(run_now(flow, user=dana)).status == "COMMITTED"
+    page.goto("/flows/e2e/refill/")
+    page.get_by_role("link", name="Backfill…").click()
+    page.get_by_role("link", name=re.compile("Backfill this")).first.click()
+    expect(page.get_by_label("Dataset URN")).not_to_have_value("")
+    page.get_by_label("Low watermark").fill("0")
+    page.get_by_label("High watermark").fill("3")
+    ui.screenshot(page, "backfill-form")
+    page.get_by_role("button", name="Start backfill").click()
+    expect(page.locator(".messages")).to_contain_text("Backfill execution")
+    execution = FlowConfig.objects.get(pk=flow.pk).executions.order_by("-execution_id").first()
+    assert execution.trigger == "BACKFILL" and ui.finished(execution).status == "COMMITTED", execution.message
