@@ -21,6 +21,11 @@ urlpatterns = [
         name="job_log",
     ),
     path(
+        "<str:flow_group>/<str:flow_name>/<int:execution_id>/jobs/<str:job_name>/rerun/",
+        views.job_rerun,
+        name="job_rerun",
+    ),
+    path(
         "<str:flow_group>/<str:flow_name>/<int:execution_id>/jobs/<str:job_name>/log/download/",
         views.job_log_download,
         name="job_log_download",

@@ -25,7 +25,13 @@ from django_htmx.http import HttpResponseClientRedirect
 from portal.orchestration import joblogs, logview, services, status
 from portal.orchestration.filters import FlowExecutionFilterSet
 from portal.orchestration.forms import BackfillForm
-from portal.orchestration.models import FINISHED_STATUSES, DatasetState, FlowExecution, JobStatus
+from portal.orchestration.models import (
+    FINISHED_STATUSES,
+    RESUMABLE_STATUSES,
+    DatasetState,
+    FlowExecution,
+    JobStatus,
+)
 
 PAGE_SIZE = 25
 FLOW_PAGE_SIZE = 10
@@ -93,6 +99,8 @@ def _detail_context(request: HttpRequest, execution: FlowExecution) -> dict:
         "can_run": can_act and execution.flow_id is not None,
         "can_kill": can_act and services.can_kill(execution) and "KILL" not in pending,
         "can_resume": can_act and services.can_resume(execution) and "RESUME" not in pending,
+        # Per failed job: re-run it alone (services.rerun_job re-checks the job's status).
+        "can_rerun_jobs": can_act and execution.status in RESUMABLE_STATUSES and "RESUME" not in pending,
         "flow_exists": execution.flow_id is not None,
     }
 
@@ -151,6 +159,21 @@ def _job_attempt(
     if not 1 <= attempt <= max(job.attempt, 1):
         raise Http404(f"{job_name} has no attempt {attempt}")
     return execution, job, attempt
+
+
+@login_required
+@require_POST
+def job_rerun(
+    request: HttpRequest, flow_group: str, flow_name: str, execution_id: int, job_name: str
+) -> HttpResponse:
+    """Airflow's "clear task": one failed job (and what it kept from running) again."""
+    execution = status.flow_execution(request.user, flow_group, flow_name, execution_id)
+    return _request(
+        request,
+        execution,
+        lambda e, user: services.rerun_job(e, job_name, user=user),
+        f"Re-run of {job_name} requested; its committed parents are kept.",
+    )
 
 
 @login_required
