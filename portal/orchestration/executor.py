@@ -124,6 +124,8 @@ class JobHeartbeat:
                     beats = 0
                     # The tails are masked: the log page shows them while the job runs.
                     updates = {"lease_until": _lease(), "progress": self.progress(), **self.log.fields()}
+                    if self.log.records_so_far:  # tasks finished so far; the final report sets the total
+                        updates["processed_count"] = self.log.records_so_far
                 row = JobExecution.objects.filter(pk=self.job.pk, attempt=self.attempt)
                 if updates:
                     row.filter(status=JobStatus.RUNNING).update(**updates)

@@ -77,6 +77,9 @@ class JobLog:
         self._lock = threading.Lock()
         self.secrets: set[str] = set()
         self._spark: Any = None
+        # Records extracted by the tasks finished so far: the heartbeat stores
+        # it as the job's processed count, so the count moves while it runs.
+        self.records_so_far = 0
 
     def hide(self, values: Iterable[str]) -> None:
         """Mask these plaintexts wherever they would appear from now on."""
@@ -117,6 +120,8 @@ class JobLog:
         )
         error = f" error: {state['error']}" if state.get("error") else ""
         failed = error or str(state.get("status", "")).upper() == "FAILED"
+        with self._lock:
+            self.records_so_far += int(state.get("records_extracted") or 0)
         self.write(
             f"task {state['task_id']} {state['dataset_urn']} {state['status']}: "
             f"{state.get('records_extracted', 0)} extracted, watermark "
