@@ -15,6 +15,7 @@ from portal.flows.models import FlowConfig
 from portal.orchestration.services import run_now
 from portal.templatepacks import services as packs
 from tests.e2e import ui
+from tests.integration.stack import wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -168,3 +169,43 @@ def test_an_owner_backfills_a_dataset_from_the_flow_page(page, logged_in, lake):
     expect(page.locator(".messages")).to_contain_text("Backfill execution")
     execution = FlowConfig.objects.get(pk=flow.pk).executions.order_by("-execution_id").first()
     assert execution.trigger == "BACKFILL" and ui.finished(execution).status == "COMMITTED", execution.message
+
+
+def test_a_running_jobs_log_is_followed_live_until_the_reader_stops_following(
+    page, logged_in, lake, tmp_path
+):
+    dana = logged_in("dana")
+    release = tmp_path / "release"
+    flow = ui.make_flow(
+        dana,
+        "follow",
+        **{"slow.seconds.per.row": "1", "slow.release.file": str(release), "numbers.per.run": "40"},
+    )
+    execution = run_now(flow, user=dana)
+    wait_until(lambda: execution.jobs.filter(status="RUNNING").exists(), 60, "the job to start", interval=0.3)
+    job = execution.jobs.get()
+    page.set_viewport_size({"width": 1280, "height": 600})
+    page.goto(f"/executions/e2e/follow/{execution.execution_id}/jobs/{job.job_name}/log/")
+    follow = page.get_by_label("Follow (keep the end in view)")
+    expect(follow).to_be_checked()
+    driver = page.locator(".log-section", has_text="Spark driver log").locator("pre.log-full")
+    # The driver log grows past its box while Spark works; followed, its end stays in view.
+    page.wait_for_function(
+        "() => { const p = document.querySelector('#job-log .log-section:nth-of-type(2) pre.log-full');"
+        " return p && p.scrollHeight > p.clientHeight + 50; }",
+        timeout=60_000,
+    )
+    # (waited for: a refresh may have just replaced the box, to be scrolled once it settles)
+    page.wait_for_function(
+        "() => { const p = document.querySelector('#job-log .log-section:nth-of-type(2) pre.log-full');"
+        " return p.scrollTop > 0 && p.scrollTop + p.clientHeight >= p.scrollHeight - 2; }",
+        timeout=5_000,
+    )
+    ui.screenshot(page, "job-log-follow")
+
+    follow.uncheck()
+    driver.evaluate("pre => { pre.scrollTop = 0; }")
+    page.wait_for_timeout(4500)  # two refreshes
+    assert driver.evaluate("pre => pre.scrollTop") == 0  # left where the reader put it
+    release.touch()
+    assert ui.finished(execution).status == "COMMITTED", execution.message
