@@ -127,3 +127,16 @@ def test_a_flow_created_paused_does_not_run_immediately(owner):
     assert response.status_code == 201, response.content
     assert response.json()["paused"] is True
     assert not FlowExecution.objects.exists()
+
+
+def test_an_execution_of_a_paused_flow_says_the_schedule_is_paused(owner):
+    from tests.unit.orchestration.factories import FlowExecutionFactory
+
+    flow = _minutely(owner, paused=True)
+    execution = FlowExecutionFactory(flow=flow, status="COMMITTED")
+    browser = Client()
+    browser.force_login(owner)
+    url = f"/executions/{flow.flow_group}/{flow.flow_name}/{execution.execution_id}/"
+    assert '<span class="badge paused">schedule paused</span>' in browser.get(url).content.decode()
+    FlowConfig.objects.filter(pk=flow.pk).update(paused=False)
+    assert "schedule paused" not in browser.get(url).content.decode()
