@@ -61,6 +61,7 @@ def url(job, tail: str = "") -> str:
 def test_each_log_of_an_attempt_downloads_whole_and_masked(browser, job):
     page = browser.get(url(job)).content.decode()
     assert f'href="{url(job, "download/")}?attempt=1&amp;log=worker" download' in page
+    assert "Download worker log" in page and "Download Spark driver log" in page
     response = browser.get(url(job, "download/"), {"attempt": 1, "log": "worker"})
     assert response.status_code == 200
     assert response["Content-Disposition"].startswith("attachment;")
