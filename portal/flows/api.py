@@ -28,6 +28,7 @@ API_FIELDS = {
     "properties": "properties",
     "source": "source",
     "destinations": "destinations",
+    "paused": "paused",
 }
 MODEL_TO_API = {model: api for api, model in API_FIELDS.items()}
 
@@ -68,6 +69,14 @@ class FlowConfigSerializer(serializers.Serializer):
     created = serializers.DateTimeField(read_only=True)
     updated = serializers.DateTimeField(read_only=True)
     compilation = CompilationSerializer(source="*", read_only=True)
+    # No default: a PUT or PATCH that leaves it out leaves the switch alone.
+    paused = serializers.BooleanField(
+        required=False,
+        help_text="Airflow's on/off switch: a paused flow's schedule makes no executions; "
+        "on resume the ticks missed meanwhile follow its flow.catchUpPolicy.",
+    )
+    pausedAt = serializers.DateTimeField(source="paused_at", read_only=True, allow_null=True)
+    pausedBy = serializers.CharField(source="paused_by", read_only=True)
 
     def validate(self, attrs: dict) -> dict:
         aliases = [attrs.pop("templateNames", None), attrs.pop("templateName", None)]
@@ -141,7 +150,7 @@ class FlowConfigViewSet(
         serializer = self.get_serializer(flow, data=request.data, partial=partial)
         serializer.is_valid(raise_exception=True)
         try:
-            flow = services.update_flow(flow, data=serializer.validated_data)
+            flow = services.update_flow(flow, data=serializer.validated_data, by=request.user.get_username())
         except DjangoValidationError as error:
             raise api_validation_error(error) from None
         except services.FlowKeyChange as error:

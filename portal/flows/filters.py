@@ -14,6 +14,7 @@ class FlowConfigFilterSet(django_filters.FilterSet):
     compilationStatus = django_filters.ChoiceFilter(
         field_name="compilation_status", choices=FlowConfig.Compilation.choices, label="Compilation"
     )
+    paused = django_filters.BooleanFilter(field_name="paused", label="Paused")
     q = django_filters.CharFilter(method="search", label="Search")
 
     class Meta:

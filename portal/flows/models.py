@@ -81,6 +81,12 @@ class FlowConfig(models.Model):
         max_length=16, choices=Compilation.choices, default=Compilation.PENDING
     )
     compilation_message = models.TextField(blank=True)
+    # Airflow's on/off switch: a paused flow keeps its schedule but the
+    # scheduler makes no executions from its ticks; on resume the ticks it
+    # missed follow its catch-up policy (orchestration.scheduler).
+    paused = models.BooleanField(default=False, db_index=True)
+    paused_at = models.DateTimeField(null=True, blank=True)
+    paused_by = models.CharField(max_length=150, blank=True)
 
     objects = FlowConfigQuerySet.as_manager()
 

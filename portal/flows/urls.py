@@ -9,5 +9,7 @@ urlpatterns = [
     path("new/", views.flow_form, name="create"),
     path("<str:flow_group>/<str:flow_name>/", views.flow_detail, name="detail"),
     path("<str:flow_group>/<str:flow_name>/edit/", views.flow_form, name="edit"),
+    path("<str:flow_group>/<str:flow_name>/pause/", views.flow_pause, {"paused": True}, name="pause"),
+    path("<str:flow_group>/<str:flow_name>/resume/", views.flow_pause, {"paused": False}, name="resume"),
     path("<str:flow_group>/<str:flow_name>/delete/", views.flow_delete, name="delete"),
 ]

@@ -27,6 +27,7 @@ from portal.flows.filters import FlowConfigFilterSet
 from portal.flows.forms import FlowConfigForm
 from portal.flows.models import FlowConfig, FlowRefresh
 from portal.keys.services import redact
+from portal.orchestration import policies as run_policies
 
 
 def _flow_for(request: HttpRequest, flow_group: str, flow_name: str, action: str = "view") -> FlowConfig:
@@ -68,6 +69,7 @@ def flow_detail(request: HttpRequest, flow_group: str, flow_name: str) -> HttpRe
         "can_change": can_change,
         "refreshing": refreshing,
         "schedule_text": formdata.describe_schedule(flow.schedule),
+        "catch_up_policy": run_policies.catch_up(flow.properties),
         # As the keys app shows properties anywhere: ENC(...) and secret-named values masked.
         "properties": [
             (key, shown, shown != flow.properties[key]) for key, shown in redact(flow.properties).items()
@@ -140,6 +142,22 @@ def _form_part(request: HttpRequest, flow: FlowConfig | None, owner, part: str) 
     errors = [f"{label}: {message}" if label else message for _id, label, message in form.error_summary()]
     context = {"compiled": compiled, "errors": errors}
     return render(request, "topology/partials/compile_preview.html", context)
+
+
+@login_required
+@require_http_methods(["POST"])
+def flow_pause(request: HttpRequest, flow_group: str, flow_name: str, paused: bool) -> HttpResponse:
+    """The flow page's Pause / Resume switch (owner, owning group, staff)."""
+    flow = _flow_for(request, flow_group, flow_name, "change")
+    services.set_paused(flow, paused, by=request.user.get_username())
+    if paused:
+        messages.success(request, f"Flow {flow} paused: its schedule makes no executions until resumed.")
+    else:
+        policy = run_policies.catch_up(flow.properties)
+        messages.success(
+            request, f"Flow {flow} resumed: ticks missed while paused follow its catch-up policy ({policy})."
+        )
+    return redirect("flows:detail", flow_group=flow.flow_group, flow_name=flow.flow_name)
 
 
 @login_required

@@ -144,9 +144,14 @@ class FlowExecutionViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
 
     @extend_schema(
         operation_id="flowexecutions_resume",
-        description="Re-run the failed, cancelled and skipped jobs of a failed or cancelled execution.",
+        description="Re-run the failed, cancelled and skipped jobs of a failed or cancelled execution; "
+        "with `?job=<jobName>`, only that failed job and the jobs it kept from running (Airflow's "
+        "clear task: committed parents are not re-run).",
         request=None,
-        parameters=FLOW_PARAMETERS,
+        parameters=[
+            *FLOW_PARAMETERS,
+            OpenApiParameter("job", str, description="Re-run only this failed or cancelled job."),
+        ],
         responses={
             202: FlowStatusSerializer,
             403: FORBIDDEN,
@@ -155,6 +160,8 @@ class FlowExecutionViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
         },
     )
     def resume(self, request: Request, *args, **kwargs) -> Response:
+        if job_name := request.query_params.get("job"):
+            return self._request(lambda execution, user: services.rerun_job(execution, job_name, user=user))
         return self._request(services.resume)
 
 

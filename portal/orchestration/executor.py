@@ -124,6 +124,8 @@ class JobHeartbeat:
                     beats = 0
                     # The tails are masked: the log page shows them while the job runs.
                     updates = {"lease_until": _lease(), "progress": self.progress(), **self.log.fields()}
+                    if self.log.records_so_far:  # tasks finished so far; the final report sets the total
+                        updates["processed_count"] = self.log.records_so_far
                 row = JobExecution.objects.filter(pk=self.job.pk, attempt=self.attempt)
                 if updates:
                     row.filter(status=JobStatus.RUNNING).update(**updates)
@@ -202,7 +204,7 @@ def execute_job(job_id: int, attempt: int, jobspec: dict[str, Any]) -> str:
         except BaseException as exc:
             logger.exception("job %s attempt %d failed", job, attempt)
             message = joblogs.mask(f"{type(exc).__name__}: {_exception_text(exc)}", log.secrets)
-            log.write(f"failed: {message}")
+            log.write(f"failed: {message}", "ERROR")
             report(job, attempt, JobStatus.FAILED, message=message[:4000], **log.fields())
             statestore.finish_job_state(run_state, JobStatus.FAILED, message)
             return "failed"
@@ -273,7 +275,7 @@ def _run(
         properties = decrypt_properties(encrypted)
     except EncryptionError as error:
         message = f"Cannot decrypt the job's secrets: {error}"
-        log.write(message)
+        log.write(message, "ERROR")
         return _finish(job, attempt, run_state, JobStatus.FAILED, message, log, **log.fields())
     log.hide(secret_values(encrypted, properties))
     spec = {**spec, "properties": properties, "log_tag": log.tag}
@@ -292,7 +294,7 @@ def _run(
             "earlier attempt of this execution that could not be redone, and this attempt would "
             f"overwrite their task output. {recovery.skipped[same_execution[0]].message}"
         )
-        log.write(message)
+        log.write(message, "ERROR")
         return _finish(job, attempt, run_state, JobStatus.FAILED, message, log, **log.fields())
 
     # ---- pull: previous watermarks (after recovery moved them), skipped datasets left out ----
@@ -322,7 +324,7 @@ def _run(
         summary["progress"] = heartbeat.progress()
     if cancel.is_set():
         cleanup_task_output(spec)
-        log.write("cancelled; nothing published")
+        log.write("cancelled; nothing published", "WARN")
         return _finish(
             job,
             attempt,

@@ -77,6 +77,9 @@ class JobLog:
         self._lock = threading.Lock()
         self.secrets: set[str] = set()
         self._spark: Any = None
+        # Records extracted by the tasks finished so far: the heartbeat stores
+        # it as the job's processed count, so the count moves while it runs.
+        self.records_so_far = 0
 
     def hide(self, values: Iterable[str]) -> None:
         """Mask these plaintexts wherever they would appear from now on."""
@@ -103,10 +106,12 @@ class JobLog:
             with contextlib.suppress(Exception):  # a stopped SparkContext: nothing to untag
                 tag_thread(spark, None)
 
-    def write(self, line: str) -> None:
+    def write(self, line: str, level: str = "INFO") -> None:
+        """One line, `<time> <LEVEL> <text>` like the driver log's, so the
+        log page filters both by level (portal.orchestration.logview)."""
         stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
         with self._lock, self.path.open("a", encoding="utf-8") as fh:
-            fh.write(f"{stamp} {mask(line, self.secrets)}\n")
+            fh.write(f"{stamp} {level} {mask(line, self.secrets)}\n")
 
     def task_state(self, state: dict[str, Any]) -> None:
         """The pipeline's on_task_state callback: one line per finished task."""
@@ -114,11 +119,15 @@ class JobLog:
             f"{b['name']}={b['status']}/{b['records_written']}" for b in state.get("branches") or []
         )
         error = f" error: {state['error']}" if state.get("error") else ""
+        failed = error or str(state.get("status", "")).upper() == "FAILED"
+        with self._lock:
+            self.records_so_far += int(state.get("records_extracted") or 0)
         self.write(
             f"task {state['task_id']} {state['dataset_urn']} {state['status']}: "
             f"{state.get('records_extracted', 0)} extracted, watermark "
             f"{state.get('low_watermark')} -> {state.get('actual_high_watermark')}"
-            f"{f' [{branches}]' if branches else ''}{error}"
+            f"{f' [{branches}]' if branches else ''}{error}",
+            "ERROR" if failed else "INFO",
         )
 
     def fields(self) -> dict[str, str]:
@@ -141,6 +150,7 @@ class LogSection:
     # False: only the tail is shown (a large file, or the file lives on another host).
     complete: bool
     path: Path
+    kind: str = "worker"  # or "driver": the download link's ?log=
 
 
 def attempt_logs(job: Any, attempt: int, *, live: bool = False) -> list[LogSection]:
@@ -148,18 +158,43 @@ def attempt_logs(job: Any, attempt: int, *, live: bool = False) -> list[LogSecti
     can read them (FLOWPORT_LOG_DIR on the worker host, or shared) and they
     are masked, else the masked tails the worker stored on the job (which
     belong to its latest attempt once that attempt has started)."""
-    args = (job.execution.execution_id, job.job_name, attempt)
     stored = attempt == job.attempt  # a new attempt starts with no tails
-    worker, driver = log_path(*args), driver_log_path(*args)
     chars = LIVE_PAGE_CHARS if live else PAGE_CHARS
     sections = []
-    for name, path, readable, excerpt in (
-        ("Worker log", worker, worker.exists(), job.log_excerpt),
-        ("Spark driver log", driver, masked_marker(driver).exists(), job.driver_log_excerpt),
-    ):
+    for kind, (name, path, readable, excerpt) in _sources(job, attempt).items():
         if readable:
             text = read_tail(path, chars)
-            sections.append(LogSection(name, text, path.stat().st_size <= len(text.encode()), path))
+            sections.append(LogSection(name, text, path.stat().st_size <= len(text.encode()), path, kind))
         else:
-            sections.append(LogSection(name, excerpt if stored else "", False, path))
+            sections.append(LogSection(name, excerpt if stored else "", False, path, kind))
     return sections
+
+
+def _sources(job: Any, attempt: int) -> dict[str, tuple[str, Path, bool, str]]:
+    """Per log kind: its title, its file, whether this host may show the file
+    (the driver log only once masked) and the stored tail to show instead."""
+    args = (job.execution.execution_id, job.job_name, attempt)
+    worker, driver = log_path(*args), driver_log_path(*args)
+    return {
+        "worker": ("Worker log", worker, worker.exists(), job.log_excerpt),
+        "driver": ("Spark driver log", driver, masked_marker(driver).exists(), job.driver_log_excerpt),
+    }
+
+
+@dataclass(frozen=True)
+class LogDownload:
+    filename: str
+    path: Path | None  # the whole file, when this host may serve it
+    text: str  # else the stored tail (masked), possibly empty
+
+
+def attempt_log_download(job: Any, attempt: int, kind: str) -> LogDownload:
+    """One attempt's worker or driver log to download: the whole (masked)
+    file when this host can read it, else the masked tail the worker stored."""
+    _title, path, readable, excerpt = _sources(job, attempt)[kind]
+    execution = job.execution
+    suffix = ".driver.log" if kind == "driver" else ".log"
+    filename = f"{execution.flow_group}-{execution.flow_name}-{execution.execution_id}-{job.job_name}.{attempt}{suffix}"
+    if readable:
+        return LogDownload(filename, path, "")
+    return LogDownload(filename, None, excerpt if attempt == job.attempt else "")

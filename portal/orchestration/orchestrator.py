@@ -291,7 +291,14 @@ def resume(action: Action) -> None:
     if execution is None or execution.status not in RESUMABLE_STATUSES:
         return
     resumed = 0
-    for job in JobExecution.objects.select_for_update().filter(execution=execution):
+    jobs = list(JobExecution.objects.select_for_update().filter(execution=execution))
+    # A re-run of one job (Airflow's "clear task"): that job and the jobs
+    # below it that it kept from running; committed parents stay committed,
+    # other failed branches stay failed.
+    only = _job_and_descendants(jobs, action.payload["job"]) if action.payload.get("job") else None
+    for job in jobs:
+        if only is not None and job.job_name not in only:
+            continue
         if job.status in JOB_NOT_COMMITTED:
             _set_job(
                 job,
@@ -310,9 +317,28 @@ def resume(action: Action) -> None:
     execution.status = ExecutionStatus.RUNNING
     execution.cancel_requested = False
     execution.ended_at = None
-    execution.message = f"Resumed {resumed} job(s) by {action.payload.get('by') or 'a user'}."
+    who = action.payload.get("by") or "a user"
+    execution.message = (
+        f"Re-ran {action.payload['job']} ({resumed} job(s)) by {who}."
+        if only is not None
+        else f"Resumed {resumed} job(s) by {who}."
+    )
     execution.save(update_fields=["status", "cancel_requested", "ended_at", "message"])
     reevaluate_execution(execution)
+
+
+def _job_and_descendants(jobs: list[JobExecution], name: str) -> set[str]:
+    children: dict[str, list[str]] = {}
+    for job in jobs:
+        for parent in job.parents:
+            children.setdefault(parent, []).append(job.job_name)
+    found, todo = set(), [name]
+    while todo:
+        current = todo.pop()
+        if current not in found:
+            found.add(current)
+            todo.extend(children.get(current, []))
+    return found
 
 
 # --- deadlines ----------------------------------------------------------------------

@@ -11,6 +11,7 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 
 ALLOW_CONCURRENT = "flow.allowConcurrentExecution"
+CATCH_UP = "flow.catchUpPolicy"
 RETRY_COUNT = "job.retry.count"
 RETRY_BACKOFF = "job.retry.backoff.seconds"
 FLOW_SLA = ("gobblin.flow.sla.time", "gobblin.flow.sla.timeunit")
@@ -101,3 +102,9 @@ def validate(props: Mapping[str, str]) -> None:
     retry_backoff_seconds(props, 0)
     flow_sla_seconds(props)
     job_start_sla_seconds(props)
+
+
+def catch_up(props: Mapping[str, str]) -> str:
+    """What the scheduler does with ticks missed while none ran or the flow
+    was paused: `skip`, `latest` or `all` (SCHEDULER_DEFAULT_CATCH_UP if unset)."""
+    return props.get(CATCH_UP) or settings.SCHEDULER_DEFAULT_CATCH_UP

@@ -14,7 +14,8 @@ from portal.topology.signals import topology_catalog_changed
 
 @receiver(flow_catalog_changed, dispatch_uid="orchestration.run_immediately")
 def run_immediately(sender: Any, action: str, flow: Any, **kwargs: Any) -> None:
-    if action in ("add", "update") and (flow.run_immediately or not flow.schedule):
+    # A paused flow is switched off: saving it starts nothing (Run now still does).
+    if action in ("add", "update") and (flow.run_immediately or not flow.schedule) and not flow.paused:
         from portal.orchestration.models import FlowExecution
         from portal.orchestration.scheduler import create_execution
 

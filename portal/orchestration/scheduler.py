@@ -6,6 +6,10 @@ and the unique (flow, scheduled_at) constraint settles any remaining race, so
 a tick becomes one execution no matter how many schedulers saw it. A tick that
 came due while no scheduler ran is handled by the flow's catch-up policy
 (`flow.catchUpPolicy`: skip, latest or all).
+
+A paused flow (FlowConfig.paused) is passed over and its cursor stays where it
+was, so on resume the ticks that came due while it was paused are missed ticks
+like those of a scheduler outage, and the same catch-up policy decides them.
 """
 
 from __future__ import annotations
@@ -22,12 +26,13 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from portal.flows.models import FlowConfig
+from portal.orchestration import policies as run_policies
 from portal.orchestration.actions import ActionKind, enqueue_for
 from portal.orchestration.models import Action, FlowExecution, ScheduleCursor
 
 logger = logging.getLogger(__name__)
 
-CATCH_UP_PROPERTY = "flow.catchUpPolicy"
+CATCH_UP_PROPERTY = run_policies.CATCH_UP
 CATCH_UP_POLICIES = ("skip", "latest", "all")
 
 
@@ -100,7 +105,7 @@ def _catch_up(flow: FlowConfig, ticks: list[datetime], now: datetime) -> tuple[l
     grace = settings.SCHEDULER_POLL_SECONDS * 2
     recent = [t for t in ticks if (now - t).total_seconds() <= grace]
     missed = [t for t in ticks if t not in recent]
-    policy = flow.properties.get(CATCH_UP_PROPERTY, settings.SCHEDULER_DEFAULT_CATCH_UP)
+    policy = run_policies.catch_up(flow.properties)
     if policy == "all":
         return ticks, 0
     if policy == "latest" and missed and not recent:
@@ -114,6 +119,8 @@ BATCH_SIZE = 500
 def _ensure_cursors(now: datetime) -> None:
     """A newly scheduled flow starts counting from now."""
     missing = FlowConfig.objects.exclude(schedule="").filter(schedule_cursor__isnull=True)
+    # A flow paused before its first tick starts counting at its first
+    # sight too, so its resume catches up from there under its policy.
     ScheduleCursor.objects.bulk_create(
         [
             ScheduleCursor(flow_id=pk, schedule=sched, last_tick=now)
@@ -187,11 +194,14 @@ def schedule_due_ticks(now: datetime | None = None) -> TickReport:
     _ensure_cursors(now)
     # Due, or not worked out yet, or the flow's schedule changed since (one join, no cron per flow).
     due_now = Q(next_tick__lte=now) | Q(next_tick__isnull=True) | ~Q(schedule=F("flow__schedule"))
-    # Three reads, not one OR: the first two use the next_tick index.
+    # Three reads, not one OR: the first two use the next_tick index. A paused
+    # flow's cursor waits where it stopped, so on resume its missed ticks follow
+    # its catch-up policy.
+    unpaused = ScheduleCursor.objects.filter(flow__paused=False)
     flow_ids = sorted(
-        set(ScheduleCursor.objects.filter(next_tick__lte=now).values_list("flow_id", flat=True))
-        | set(ScheduleCursor.objects.filter(next_tick__isnull=True).values_list("flow_id", flat=True))
-        | set(ScheduleCursor.objects.exclude(schedule=F("flow__schedule")).values_list("flow_id", flat=True))
+        set(unpaused.filter(next_tick__lte=now).values_list("flow_id", flat=True))
+        | set(unpaused.filter(next_tick__isnull=True).values_list("flow_id", flat=True))
+        | set(unpaused.exclude(schedule=F("flow__schedule")).values_list("flow_id", flat=True))
     )
     tick_cache: dict[tuple[str, datetime], list[datetime]] = {}
     next_cache: dict[tuple[str, datetime], datetime] = {}
@@ -212,6 +222,7 @@ def schedule_due_ticks(now: datetime | None = None) -> TickReport:
                     "flow__properties",
                     "flow__flow_group",
                     "flow__flow_name",
+                    "flow__paused",
                 )
             )
             due: list[tuple[FlowConfig, datetime]] = []
@@ -220,6 +231,8 @@ def schedule_due_ticks(now: datetime | None = None) -> TickReport:
                 flow = cursor.flow
                 if not flow.schedule:
                     continue  # no longer scheduled; _ensure_cursors leaves it alone
+                if flow.paused:  # paused since the id list was read: its cursor waits for resume
+                    continue
                 if cursor.schedule != flow.schedule:
                     # A changed schedule starts counting from now, not from the old one.
                     moves[(flow.schedule, now)].append(cursor.pk)

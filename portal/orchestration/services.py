@@ -18,6 +18,7 @@ from portal.orchestration.models import (
     Action,
     ExecutionStatus,
     FlowExecution,
+    JobStatus,
 )
 from portal.orchestration.policies import allow_concurrent_execution
 from portal.orchestration.scheduler import create_execution
@@ -109,6 +110,27 @@ def resume(execution: FlowExecution, *, user: Any) -> None:
             "(it ended before its jobs were created); run the flow again instead."
         )
     enqueue_for(execution, ActionKind.RESUME, payload={"by": getattr(user, "username", "")})
+
+
+RERUNNABLE_JOB_STATUSES = {JobStatus.FAILED, JobStatus.CANCELLED}
+
+
+def can_rerun_job(execution: FlowExecution, job: Any) -> bool:
+    return execution.status in RESUMABLE_STATUSES and job.status in RERUNNABLE_JOB_STATUSES
+
+
+def rerun_job(execution: FlowExecution, job_name: str, *, user: Any) -> None:
+    """Run one failed (or cancelled) job of a finished execution again, with
+    the jobs it kept from running; its committed parents are not re-run."""
+    job = execution.jobs.filter(job_name=job_name).first()
+    if job is None:
+        raise NotAllowedNow(f"Execution {execution.execution_id} has no job {job_name}.")
+    if not can_rerun_job(execution, job):
+        raise NotAllowedNow(
+            f"Only a failed or cancelled job of a failed or cancelled execution can be re-run; "
+            f"{job_name} is {job.status} in an execution that is {execution.status}."
+        )
+    enqueue_for(execution, ActionKind.RESUME, payload={"by": getattr(user, "username", ""), "job": job_name})
 
 
 def relaunch_waiting() -> int:

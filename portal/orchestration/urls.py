@@ -20,6 +20,17 @@ urlpatterns = [
         views.job_log,
         name="job_log",
     ),
+    path(
+        "<str:flow_group>/<str:flow_name>/<int:execution_id>/jobs/<str:job_name>/rerun/",
+        views.job_rerun,
+        name="job_rerun",
+    ),
+    path(
+        "<str:flow_group>/<str:flow_name>/<int:execution_id>/jobs/<str:job_name>/log/download/",
+        views.job_log_download,
+        name="job_log_download",
+    ),
     path("<str:flow_group>/<str:flow_name>/", views.flow_executions, name="flow_executions"),
     path("<str:flow_group>/<str:flow_name>/run/", views.flow_run, name="run"),
+    path("<str:flow_group>/<str:flow_name>/backfill/", views.flow_backfill, name="backfill"),
 ]

@@ -8,21 +8,30 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import UTC, datetime
+from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import HttpResponseClientRedirect
 
-from portal.orchestration import joblogs, services, status
+from portal.orchestration import joblogs, logview, services, status
 from portal.orchestration.filters import FlowExecutionFilterSet
-from portal.orchestration.models import FINISHED_STATUSES, FlowExecution, JobStatus, delivered
+from portal.orchestration.forms import BackfillForm
+from portal.orchestration.models import (
+    FINISHED_STATUSES,
+    RESUMABLE_STATUSES,
+    DatasetState,
+    FlowExecution,
+    JobStatus,
+    delivered,
+)
 from portal.orchestration.pagination import CappedPaginator
 
 PAGE_SIZE = 25
@@ -94,6 +103,8 @@ def _detail_context(request: HttpRequest, execution: FlowExecution) -> dict:
         "can_run": can_act and execution.flow_id is not None,
         "can_kill": can_act and services.can_kill(execution) and "KILL" not in pending,
         "can_resume": can_act and services.can_resume(execution) and "RESUME" not in pending,
+        # Per failed job: re-run it alone (services.rerun_job re-checks the job's status).
+        "can_rerun_jobs": can_act and execution.status in RESUMABLE_STATUSES and "RESUME" not in pending,
         "flow_exists": execution.flow_id is not None,
     }
 
@@ -119,6 +130,30 @@ def job_log(
 ) -> HttpResponse:
     """A job attempt's worker and Spark driver logs; `?attempt=N` picks an
     earlier attempt. Polls itself while the attempt runs."""
+    execution, job, attempt = _job_attempt(request, flow_group, flow_name, execution_id, job_name)
+    live = attempt == job.attempt and job.status == JobStatus.RUNNING
+    wanted = logview.LogFilter.from_params(request.GET)
+    sections = joblogs.attempt_logs(job, attempt, live=live)
+    context = {
+        "execution": execution,
+        "job": job,
+        "attempt": attempt,
+        "attempts": range(1, job.attempt + 1),
+        "sections": [
+            (section, logview.apply(section.text, wanted) if wanted.active else None) for section in sections
+        ],
+        "live": live,
+        "filter": wanted,
+        "levels": logview.LEVELS,
+    }
+    if request.htmx:
+        return render(request, "orchestration/partials/job_log.html", context)
+    return render(request, "orchestration/job_log.html", context, status=400 if wanted.errors else 200)
+
+
+def _job_attempt(
+    request: HttpRequest, flow_group: str, flow_name: str, execution_id: int, job_name: str
+) -> tuple[FlowExecution, Any, int]:
     execution = status.flow_execution(request.user, flow_group, flow_name, execution_id)
     job = get_object_or_404(execution.jobs, job_name=job_name)
     try:
@@ -127,18 +162,48 @@ def job_log(
         raise Http404("attempt must be a number") from None
     if not 1 <= attempt <= max(job.attempt, 1):
         raise Http404(f"{job_name} has no attempt {attempt}")
-    live = attempt == job.attempt and job.status == JobStatus.RUNNING
-    context = {
-        "execution": execution,
-        "job": job,
-        "attempt": attempt,
-        "attempts": range(1, job.attempt + 1),
-        "sections": joblogs.attempt_logs(job, attempt, live=live),
-        "live": live,
-    }
-    if request.htmx:
-        return render(request, "orchestration/partials/job_log.html", context)
-    return render(request, "orchestration/job_log.html", context)
+    return execution, job, attempt
+
+
+@login_required
+@require_POST
+def job_rerun(
+    request: HttpRequest, flow_group: str, flow_name: str, execution_id: int, job_name: str
+) -> HttpResponse:
+    """Airflow's "clear task": one failed job (and what it kept from running) again."""
+    execution = status.flow_execution(request.user, flow_group, flow_name, execution_id)
+    return _request(
+        request,
+        execution,
+        lambda e, user: services.rerun_job(e, job_name, user=user),
+        f"Re-run of {job_name} requested; its committed parents are kept.",
+    )
+
+
+@login_required
+@require_GET
+def job_log_download(
+    request: HttpRequest, flow_group: str, flow_name: str, execution_id: int, job_name: str
+) -> HttpResponse:
+    """`?attempt=N&log=worker|driver`: that log as a file, whole when this
+    host can read it (masked), else the masked tail the worker stored."""
+    _execution, job, attempt = _job_attempt(request, flow_group, flow_name, execution_id, job_name)
+    kind = request.GET.get("log", "worker")
+    if kind not in ("worker", "driver"):
+        return HttpResponseBadRequest("log must be worker or driver.")
+    download = joblogs.attempt_log_download(job, attempt, kind)
+    if download.path is not None:
+        return FileResponse(
+            download.path.open("rb"),
+            as_attachment=True,
+            filename=download.filename,
+            content_type="text/plain",
+        )
+    if not download.text:
+        raise Http404(f"Nothing logged in the {kind} log of {job_name}'s attempt {attempt}.")
+    response = HttpResponse(download.text, content_type="text/plain; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{download.filename}"'
+    return response
 
 
 def _request(request: HttpRequest, execution: FlowExecution, verb: Callable, done: str) -> HttpResponse:
@@ -195,6 +260,40 @@ def flow_run(request: HttpRequest, flow_group: str, flow_name: str) -> HttpRespo
     else:
         messages.success(request, f"Execution {execution.execution_id} of {flow} started.")
     return _go(request, _execution_url(execution))
+
+
+BACKFILL_DATASETS_SHOWN = 200
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def flow_backfill(request: HttpRequest, flow_group: str, flow_name: str) -> HttpResponse:
+    """Backfill one dataset between two watermarks (the API's `backfill`):
+    an execution that reads that range again without moving the stored
+    watermark. Lists the flow's datasets and their watermarks to pick from."""
+    flow = status.visible_flow(request.user, flow_group, flow_name, "change")
+    posted = request.method == "POST"
+    form = BackfillForm(request.POST if posted else None, initial={"dataset": request.GET.get("dataset", "")})
+    if posted and form.is_valid():
+        try:
+            execution = services.run_now(flow, user=request.user, backfill=form.backfill())
+        except ValidationError as error:
+            form.add_error(None, error.message_dict.get("backfill", error.messages))
+        else:
+            messages.success(request, f"Backfill execution {execution.execution_id} of {flow} started.")
+            return redirect(_execution_url(execution))
+    datasets = list(
+        DatasetState.objects.filter(flow_group=flow.flow_group, flow_name=flow.flow_name)
+        .order_by("dataset_urn", "job_name")
+        .values("dataset_urn", "job_name", "watermark", "updated")[:BACKFILL_DATASETS_SHOWN]
+    )
+    context = {
+        "flow": flow,
+        "form": form,
+        "datasets": datasets,
+        "more": len(datasets) == BACKFILL_DATASETS_SHOWN,
+    }
+    return render(request, "orchestration/flow_backfill.html", context, status=400 if posted else 200)
 
 
 @login_required

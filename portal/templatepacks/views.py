@@ -6,16 +6,17 @@ from __future__ import annotations
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 from django.views.decorators.vary import vary_on_headers
 
 from portal.accounts import access
-from portal.templatepacks import access_requests, services
+from portal.templatepacks import access_requests, services, versions
 from portal.templatepacks.acl import acl_entries
 from portal.templatepacks.forms import AclForm, ArchiveForm, PackCreateForm, TemplateForm
-from portal.templatepacks.models import JobTemplate, PackAuditEvent, TemplatePack
+from portal.templatepacks.models import JobTemplate, PackAuditEvent, PackVersion, TemplatePack
 
 HISTORY_ON_DETAIL = 10
 
@@ -125,6 +126,55 @@ def pack_history(request: HttpRequest, name: str) -> HttpResponse:
     if request.htmx:
         return render(request, "templatepacks/partials/history.html", context)
     return render(request, "templatepacks/pack_history.html", context)
+
+
+def _version(pack: TemplatePack, number: int) -> PackVersion:
+    return get_object_or_404(PackVersion.objects.select_related("created_by"), pack=pack, number=number)
+
+
+@login_required
+def pack_version(request: HttpRequest, name: str, number: int) -> HttpResponse:
+    """One version as it was: its templates (each readable as of then) and
+    a form to compare it with any other."""
+    pack = _pack(request, name)
+    version = _version(pack, number)
+    context = {
+        "pack": pack,
+        "version": version,
+        "templates": JobTemplate.objects.filter(version=version).only("path").order_by("path"),
+        "versions": versions.versions_of(pack),
+        "can_edit": access.can_edit(request.user, pack),
+    }
+    return render(request, "templatepacks/pack_version.html", context)
+
+
+@login_required
+def pack_compare(request: HttpRequest, name: str) -> HttpResponse:
+    """`?from=N&to=M`: the templates added, removed and changed between any
+    two versions, with their unified diff."""
+    pack = _pack(request, name)
+    all_versions = versions.versions_of(pack)
+    numbers = {"from": request.GET.get("from", ""), "to": request.GET.get("to", "")}
+    bad = [
+        f"“{key}” must be a version number, got {value!r}."
+        for key, value in numbers.items()
+        if not value.isdigit()
+    ]
+    context = {"pack": pack, "versions": all_versions, "chosen": numbers, "errors": bad}
+    if bad:
+        return render(request, "templatepacks/pack_compare.html", context, status=400)
+    old, new = _version(pack, int(numbers["from"])), _version(pack, int(numbers["to"]))
+    context["comparison"] = versions.compare(old, new)
+    return render(request, "templatepacks/pack_compare.html", context)
+
+
+@login_required
+def pack_flows(request: HttpRequest, name: str) -> HttpResponse:
+    """The flows behind the pack page's "Used by N flows", a page at a time."""
+    pack = _pack(request, name)
+    flows = services.flows_using_pack(pack).order_by("flow_group", "flow_name")
+    page = Paginator(flows, 25).get_page(request.GET.get("page"))
+    return render(request, "templatepacks/pack_flows.html", {"pack": pack, "page": page})
 
 
 @login_required

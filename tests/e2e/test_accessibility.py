@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import Page, expect
 
+from portal.flows import services as flows
 from portal.orchestration import services
 from portal.templatepacks import services as packs
 from tests import ldap_server
@@ -66,8 +67,13 @@ def test_the_main_pages_have_no_serious_accessibility_violations(axe_source, pag
     _ready(page, f"{path}jobs/{execution.jobs.get().job_name}/log/")
     expect(page.locator("pre.log-full").first).to_be_visible()
     check("job-log")
+    _ready(page, f"{path}jobs/{execution.jobs.get().job_name}/log/?q=task&level=INFO")
+    expect(page.locator("pre.log-filtered").first).to_be_visible()
+    check("job-log-filtered")
     _ready(page, "/executions/")
     check("executions")
+    _ready(page, "/executions/e2e/a11y/backfill/")
+    check("backfill")
     _ready(page, "/topology/")
     check("topology-overview")
     _ready(page, "/topology/executors/ingest/")
@@ -87,6 +93,24 @@ def test_the_main_pages_have_no_serious_accessibility_violations(axe_source, pag
     page.evaluate("document.querySelectorAll('details.diff').forEach(d => d.open = true)")
     expect(page.locator("pre.diff .diff-add").first).to_be_visible()
     check("pack-history-diffs")
+    # A version's page, two versions compared, and the flows using the pack (#22).
+    flows.update_flow(flow, data={"template_uris": "pack://a11y-pack/ingest/wide.template"})
+    _ready(page, "/packs/a11y-pack/versions/1/")
+    check("pack-version")
+    _ready(page, "/packs/a11y-pack/compare/?from=1&to=2")
+    expect(page.locator("pre.diff .diff-add").first).to_be_visible()
+    check("pack-compare")
+    _ready(page, "/packs/a11y-pack/flows/")
+    check("pack-flows")
+    # A paused flow: its badge, note and Resume button (#22).
+    flows.set_paused(flow, True, by="dana")
+    _ready(page, "/flows/e2e/a11y/")
+    expect(page.locator("#paused-note")).to_be_visible()
+    check("flow-paused")
+    if width < 800:  # the folded menu, opened (#22)
+        page.get_by_role("button", name="Menu").click()
+        expect(page.get_by_role("navigation", name="Main")).to_be_visible()
+        check("menu-open")
     _ready(page, "/flows/new/")
     check("flow-new")
     # The form as a person sees it after a mistake: a live error and the preview's problems.

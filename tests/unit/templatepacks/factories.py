@@ -81,7 +81,9 @@ def stored_pack(owner, name: str, templates: dict[str, str]):
     pack = TemplatePack.objects.create(name=name, created_by=owner)
     pack.acl.create(role="owner", user=owner)
     version = PackVersion.objects.create(pack=pack, number=1, kind=PackVersion.Kind.UPLOAD, created_by=owner)
-    JobTemplate.objects.bulk_create(JobTemplate(version=version, path=p, text=t) for p, t in templates.items())
+    JobTemplate.objects.bulk_create(
+        JobTemplate(version=version, path=p, text=t) for p, t in templates.items()
+    )
     TemplatePack.objects.filter(pk=pack.pk).update(current_version=version)
     pack.refresh_from_db()
     return pack
