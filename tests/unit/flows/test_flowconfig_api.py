@@ -271,12 +271,3 @@ def test_a_listener_failure_saves_nothing(api):
         flow_catalog_changed.disconnect(broken)
     assert not FlowConfig.objects.exists()
 
-
-def test_a_flow_without_a_schedule_runs_once_at_once(api):
-    """Gobblin's run-once flow: no schedule means one execution, now."""
-    from portal.orchestration.models import FlowExecution
-
-    assert api.post("/api/flowconfigs", flow_body(schedule=""), format="json").status_code == 201
-    assert list(FlowExecution.objects.values_list("trigger", flat=True)) == ["RUN_IMMEDIATELY"]
-    assert api.post("/api/flowconfigs", flow_body(flowName="hourly"), format="json").status_code == 201
-    assert FlowExecution.objects.count() == 1  # a scheduled flow waits for its ticks
