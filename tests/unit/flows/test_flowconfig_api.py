@@ -270,4 +270,3 @@ def test_a_listener_failure_saves_nothing(api):
     finally:
         flow_catalog_changed.disconnect(broken)
     assert not FlowConfig.objects.exists()
-
