@@ -81,7 +81,7 @@ def test_the_main_pages_have_no_serious_accessibility_violations(axe_source, pag
     _ready(page, "/keys/")
     check("keys")
     # A pack with a long line and a change, its history with every diff open.
-    long_line = "source.files.path = " + "/very/long/folder/name" * 12
+    long_line = "extract.namespace = " + "very.long.namespace.name" * 12
     pack = packs.create_pack(user=dana, name="a11y-pack")
     packs.save_template(pack, user=dana, path="ingest/wide.template", text=f"{long_line}\na = 1\n")
     packs.save_template(pack, user=dana, path="ingest/wide.template", text=f"{long_line}\na = 2\n")
