@@ -9,6 +9,7 @@ The flow compiler's seam is re-exported here: `resolve_templates`,
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import IntegrityError, transaction
@@ -117,18 +118,21 @@ def _new_version(pack: TemplatePack, user, templates: dict[str, str], kind: str,
 def _change_templates(
     pack: TemplatePack,
     user,
-    templates: dict[str, str],
+    change: Callable[[dict[str, str]], tuple[dict[str, str], str]],
     *,
     kind: str,
     action: str,
-    summary: str,
     request,
     field: str,
 ) -> PackVersion:
+    """`change` turns the current templates into the new ones (and a summary),
+    read under the pack's row lock: an edit made from a stale pack object, or
+    beside another edit, never drops a template that edit did not touch."""
     _require_edit(user, pack)
     with transaction.atomic():
         pack = TemplatePack.objects.select_for_update().get(pk=pack.pk)
         before = _current_templates(pack)
+        templates, summary = change(dict(before))
         number = (pack.versions.aggregate(n=Max("number"))["n"] or 0) + 1
         check_templates(pack.name, templates, user, number, field)
         version = _new_version(pack, user, templates, kind, summary)
@@ -198,8 +202,8 @@ def upload_version(pack: TemplatePack, *, user, upload, request=None) -> PackVer
     """An archive replaces the pack's whole template set, as a new version."""
     templates = read_upload(upload)
     return _change_templates(
-        pack, user, templates, kind=PackVersion.Kind.UPLOAD, action=Action.UPLOAD,
-        summary=f"uploaded {len(templates)} templates", request=request, field="archive",
+        pack, user, lambda _current: (templates, f"uploaded {len(templates)} templates"),
+        kind=PackVersion.Kind.UPLOAD, action=Action.UPLOAD, request=request, field="archive",
     )  # fmt: skip
 
 
@@ -210,24 +214,25 @@ def save_template(pack: TemplatePack, *, user, path: str, text: str, request=Non
         hocon.parse_template(text, path)
     except hocon.HoconError as error:
         raise ValidationError({"text": [str(error)]}) from None
-    templates = _current_templates(pack)
-    verb = "edited" if path in templates else "added"
-    templates[path] = text
+
+    def edit(templates: dict[str, str]) -> tuple[dict[str, str], str]:
+        verb = "edited" if path in templates else "added"
+        return {**templates, path: text}, f"{verb} {path}"
+
     return _change_templates(
-        pack, user, templates, kind=PackVersion.Kind.EDIT, action=Action.EDIT,
-        summary=f"{verb} {path}", request=request, field="text",
-    )  # fmt: skip
+        pack, user, edit, kind=PackVersion.Kind.EDIT, action=Action.EDIT, request=request, field="text"
+    )
 
 
 def delete_template(pack: TemplatePack, *, user, path: str, request=None) -> PackVersion:
-    templates = _current_templates(pack)
-    if path not in templates:
-        raise ValidationError({"path": [f"{pack.name} has no template {path!r}."]})
-    del templates[path]
+    def remove(templates: dict[str, str]) -> tuple[dict[str, str], str]:
+        if path not in templates:
+            raise ValidationError({"path": [f"{pack.name} has no template {path!r}."]})
+        return {p: t for p, t in templates.items() if p != path}, f"removed {path}"
+
     return _change_templates(
-        pack, user, templates, kind=PackVersion.Kind.EDIT, action=Action.EDIT,
-        summary=f"removed {path}", request=request, field="path",
-    )  # fmt: skip
+        pack, user, remove, kind=PackVersion.Kind.EDIT, action=Action.EDIT, request=request, field="path"
+    )
 
 
 def rollback(pack: TemplatePack, *, user, number: int, request=None) -> PackVersion:
@@ -237,8 +242,8 @@ def rollback(pack: TemplatePack, *, user, number: int, request=None) -> PackVers
         raise ValidationError({"version": [f"{pack.name} has no version {number}."]})
     templates = dict(old.templates.values_list("path", "text"))
     return _change_templates(
-        pack, user, templates, kind=PackVersion.Kind.ROLLBACK, action=Action.ROLLBACK,
-        summary=f"rolled back to version {number}", request=request, field="version",
+        pack, user, lambda _current: (templates, f"rolled back to version {number}"),
+        kind=PackVersion.Kind.ROLLBACK, action=Action.ROLLBACK, request=request, field="version",
     )  # fmt: skip
 
 

@@ -144,3 +144,17 @@ def test_a_template_edited_in_a_browser_keeps_lf_and_its_diff_shows_only_the_cha
     page = client.get(f"/packs/{pack.name}/history/").content.decode()
     assert '<span class="diff-del">-writer.output.format = parquet</span>' in page
     assert '<span class="diff-add">+writer.output.format = orc</span>' in page
+
+
+def test_two_owners_editing_from_pages_loaded_before_either_keep_both_templates(pack, owner):
+    """Each saved from the pack as it was when their page loaded: the second
+    save must not drop the template the first one added."""
+    from portal.templatepacks import services
+    from portal.templatepacks.models import JobTemplate, TemplatePack
+
+    first_view, second_view = TemplatePack.objects.get(pk=pack.pk), TemplatePack.objects.get(pk=pack.pk)
+    services.save_template(first_view, user=owner, path="one.template", text="a = 1\n")
+    services.save_template(second_view, user=owner, path="two.template", text="b = 2\n")
+    pack.refresh_from_db()
+    paths = set(JobTemplate.objects.filter(version_id=pack.current_version_id).values_list("path", flat=True))
+    assert {"one.template", "two.template", "base.template"} <= paths
