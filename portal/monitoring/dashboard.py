@@ -9,7 +9,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db.models import Count, F, Min, Prefetch, Q
+from django.db.models import Count, Min, Prefetch, Q
 from django.utils import timezone
 
 from portal.monitoring.models import Event, HealthCheck
@@ -193,9 +193,10 @@ def dashboard_context(now: datetime | None = None) -> dict[str, Any]:
         "counts": status_counts(now),
         "running": running,
         "running_total": running_total,
-        "failures": FlowExecution.objects.filter(status=ExecutionStatus.FAILED).order_by(
-            F("ended_at").desc(nulls_last=True), "-id"
-        )[:LIST_LIMIT],
+        # Matches the execution_status_ended index (failed executions have their end time).
+        "failures": FlowExecution.objects.filter(status=ExecutionStatus.FAILED).order_by("-ended_at", "-id")[
+            :LIST_LIMIT
+        ],
         "sla_events": Event.objects.filter(kind__startswith="sla.")[:LIST_LIMIT],
         "other_events": Event.objects.exclude(kind__startswith="sla.")[:LIST_LIMIT],
         "executors": executor_rows(now),

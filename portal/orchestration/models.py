@@ -75,10 +75,11 @@ class FlowExecution(models.Model):
             models.Index(fields=["-execution_id", "-id"], name="execution_newest"),
             models.Index(fields=["status", "-execution_id"], name="execution_status_newest"),
             models.Index(fields=["created"], name="execution_created"),
-            # The dashboard's recent failures.
+            # The dashboard's recent failures. No NULLS LAST: SQLite (the embedded
+            # database) cannot index it, and a finished execution has its end time.
             models.Index(
                 models.F("status"),
-                models.F("ended_at").desc(nulls_last=True),
+                models.F("ended_at").desc(),
                 models.F("id").desc(),
                 name="execution_status_ended",
             ),

@@ -1,14 +1,17 @@
 """A re-created flow starts fresh (issue #24), run by a real worker on Spark:
 olivia's flow reads ids 1-10 and checks in watermark 10; she deletes it,
-oscar creates a flow of the same group/name, and its first run reads from
-the start again instead of continuing after olivia's watermark."""
+oscar, her teammate in the group that owns the flow group, creates a flow of
+the same group/name, and its first run reads from the start again instead of
+continuing after olivia's watermark."""
 
 from __future__ import annotations
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
 
 from portal.flows import services as flow_services
+from portal.flows.models import FlowGroup
 from portal.orchestration import services
 from portal.orchestration.models import DatasetState, ExecutionStatus
 from tests.integration.test_orchestration import SOURCE, finished, lake, make_flow  # noqa: F401 (fixture)
@@ -17,13 +20,17 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def test_a_flow_re_created_by_another_user_reads_from_the_start(lake, worker, scheduler):  # noqa: F811
+    team = Group.objects.create(name="it-team")
+    olivia = get_user_model().objects.create(username="olivia")
+    oscar = get_user_model().objects.create(username="oscar")
+    team.user_set.add(olivia, oscar)
+    FlowGroup.objects.create(name="it", owner_group=team)
     olivias = make_flow(name="shared-name")
     first = finished(services.run_now(olivias, user=olivias.owner))
     assert first.status == ExecutionStatus.COMMITTED, first.message
     assert first.jobs.get().high_watermark == "10"
     flow_services.delete_flow(olivias)
 
-    oscar = get_user_model().objects.create(username="oscar")
     oscars = flow_services.create_flow(
         owner=oscar,
         data={

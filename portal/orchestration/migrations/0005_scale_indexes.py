@@ -35,7 +35,7 @@ class Migration(migrations.Migration):
             model_name="flowexecution",
             index=models.Index(
                 models.F("status"),
-                models.OrderBy(models.F("ended_at"), descending=True, nulls_last=True),
+                models.OrderBy(models.F("ended_at"), descending=True),
                 models.OrderBy(models.F("id"), descending=True),
                 name="execution_status_ended",
             ),
