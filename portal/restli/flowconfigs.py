@@ -112,7 +112,6 @@ class FlowConfigsResource(RestLiResource):
     """Gobblin's v1 `flowconfigs`: FlowId keys with empty params."""
 
     resource = "flowconfigs"
-    returns_entity = False
 
     # --- create -----------------------------------------------------------------------
 
@@ -120,8 +119,6 @@ class FlowConfigsResource(RestLiResource):
         given = records.parse_flow_config(self.body())
         _refuse_execution_id(given)
         if given.get("explain"):
-            if not self.returns_entity:
-                raise RestLiError(400, "FlowConfig with explain not supported.")
             return self.explain(request, given)
         _run_once_defaults(given)
         data = records.service_data(given, request.user)
@@ -145,7 +142,8 @@ class FlowConfigsResource(RestLiResource):
         return response
 
     def explain(self, request: Request, given: dict[str, Any]) -> HttpResponse:
-        raise NotImplementedError
+        """v1 answers no entity, so it cannot return a plan (Gobblin's v1 refuses it too)."""
+        raise RestLiError(400, "FlowConfig with explain not supported.")
 
     # --- one flow -----------------------------------------------------------------------
 
@@ -191,7 +189,6 @@ class FlowConfigsV2Resource(FlowConfigsResource):
     """Gobblin's `flowconfigsV2`: FlowId keys with FlowStatusId params."""
 
     resource = "flowconfigsV2"
-    returns_entity = True
     finders = ("filterFlows",)
     entity_actions = ("runImmediately",)
 
