@@ -9,6 +9,7 @@ below the ephemeral range, and never handed out twice in one test run."""
 
 from __future__ import annotations
 
+import os
 import random
 import socket
 from pathlib import Path
@@ -41,3 +42,12 @@ def free_port() -> int:
         _handed_out.add(port)
         return port
     raise RuntimeError(f"no free port between {_LOWEST} and {highest}")
+
+
+def own_redis_url(db_variable: str, default_db: int) -> str:
+    """The URL of a Redis database the tests own: ``TEST_REDIS_SERVER`` (host:port,
+    default this machine's 127.0.0.1:6379) and the database number from
+    ``db_variable``, so a concurrent suite in another checkout can use a server or
+    database of its own."""
+    server = os.environ.get("TEST_REDIS_SERVER", "127.0.0.1:6379")
+    return f"redis://{server}/{int(os.environ.get(db_variable, default_db))}"

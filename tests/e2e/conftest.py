@@ -33,13 +33,13 @@ from tests.integration.stack import (
     start_worker,
     wait_until,
 )
-from tests.ports import free_port
+from tests.ports import free_port, own_redis_url
 
 CHROMIUM = os.environ.get("FLOWPORT_E2E_CHROMIUM", "/usr/bin/chromium")
 AXE_SCRIPT = Path(__file__).resolve().parent / "node_modules" / "axe-core" / "axe.min.js"
 # A Redis database of the browser tests' own, flushed when they start (TEST_REDIS_DB_E2E
 # gives a concurrent suite its own).
-BROKER_DB = int(os.environ.get("TEST_REDIS_DB_E2E", "13"))
+BROKER_URL = own_redis_url("TEST_REDIS_DB_E2E", 13)
 INGEST_QUEUE = "e2e.ingest"  # the "ingest" executor: landing → lake
 LATE_QUEUE = "e2e.late"  # the executor an admin adds during a test: lake → archive
 IDLE_QUEUE = "e2e.idle"  # the "idle" executor (landing → cold): no worker consumes it
@@ -64,12 +64,12 @@ def directory():
 
 @pytest.fixture(autouse=True)
 def _relay_through_the_stack_broker(monkeypatch):
-    relay_through(monkeypatch, f"redis://127.0.0.1:6379/{BROKER_DB}")
+    relay_through(monkeypatch, BROKER_URL)
 
 
 @pytest.fixture(scope="package")
 def stack_env(django_db_setup, django_db_blocker, e2e_dir, directory) -> dict[str, str]:
-    broker_url = f"redis://127.0.0.1:6379/{BROKER_DB}"
+    broker_url = BROKER_URL
     redis.Redis.from_url(broker_url).flushdb()
     with django_db_blocker.unblock():
         return process_env(

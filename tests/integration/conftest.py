@@ -3,8 +3,6 @@ per test module, on the Redis broker and the test database."""
 
 from __future__ import annotations
 
-import os
-
 import pytest
 import redis
 
@@ -15,12 +13,13 @@ from tests.integration.stack import (
     start_scheduler,
     start_worker,
 )
+from tests.ports import own_redis_url
 
 retry_flush_on_deadlock()
 
 # A Redis database of the integration tests' own, flushed when a module starts.
 # TEST_REDIS_DB gives a concurrent suite (another checkout) a database of its own.
-BROKER_DB = int(os.environ.get("TEST_REDIS_DB", "10"))
+BROKER_URL = own_redis_url("TEST_REDIS_DB", 10)
 INGEST_QUEUE = "it.ingest"
 REPLICATE_QUEUE = "it.replicate"
 
@@ -32,7 +31,7 @@ def stack_dir(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def broker_url() -> str:
-    url = f"redis://127.0.0.1:6379/{BROKER_DB}"
+    url = BROKER_URL
     redis.Redis.from_url(url).flushdb()
     return url
 

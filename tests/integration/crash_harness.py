@@ -31,8 +31,9 @@ from portal.orchestration.models import (
 )
 from portal.pipeline import fs, run_job
 from portal.pipeline.sources.files import file_watermark
+from tests.ports import own_redis_url
 
-BROKER_DB = 11
+CRASH_BROKER_URL = own_redis_url("TEST_REDIS_DB_CRASH", 11)
 MTIME_BASE = 1_700_000_000
 
 

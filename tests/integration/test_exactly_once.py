@@ -45,7 +45,7 @@ from portal.orchestration.models import (
 from portal.topology import services as topology
 from tests.factories import UserFactory
 from tests.integration.crash_harness import (
-    BROKER_DB,
+    CRASH_BROKER_URL,
     Landing,
     RecordingPipeline,
     World,
@@ -87,12 +87,12 @@ def eo_dir(tmp_path_factory) -> Path:
 @pytest.fixture(autouse=True)
 def _relay_through_the_stack_broker(monkeypatch):
     """This module's stack has a broker of its own (overrides the conftest's)."""
-    relay_through(monkeypatch, f"redis://127.0.0.1:6379/{BROKER_DB}")
+    relay_through(monkeypatch, CRASH_BROKER_URL)
 
 
 @pytest.fixture(scope="module")
 def eo_env(django_db_setup, django_db_blocker, eo_dir):
-    url = f"redis://127.0.0.1:6379/{BROKER_DB}"
+    url = CRASH_BROKER_URL
     redis.Redis.from_url(url).flushdb()
     with django_db_blocker.unblock():
         return process_env(
