@@ -13,6 +13,7 @@ from django.conf import settings
 from django.db.models import Prefetch
 from django.utils import timezone
 
+from portal.events.links import execution_path
 from portal.flows.models import FlowConfig
 from portal.monitoring.charts import (
     TIME_STEPS,
@@ -22,7 +23,6 @@ from portal.monitoring.charts import (
     format_time,
     time_series_svg,
 )
-from portal.monitoring.services import execution_path
 from portal.orchestration import statestore
 from portal.orchestration.models import (
     DatasetState,

@@ -17,7 +17,8 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_l
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from portal.monitoring.models import Event, HealthCheck, MetricsSnapshot
+from portal.events.models import Event
+from portal.monitoring.models import HealthCheck, MetricsSnapshot
 
 # Job durations run from seconds to hours.
 DURATION_BUCKETS = (5, 15, 30, 60, 120, 300, 600, 1800, 3600, 7200, 21600, 86400)

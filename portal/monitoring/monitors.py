@@ -26,8 +26,10 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.utils import timezone
 
-from portal.monitoring.models import Event
-from portal.monitoring.services import raise_event
+from portal.events import sinks
+from portal.events.models import Event
+from portal.events.services import raise_event
+from portal.monitoring import health
 
 logger = logging.getLogger(__name__)
 
@@ -193,8 +195,6 @@ def run_monitors(now: datetime | None = None, *, force: bool = False) -> Monitor
     if not force and clock < _next_run:
         return None
     _next_run = clock + settings.MONITORING_INTERVAL_SECONDS
-    from portal.monitoring import health, sinks
-
     monitors: dict[str, Callable[[], int]] = {
         "flow SLAs": lambda: check_flow_slas(now),
         "failed executions": lambda: check_failed_executions(now),

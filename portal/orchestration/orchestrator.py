@@ -18,8 +18,8 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from portal.events.services import raise_event
 from portal.flows.models import FlowConfig
-from portal.monitoring.services import raise_event
 from portal.orchestration import outbox
 from portal.orchestration.actions import enqueue_for, handles
 from portal.orchestration.jobspecs import build_jobspec

@@ -140,7 +140,7 @@ def _prune_simple(queryset, limit: int) -> int:
 
 def prune_once(now: datetime | None = None, limit: int = BATCH_SIZE) -> PruneReport:
     """One small batch of each kind of history; call until `total` is 0."""
-    from portal.monitoring.models import Event
+    from portal.events.models import Event
 
     now = now or timezone.now()
     report = PruneReport()

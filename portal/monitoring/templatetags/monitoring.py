@@ -6,9 +6,9 @@ from __future__ import annotations
 from django import template
 from django.urls import reverse
 
+from portal.events.links import execution_path
 from portal.monitoring import history
 from portal.monitoring.charts import format_count, format_duration
-from portal.monitoring.services import execution_path
 
 register = template.Library()
 

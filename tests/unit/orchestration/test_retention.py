@@ -9,7 +9,7 @@ import pytest
 from django.core.exceptions import ValidationError
 from django.utils import timezone
 
-from portal.monitoring.models import Event
+from portal.events.models import Event
 from portal.orchestration import joblogs
 from portal.orchestration.models import (
     CommitStepRecord,
