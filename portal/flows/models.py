@@ -8,6 +8,7 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models
 
+from portal.flows import policies as run_policies
 from portal.flows.schedules import to_unix_cron, validate_schedule
 from portal.flows.validators import (
     split_template_uris,
@@ -16,7 +17,6 @@ from portal.flows.validators import (
     validate_properties,
     validate_template_uris,
 )
-from portal.orchestration import policies as run_policies
 
 # Gobblin flows named their endpoints in properties; honoured when the
 # User Request triplet's source/destinations are not given explicitly.

@@ -22,12 +22,12 @@ from django.views.decorators.http import require_http_methods
 from django.views.decorators.vary import vary_on_headers
 
 from portal.flows import formdata, refresh, services
+from portal.flows import policies as run_policies
 from portal.flows.compiler import compile_flow
 from portal.flows.filters import FlowConfigFilterSet
 from portal.flows.forms import FlowConfigForm
 from portal.flows.models import FlowConfig, FlowRefresh
 from portal.keys.services import redact
-from portal.orchestration import policies as run_policies
 
 
 def _flow_for(request: HttpRequest, flow_group: str, flow_name: str, action: str = "view") -> FlowConfig:

@@ -42,7 +42,7 @@ def _key(kind: str, execution) -> str:
 
 
 def _sla_seconds(execution) -> float:
-    from portal.orchestration.policies import flow_sla_seconds
+    from portal.flows.policies import flow_sla_seconds
 
     try:
         return flow_sla_seconds(execution.flow.properties if execution.flow else {})

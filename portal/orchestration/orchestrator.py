@@ -20,6 +20,12 @@ from django.utils import timezone
 
 from portal.events.services import raise_event
 from portal.flows.models import FlowConfig
+from portal.flows.policies import (
+    flow_sla_seconds,
+    job_start_sla_seconds,
+    retry_backoff_seconds,
+    retry_count,
+)
 from portal.orchestration import outbox
 from portal.orchestration.actions import enqueue_for, handles
 from portal.orchestration.jobspecs import build_jobspec
@@ -38,12 +44,6 @@ from portal.orchestration.models import (
     JobStatus,
     delivered,
     delivered_text,
-)
-from portal.orchestration.policies import (
-    flow_sla_seconds,
-    job_start_sla_seconds,
-    retry_backoff_seconds,
-    retry_count,
 )
 from portal.orchestration.services import execution_in_the_way, skipped_because
 

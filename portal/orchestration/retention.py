@@ -27,6 +27,7 @@ from django.db.models import OuterRef, Q, Subquery
 from django.utils import timezone
 
 from portal.flows.models import FlowConfig
+from portal.flows.policies import RETENTION_DAYS, retention_days
 from portal.orchestration import joblogs
 from portal.orchestration.models import (
     FINISHED_STATUSES,
@@ -37,7 +38,6 @@ from portal.orchestration.models import (
     JobExecution,
     OutboxMessage,
 )
-from portal.orchestration.policies import RETENTION_DAYS, retention_days
 
 BATCH_SIZE = 500
 
