@@ -16,8 +16,7 @@ from rest_framework.views import APIView
 from portal.api_fields import StringMapField
 from portal.flows.api import FlowConfigSerializer, api_validation_error
 from portal.flows.compiler import compile_flow
-from portal.flows.models import FlowConfig
-from portal.topology.models import CompiledJobDag
+from portal.flows.models import CompiledJobDag, FlowConfig
 
 
 class JobSpecPlanSerializer(serializers.Serializer):

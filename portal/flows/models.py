@@ -199,3 +199,45 @@ class FlowGroup(models.Model):
         if user.is_staff or user.is_superuser or self.owner_user_id == user.pk:
             return True
         return bool(self.owner_group_id) and user.groups.filter(pk=self.owner_group_id).exists()
+
+
+class CompiledJobDag(models.Model):
+    """The latest compiled job DAG of a flow (CompiledFlow.to_dict()), read by
+    `GET /api/flowconfigs/{group}/{name}/jobs` and the orchestrator."""
+
+    flow = models.OneToOneField("FlowConfig", on_delete=models.CASCADE, related_name="compiled_dag")
+    status = models.CharField(max_length=16)
+    dag = models.JSONField(default=dict)
+    topology_token = models.UUIDField(null=True, blank=True)
+    # TopologyRevision.number the verdict was compiled against (see flows.refresh).
+    revision = models.BigIntegerField(default=0)
+    compiled_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        # Born in the topology app; the table kept its name when the model moved.
+        db_table = "topology_compiledjobdag"
+
+    def __str__(self) -> str:
+        return f"{self.flow} ({self.status})"
+
+
+class CompiledHop(models.Model):
+    """One hop of a flow's stored DAG, indexed: a topology change finds the
+    flows it can affect (the ones routed over a changed edge, executor or
+    data node) with an index lookup instead of reading every flow."""
+
+    flow = models.ForeignKey("FlowConfig", on_delete=models.CASCADE, related_name="compiled_hops")
+    source = models.CharField(max_length=128)
+    destination = models.CharField(max_length=128)
+    executor = models.CharField(max_length=128)
+
+    class Meta:
+        db_table = "topology_compiledhop"  # kept from the topology app, like CompiledJobDag
+        indexes = [
+            models.Index(fields=["source", "destination"], name="compiledhop_edge"),
+            models.Index(fields=["executor"], name="compiledhop_executor"),
+            models.Index(fields=["destination"], name="compiledhop_destination"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.flow_id}: {self.source} → {self.destination} on {self.executor}"

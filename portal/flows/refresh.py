@@ -36,9 +36,8 @@ from typing import Any
 from django.db import transaction
 from django.db.models import Q
 
-from portal.flows.models import FlowConfig, FlowRefresh, RouteSummary
+from portal.flows.models import CompiledHop, FlowConfig, FlowRefresh, RouteSummary
 from portal.topology.graph import TopologySnapshot, current_snapshot
-from portal.topology.models import CompiledHop
 
 logger = logging.getLogger(__name__)
 

@@ -141,7 +141,7 @@ def _form_part(request: HttpRequest, flow: FlowConfig | None, owner, part: str) 
     compiled = compile_flow(FlowConfig(owner=owner, **form.flow_data()), user=owner) if valid else None
     errors = [f"{label}: {message}" if label else message for _id, label, message in form.error_summary()]
     context = {"compiled": compiled, "errors": errors}
-    return render(request, "topology/partials/compile_preview.html", context)
+    return render(request, "flows/partials/compile_preview.html", context)
 
 
 @login_required

@@ -201,27 +201,3 @@ def datanode_delete(request: HttpRequest, name: str) -> HttpResponse:
             return redirect("topology:overview")
     context = {"object": node, "noun": "data node", "error": error}
     return render(request, "topology/confirm_delete.html", context, status=409 if error else 200)
-
-
-@login_required
-@require_POST
-def compile_preview(request: HttpRequest) -> HttpResponse:
-    """The flow form's dry-run compile as an htmx fragment: the whole form is
-    posted (`hx-include`), nothing is saved, errors come back in the fragment."""
-    from portal.flows.compiler import compile_flow
-    from portal.flows.forms import FlowConfigForm
-    from portal.flows.models import FlowConfig
-
-    form = FlowConfigForm(request.POST)
-    compiled, errors = None, []
-    if form.is_valid():
-        flow = FlowConfig(owner=request.user, **form.flow_data())
-        try:
-            flow.full_clean(validate_unique=False)
-        except ValidationError as error:
-            errors = error.messages
-        else:
-            compiled = compile_flow(flow, user=request.user)
-    else:
-        errors = [f"{field}: {' '.join(messages)}" for field, messages in form.errors.items()]
-    return render(request, "topology/partials/compile_preview.html", {"compiled": compiled, "errors": errors})

@@ -1,4 +1,4 @@
-"""Catalog listeners (connected in TopologyConfig.ready): a flow is compiled
+"""Catalog listeners (connected in FlowsConfig.ready): a flow is compiled
 inside its saving transaction; a topology change only moves the revision
 there, and the scheduler recompiles the flows it can affect after the commit
 (portal.flows.refresh), so the change commits in milliseconds."""
@@ -9,12 +9,11 @@ from typing import Any
 
 from django.dispatch import receiver
 
+from portal.flows.compiler.record import compile_and_record
 from portal.flows.signals import flow_catalog_changed
 
 
 @receiver(flow_catalog_changed, dispatch_uid="topology.compile_on_flow_change")
 def compile_on_flow_change(sender: Any, action: str, flow: Any, **kwargs: Any) -> None:
     if action in ("add", "update"):
-        from portal.flows.compiler.record import compile_and_record
-
         compile_and_record(flow)
