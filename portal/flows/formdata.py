@@ -21,8 +21,8 @@ from django.db.models import F
 from portal.flows.compiler.templates import REQUIRED_KEY, declared_encrypted_attributes
 from portal.flows.models import FlowConfig
 from portal.flows.schedules import next_run_times, to_unix_cron
-from portal.flows.validators import split_template_uris
 from portal.templatepacks.models import JobTemplate, TemplatePack
+from portal.templatepacks.uris import split_template_uris
 from portal.topology.models import DataNode
 
 logger = logging.getLogger(__name__)

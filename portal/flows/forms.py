@@ -35,8 +35,8 @@ from portal.flows.formfields import (
     parse_property_lines,
 )
 from portal.flows.models import FlowConfig
-from portal.flows.validators import split_template_uris
 from portal.keys.properties import ENCRYPTED_MASK, WRAPPED_KEY_PROPERTY, looks_encrypted
+from portal.templatepacks.uris import split_template_uris
 
 # What a secret looks like wherever it is not yet encrypted (previews): the
 # keys app's mask, so it is never mistaken for a value.

@@ -10,13 +10,8 @@ from django.db import models
 
 from portal.flows import policies as run_policies
 from portal.flows.schedules import to_unix_cron, validate_schedule
-from portal.flows.validators import (
-    split_template_uris,
-    validate_destinations,
-    validate_name,
-    validate_properties,
-    validate_template_uris,
-)
+from portal.flows.validators import validate_destinations, validate_name, validate_properties
+from portal.templatepacks.uris import split_template_uris, validate_template_uris
 
 # Gobblin flows named their endpoints in properties; honoured when the
 # User Request triplet's source/destinations are not given explicitly.

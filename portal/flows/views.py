@@ -27,7 +27,10 @@ from portal.flows.compiler import compile_flow
 from portal.flows.filters import FlowConfigFilterSet
 from portal.flows.forms import FlowConfigForm
 from portal.flows.models import FlowConfig, FlowRefresh
+from portal.flows.packflows import flows_using_pack
 from portal.keys.services import redact
+from portal.templatepacks.models import TemplatePack
+from portal.templatepacks.services import template_paths
 
 
 def _flow_for(request: HttpRequest, flow_group: str, flow_name: str, action: str = "view") -> FlowConfig:
@@ -169,3 +172,13 @@ def flow_delete(request: HttpRequest, flow_group: str, flow_name: str) -> HttpRe
         messages.success(request, f"Flow {flow} deleted.")
         return redirect("flows:list")
     return render(request, "flows/flow_confirm_delete.html", {"flow": flow})
+
+
+@login_required
+def pack_flows(request: HttpRequest, name: str) -> HttpResponse:
+    """The flows behind a pack page's "Used by N flows", a page at a time
+    (served under /packs/<name>/flows/ by portal/urls.py)."""
+    pack = get_object_or_404(TemplatePack.objects.visible_to(request.user), name=name)
+    flows = flows_using_pack(pack.name, template_paths(pack)).order_by("flow_group", "flow_name")
+    page = Paginator(flows, 25).get_page(request.GET.get("page"))
+    return render(request, "flows/pack_flows.html", {"pack": pack, "page": page})

@@ -15,9 +15,9 @@ from django.core.exceptions import ValidationError
 from django.db.models import F
 from pyhocon import ConfigTree
 
-from portal.flows.validators import parse_template_uri
 from portal.templatepacks import hocon
 from portal.templatepacks.models import JobTemplate, TemplatePack
+from portal.templatepacks.uris import parse_template_uri
 
 MAX_INHERIT_DEPTH = 32
 # Gobblin's templates name their parents on the classpath; in a pack, the pack is the classpath.

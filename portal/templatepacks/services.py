@@ -25,7 +25,6 @@ from portal.templatepacks.models import (
     TemplatePack,
     validate_pack_name,
 )
-from portal.templatepacks.packflows import flows_using_pack, recheck_flows
 from portal.templatepacks.resolution import (
     PendingPack,
     ResolvedTemplates,
@@ -35,6 +34,7 @@ from portal.templatepacks.resolution import (
     resolve_with,
     validate_template_uris_for,
 )
+from portal.templatepacks.signals import template_pack_changed
 
 __all__ = [
     "PackExists",
@@ -43,12 +43,12 @@ __all__ = [
     "create_pack",
     "delete_pack",
     "delete_template",
-    "flows_using_pack",
     "preview",
     "resolve_templates",
     "rollback",
     "save_template",
     "set_acl",
+    "template_paths",
     "upload_version",
     "validate_template_uris_for",
 ]
@@ -60,6 +60,17 @@ Action = PackAuditEvent.Action
 class PackExists(Exception):
     def __init__(self, name: str) -> None:
         super().__init__(f"A template pack named {name!r} already exists.")
+
+
+def template_paths(pack: TemplatePack) -> set[str]:
+    """Every template path any version of the pack holds (flows may name one
+    as FS:///<path>)."""
+    return set(JobTemplate.objects.filter(version__pack=pack).values_list("path", flat=True))
+
+
+def _announce(pack_name: str, paths: set[str]) -> None:
+    # The flows using the pack re-check their access (flows.packflows).
+    template_pack_changed.send(sender=TemplatePack, pack_name=pack_name, paths=paths)
 
 
 def _require_edit(user, pack: TemplatePack) -> None:
@@ -145,7 +156,7 @@ def _change_templates(
             diff=audit.templates_diff(before, templates),
             version_number=version.number,
         )
-    recheck_flows(pack)
+    _announce(pack.name, template_paths(pack))
     return version
 
 
@@ -250,7 +261,7 @@ def rollback(pack: TemplatePack, *, user, number: int, request=None) -> PackVers
 def delete_pack(pack: TemplatePack, *, user, request=None) -> None:
     _require_edit(user, pack)
     name = pack.name
-    flows = list(flows_using_pack(pack))
+    paths = template_paths(pack)
     with transaction.atomic():
         audit.record(
             pack_name=name,
@@ -262,7 +273,7 @@ def delete_pack(pack: TemplatePack, *, user, request=None) -> None:
         )
         TemplatePack.objects.filter(pk=pack.pk).update(current_version=None)
         pack.delete()
-    recheck_flows(None, flows=flows)
+    _announce(name, paths)
     logger.info("template pack %s deleted by %s", name, user)
 
 
@@ -272,7 +283,7 @@ def set_acl(pack: TemplatePack, *, user, entries: list[dict], request=None) -> N
 
     _require_edit(user, pack)
     before, after = apply_acl(pack, entries, user=user, request=request)
-    recheck_flows(pack)
+    _announce(pack.name, template_paths(pack))
     logger.info("ACL of %s changed by %s: %s → %s", pack.name, user, before, after)
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
@@ -108,7 +107,6 @@ def pack_detail(request: HttpRequest, name: str) -> HttpResponse:
         "acl": entries,
         "acl_form": AclForm(initial=AclForm.initial_for(entries)) if can_edit else None,
         "events": _history(pack)[:HISTORY_ON_DETAIL],
-        "flows": services.flows_using_pack(pack).count(),
         "access_requests": access_requests.open_requests(pack) if can_edit else None,
     }
     return render(request, "templatepacks/pack_detail.html", context)
@@ -166,15 +164,6 @@ def pack_compare(request: HttpRequest, name: str) -> HttpResponse:
     old, new = _version(pack, int(numbers["from"])), _version(pack, int(numbers["to"]))
     context["comparison"] = versions.compare(old, new)
     return render(request, "templatepacks/pack_compare.html", context)
-
-
-@login_required
-def pack_flows(request: HttpRequest, name: str) -> HttpResponse:
-    """The flows behind the pack page's "Used by N flows", a page at a time."""
-    pack = _pack(request, name)
-    flows = services.flows_using_pack(pack).order_by("flow_group", "flow_name")
-    page = Paginator(flows, 25).get_page(request.GET.get("page"))
-    return render(request, "templatepacks/pack_flows.html", {"pack": pack, "page": page})
 
 
 @login_required
