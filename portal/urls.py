@@ -42,7 +42,7 @@ urlpatterns = [
     path("packs/", include("portal.templatepacks.urls")),
     path("topology/", include("portal.topology.urls")),
     path("executions/", include("portal.orchestration.urls")),
-    path("state/", include("portal.orchestration.state_urls")),
+    path("state/", include("portal.monitoring.state_urls")),
     path("keys/", include("portal.keys.urls")),
     path("monitoring/", include("portal.monitoring.urls")),
     path("api/", include(api_urlpatterns)),

@@ -32,10 +32,10 @@ from portal.flows.formfields import (
     Row,
     RowsField,
     attribute_input_id,
-    parse_property_lines,
 )
 from portal.flows.models import FlowConfig
 from portal.keys.properties import ENCRYPTED_MASK, WRAPPED_KEY_PROPERTY, looks_encrypted
+from portal.property_lines import parse_property_lines
 from portal.templatepacks.uris import split_template_uris
 
 # What a secret looks like wherever it is not yet encrypted (previews): the
