@@ -19,6 +19,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from portal.events.services import raise_event
+from portal.flows.compiler import COMPILED, PENDING, compile_flow
 from portal.flows.models import FlowConfig
 from portal.flows.policies import (
     flow_sla_seconds,
@@ -96,7 +97,6 @@ def launch(action: Action) -> None:
     if running := execution_in_the_way(flow, besides=execution):
         _finish(execution, ExecutionStatus.SKIPPED, skipped_because(running))
         return
-    from portal.flows.compiler import COMPILED, PENDING, compile_flow
 
     compiled = compile_flow(flow)
     if compiled.status == PENDING:

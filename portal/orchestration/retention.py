@@ -26,6 +26,7 @@ from django.db import transaction
 from django.db.models import OuterRef, Q, Subquery
 from django.utils import timezone
 
+from portal.events.models import Event
 from portal.flows.models import FlowConfig
 from portal.flows.policies import RETENTION_DAYS, retention_days
 from portal.orchestration import joblogs
@@ -140,7 +141,6 @@ def _prune_simple(queryset, limit: int) -> int:
 
 def prune_once(now: datetime | None = None, limit: int = BATCH_SIZE) -> PruneReport:
     """One small batch of each kind of history; call until `total` is 0."""
-    from portal.events.models import Event
 
     now = now or timezone.now()
     report = PruneReport()

@@ -17,6 +17,7 @@ from django.db.models import Max
 
 from portal.accounts import access
 from portal.templatepacks import audit, hocon, safety
+from portal.templatepacks.acl import apply_acl
 from portal.templatepacks.archives import ArchiveError, read_archive
 from portal.templatepacks.models import (
     JobTemplate,
@@ -279,7 +280,6 @@ def delete_pack(pack: TemplatePack, *, user, request=None) -> None:
 
 def set_acl(pack: TemplatePack, *, user, entries: list[dict], request=None) -> None:
     """Replace the ACL. entries: [{"role": "owner"|"reader", "user"|"group": name}]."""
-    from portal.templatepacks.acl import apply_acl
 
     _require_edit(user, pack)
     before, after = apply_acl(pack, entries, user=user, request=request)

@@ -13,6 +13,7 @@ from django.contrib.auth.models import Group
 from django.core.exceptions import ValidationError
 from django.db import models
 
+from portal.topology.reach import node_problems
 from portal.topology.validators import (
     MASTERS_FOR_TECHNOLOGY,
     spark_master_kind,
@@ -53,7 +54,6 @@ class DataNode(models.Model):
 
     def clean(self) -> None:
         # The portal's own database and secrets are never a data node (docs/security.md).
-        from portal.topology.reach import node_problems
 
         if isinstance(self.properties, dict):
             problems = node_problems(self.kind, self.properties)

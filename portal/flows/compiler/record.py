@@ -17,6 +17,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from portal.flows.compiler import FAILED, CompiledFlow, compile_flow
+from portal.flows.compiler.templates import BatchTemplates
 from portal.flows.models import CompiledHop, CompiledJobDag, FlowConfig
 from portal.flows.services import set_compilation
 from portal.topology.graph import TopologySnapshot, current_snapshot
@@ -107,7 +108,6 @@ def record_batch(flows: Iterable[FlowConfig], snapshot: TopologySnapshot) -> dic
     older recompile cannot overwrite it afterwards). The writes are a few
     bulk statements per batch, not a few per flow. Returns counts of
     `changed`, `unchanged` and `stale` (a newer revision already stored)."""
-    from portal.flows.compiler.templates import BatchTemplates
 
     flows = list(flows)
     counts = {"changed": 0, "unchanged": 0, "stale": 0}
