@@ -81,7 +81,7 @@ def template_groups(user) -> list[tuple[str, list[tuple[str, str]]]]:
     read (accounts.access decides), current versions only."""
     rows = (
         JobTemplate.objects.filter(
-            version__pack__in=TemplatePack.objects.visible_to(user),
+            version__pack__in=TemplatePack.objects.restrict(user),
             version__pack__current_version=F("version"),
         )
         .order_by("version__pack__name", "path")

@@ -8,6 +8,7 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models
 
+from portal.accounts import access
 from portal.flows import policies as run_policies
 from portal.flows.schedules import to_unix_cron, validate_schedule
 from portal.flows.validators import validate_destinations, validate_name, validate_properties
@@ -17,24 +18,6 @@ from portal.templatepacks.uris import split_template_uris, validate_template_uri
 # User Request triplet's source/destinations are not given explicitly.
 SOURCE_PROPERTY = "gobblin.flow.sourceIdentifier"
 DESTINATION_PROPERTY = "gobblin.flow.destinationIdentifier"
-
-
-class FlowConfigQuerySet(models.QuerySet):
-    def visible_to(self, user) -> FlowConfigQuerySet:
-        """Flows a user may see. Every signed-in user sees the catalog; secret
-        values are ENC(...) ciphertext, so seeing a flow reveals no secret."""
-        if not user.is_authenticated:
-            return self.none()
-        return self
-
-    def restrict(self, user, action: str = "view") -> FlowConfigQuerySet:
-        """Row-level access: `view` for anyone signed in, `change`/`delete`
-        for the owner, members of the flow's owning group (Gobblin's
-        `owningGroup`) and staff."""
-        queryset = self.visible_to(user)
-        if action == "view" or user.is_staff:
-            return queryset
-        return queryset.filter(models.Q(owner=user) | models.Q(owning_group__in=user.groups.all()))
 
 
 class FlowConfig(models.Model):
@@ -83,7 +66,7 @@ class FlowConfig(models.Model):
     paused_at = models.DateTimeField(null=True, blank=True)
     paused_by = models.CharField(max_length=150, blank=True)
 
-    objects = FlowConfigQuerySet.as_manager()
+    objects = access.AccessQuerySet.as_manager()  # restrict(user, action): flows.rules
 
     class Meta:
         ordering = ["flow_group", "flow_name"]

@@ -58,7 +58,7 @@ def flow_history_visible(user: Any, flow_group: str, flow_name: str) -> bool:
     FlowConfig.visible_to); the history of a deleted flow, by anyone signed in."""
     flows = FlowConfig.objects.filter(flow_group=flow_group, flow_name=flow_name)
     if flows.exists():
-        return FlowConfig.objects.visible_to(user).filter(pk__in=flows.values("pk")).exists()
+        return FlowConfig.objects.restrict(user).filter(pk__in=flows.values("pk")).exists()
     return bool(user.is_authenticated)
 
 

@@ -75,7 +75,7 @@ def _announce(pack_name: str, paths: set[str]) -> None:
 
 
 def _require_edit(user, pack: TemplatePack) -> None:
-    if not access.can_edit(user, pack):
+    if not access.can(user, access.CHANGE, pack):
         raise PermissionDenied(f"Only owners of {pack.name} may change it.")
 
 

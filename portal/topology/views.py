@@ -4,17 +4,17 @@ anything. Thin: forms parse, topology.services validates and saves."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import wraps
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.exceptions import ValidationError
 from django.db.models import Prefetch
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 from django.views.decorators.vary import vary_on_headers
 
+from portal.accounts import access
 from portal.topology import services
 from portal.topology.forms import CapabilityForm, DataNodeForm, SpecExecutorForm
 from portal.topology.models import Capability, DataNode, SpecExecutor
@@ -23,18 +23,9 @@ from portal.topology.svg import topology_svg
 CAPABILITIES = Prefetch("capabilities", queryset=Capability.objects.select_related("source", "destination"))
 
 
-def staff_required(view: Callable) -> Callable:
-    """Signed-in non-staff get 403 (the topology is public to them, so a 404
-    would hide nothing); anonymous users go to the login page."""
-
-    @login_required
-    @wraps(view)
-    def wrapper(request: HttpRequest, *args, **kwargs) -> HttpResponse:
-        if not request.user.is_staff:
-            raise PermissionDenied("Only staff can change the topology.")
-        return view(request, *args, **kwargs)
-
-    return wrapper
+# Signed-in non-staff get 403 (the topology is public to them, so a 404 would
+# hide nothing); anonymous users go to the login page.
+staff_required = access.staff_required("Only staff can change the topology.")
 
 
 @login_required
