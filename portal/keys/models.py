@@ -7,13 +7,13 @@ from django.contrib.auth.models import Group
 from django.db import models
 from django.db.models import Q
 
+from portal.accounts import access
 
-class CustomerKeyQuerySet(models.QuerySet):
+
+class CustomerKeyQuerySet(access.AccessQuerySet):
     def usable_by(self, user) -> CustomerKeyQuerySet:
-        """Keys `user` may list and use: their own and their groups'."""
-        if user is None or not user.is_authenticated or not user.is_active:
-            return self.none()
-        return self.filter(Q(owner_user=user) | Q(owner_group__in=user.groups.all()))
+        """Keys `user` may list and use: their own and their groups' (keys.rules)."""
+        return self.restrict(user, access.VIEW)
 
 
 class CustomerKey(models.Model):

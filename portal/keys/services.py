@@ -6,7 +6,7 @@ come here (docs/keys.md).
     decrypt_properties(properties) -> properties in clear           # worker side, just before the pipeline
     is_encrypted(value) -> bool
     redact(properties, secret_keys=()) -> properties safe to show or log
-    validate_flow_secrets(flow)                                     # on every flow save (receivers.py)
+    wrapped_key_problems(owner, properties) -> [message]           # on every flow save (flows.secrets)
 """
 
 from __future__ import annotations
@@ -34,7 +34,6 @@ from portal.keys.properties import (
     decrypt_properties,
     encrypted_keys,
     is_encrypted,
-    looks_encrypted,
     redact,
     secret_values,
 )
@@ -53,8 +52,8 @@ __all__ = [
     "is_encrypted",
     "redact",
     "secret_values",
-    "validate_flow_secrets",
     "wrap_customer_key",
+    "wrapped_key_problems",
 ]
 
 logger = logging.getLogger(__name__)
@@ -138,36 +137,19 @@ def encrypt_value(wrapped_key: str, plaintext: str) -> str:
         raise EncryptionError(str(error), code=error.code) from None
 
 
-def validate_flow_secrets(flow) -> None:
-    """What a flow's save needs beyond the form of its values (that is in
-    flows.validators): no attribute a template declares encrypted is given in
-    clear; `encrypt.wrapped.key` unwraps with this portal's master key, is one
+def wrapped_key_problems(owner, properties: dict[str, str]) -> list[str]:
+    """The wrapped-key half of a flow's secret checks (flows.secrets has the
+    rest): `encrypt.wrapped.key` unwraps with this portal's master key, is one
     of the owner's (or their groups') customer keys, and is the key every
-    ENC(...) value was made with. Nothing is decrypted.
-    ValidationError({"properties": [...]}) naming each property."""
-    from portal.flows.compiler.templates import (
-        clear_encrypted_attributes,
-        clear_message,
-        declared_encrypted_attributes,
-    )
-    from portal.pipeline.schema import clear_secret_keys, clear_secret_message
-
-    owner = getattr(flow, "owner", None)
-    properties = flow.properties
-    declared = declared_encrypted_attributes(flow, owner)
-    messages = [clear_message(name) for name in clear_encrypted_attributes(flow, owner, declared)]
-    # A key named like a secret is one, whatever a template declares (docs/security.md).
-    messages += [
-        clear_secret_message(name)
-        for name in clear_secret_keys(properties, looks_encrypted)
-        if name not in declared
-    ]
+    ENC(...) value was made with; a prefixed wrapped key is the owner's too.
+    Nothing is decrypted. One message per problem, naming the property."""
+    messages: list[str] = []
     wrapped = properties.get(WRAPPED_KEY_PROPERTY)
     if isinstance(wrapped, str) and wrapped:
         try:
             customer_key = wrapping.unwrap(get_ring(), wrapped)
         except MasterKeyError as error:
-            logger.error("cannot check %s of flow %s: %s", WRAPPED_KEY_PROPERTY, flow, error)
+            logger.error("cannot check %s of a flow of %s: %s", WRAPPED_KEY_PROPERTY, owner, error)
             messages.append(
                 f"{WRAPPED_KEY_PROPERTY!r} cannot be checked: the portal's master key is unavailable "
                 "(an administrator must fix it; see docs/keys.md)."
@@ -201,5 +183,4 @@ def validate_flow_secrets(flow) -> None:
             continue
         if not held:
             messages.append(f"{name!r} is not one of the flow owner's customer keys.")
-    if messages:
-        raise ValidationError({"properties": messages})
+    return messages

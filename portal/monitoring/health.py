@@ -18,8 +18,9 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from portal.monitoring.models import Event, HealthCheck
-from portal.monitoring.services import raise_event
+from portal.events.models import Event
+from portal.events.services import raise_event
+from portal.monitoring.models import HealthCheck
 from portal.topology.models import SpecExecutor
 
 logger = logging.getLogger(__name__)

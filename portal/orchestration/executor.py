@@ -141,6 +141,7 @@ class JobHeartbeat:
         if self.spark is None:
             return {}
         try:
+            # Imported here: progress imports pyspark, which processes that never run Spark skip.
             from portal.pipeline.progress import job_progress
         except ImportError:
             return {}

@@ -7,6 +7,7 @@ from collections.abc import Iterable
 
 from django.db import models
 
+from portal.accounts import access
 from portal.flows.models import FlowConfig
 
 
@@ -55,6 +56,8 @@ class FlowExecution(models.Model):
     backfill = models.JSONField(default=dict, blank=True)
     cancel_requested = models.BooleanField(default=False)
     requested_by = models.CharField(max_length=150, blank=True)
+
+    objects = access.AccessQuerySet.as_manager()  # restrict(user, action): orchestration.rules
 
     class Meta:
         ordering = ["-execution_id"]

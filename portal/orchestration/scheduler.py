@@ -26,8 +26,8 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from portal.bulk import insert_rows
+from portal.flows import policies as run_policies
 from portal.flows.models import FlowConfig
-from portal.orchestration import policies as run_policies
 from portal.orchestration.actions import ActionKind, enqueue_for
 from portal.orchestration.models import Action, FlowExecution, ScheduleCursor
 

@@ -10,7 +10,7 @@ import threading
 import uuid
 from dataclasses import dataclass, field
 
-from portal.topology.models import Capability, DataNode, SpecExecutor
+from portal.topology.models import Capability, DataNode, SpecExecutor, TopologyRevision
 
 # Health penalty, the third ranking key after hops and cost. UNHEALTHY
 # executors are not routed through at all.
@@ -144,7 +144,6 @@ def current_snapshot() -> TopologySnapshot:
 
     One query reads the revision token; the index is rebuilt only when it moved.
     """
-    from portal.topology.models import TopologyRevision
 
     row = TopologyRevision.objects.filter(pk=1).values_list("token", "number").first()
     if row is None:

@@ -16,6 +16,7 @@ from typing import Any
 from portal.flows.compiler.paths import Hop, search
 from portal.flows.compiler.plans import COMPILED, FAILED, PENDING, CompiledFlow, JobSpecPlan
 from portal.flows.compiler.templates import required_attributes, resolve_flow_templates
+from portal.topology.access import READ, WRITE, NodeAccess
 from portal.topology.graph import TopologySnapshot, current_snapshot
 
 __all__ = ["COMPILED", "FAILED", "PENDING", "CompiledFlow", "JobSpecPlan", "compile_flow", "job_name"]
@@ -59,7 +60,6 @@ def _check_grants(jobs: list[JobSpecPlan], owner: Any, access: Any = None) -> No
     FlowConfig in code) is left to the worker, which checks the grants of the saved flow's owner."""
     if owner is None:
         return
-    from portal.topology.access import READ, WRITE, NodeAccess
 
     access = access if access is not None else NodeAccess(owner)
     for job in jobs:

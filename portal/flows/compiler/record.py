@@ -18,10 +18,9 @@ from django.utils import timezone
 
 from portal.flows.compiler import FAILED, CompiledFlow, compile_flow
 from portal.flows.compiler.templates import BatchTemplates
-from portal.flows.models import FlowConfig
+from portal.flows.models import CompiledHop, CompiledJobDag, FlowConfig
 from portal.flows.services import set_compilation
 from portal.topology.graph import TopologySnapshot, current_snapshot
-from portal.topology.models import CompiledHop, CompiledJobDag
 
 logger = logging.getLogger(__name__)
 

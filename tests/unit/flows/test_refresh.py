@@ -10,10 +10,10 @@ from django.test.utils import CaptureQueriesContext
 from portal.flows import refresh
 from portal.flows import services as flow_services
 from portal.flows.compiler.record import record_batch
-from portal.flows.models import FlowConfig, FlowRefresh
+from portal.flows.models import CompiledHop, CompiledJobDag, FlowConfig, FlowRefresh
 from portal.topology import services
 from portal.topology.graph import current_snapshot
-from portal.topology.models import CompiledHop, CompiledJobDag, SpecExecutor
+from portal.topology.models import SpecExecutor
 from tests.unit.topology.helpers import executor, nodes
 
 pytestmark = pytest.mark.django_db

@@ -9,8 +9,9 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from portal.events.models import Event
 from portal.monitoring import health
-from portal.monitoring.models import Event, HealthCheck
+from portal.monitoring.models import HealthCheck
 from portal.orchestration.capacity import Capacity
 from portal.orchestration.models import WorkerHeartbeat
 from portal.orchestration.workers import DEPARTED_AFTER, beat, prune_departed_workers, sweep_silent_executors

@@ -28,6 +28,6 @@ def drop(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-    dependencies = [("flows", "0005_merge_20261124_2029")]
+    dependencies = [("flows", "0006_compiled_dag_moves_from_topology")]
 
     operations = [migrations.RunPython(create, drop, elidable=False)]
