@@ -59,14 +59,15 @@ def beat(worker: str, queues: list[str], started, state: capacity.Capacity | Non
 
 
 def executor_health(queue: str, workers: list[WorkerHeartbeat]) -> tuple[str, str]:
-    """HEALTHY while a worker consumes the queue with a job thread that is
-    free or busy with a live job (the message says which); DEGRADED when no
-    worker reads the broker (jobs wait); UNHEALTHY when every thread of the
-    consuming workers is gone or wedged (jobs would wait for ever).
+    """HEALTHY while a worker consumes the queue with a free job thread;
+    BUSY while every usable thread of the consuming workers runs a live job
+    (jobs wait their turn); DEGRADED when no worker reads the broker (jobs
+    wait); UNHEALTHY when every thread of the consuming workers is gone or
+    wedged (jobs would wait for ever).
 
-    Busy is said in the message, not the status: a status change is a
-    topology change (every flow is recompiled, an event raised), which must
-    not happen each time a job starts or ends."""
+    BUSY routes as HEALTHY (SpecExecutor.routing_health), so a job starting
+    or ending, which flips the two, is no topology change and recompiles no
+    flow."""
     Health = SpecExecutor.Health
     consuming = [w for w in workers if w.consuming]
     troubled = "; ".join(f"{w.worker}: {w.problems}" for w in workers if w.problems)
@@ -84,8 +85,8 @@ def executor_health(queue: str, workers: list[WorkerHeartbeat]) -> tuple[str, st
         )
     total = sum(w.concurrency - w.stuck_slots for w in consuming)
     return (
-        Health.HEALTHY,
-        f"Busy: all {total} usable job thread(s) consuming {queue} are running jobs; new jobs wait.{suffix}",
+        Health.BUSY,
+        f"All {total} usable job thread(s) consuming {queue} are running jobs; new jobs wait.{suffix}",
     )
 
 

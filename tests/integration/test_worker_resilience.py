@@ -175,11 +175,15 @@ def test_health_tells_busy_wedged_and_free_threads_apart(tmp_path, stack_env, st
         assert _health("ingest")[1] == "1 worker(s) consuming it.wedge with 1 free job thread(s)."
         flow = make_flow(name="deaf", **{"block.until.file": str(unblock)})
         execution = services.run_now(flow, user=flow.owner)
-        wait_until(lambda: _health("ingest")[1].startswith("Busy"), 90, "the executor to say it is busy")
+        wait_until(lambda: _health("ingest")[0] == "BUSY", 90, "the executor to say it is busy")
         assert _health("ingest") == (
-            "HEALTHY",
-            "Busy: all 1 usable job thread(s) consuming it.wedge are running jobs; new jobs wait.",
+            "BUSY",
+            "All 1 usable job thread(s) consuming it.wedge are running jobs; new jobs wait.",
         )
+        page = client.get(reverse("topology:executor", args=["ingest"])).content.decode()
+        assert 'badge busy">busy<' in page and "used by the compiler" in page
+        dashboard = client.get(reverse("monitoring:dashboard")).content.decode()
+        assert 'badge busy">busy<' in dashboard and "new jobs wait" in dashboard
 
         services.kill(execution, user=flow.owner)
         wait_until(lambda: _health("ingest")[0] == "UNHEALTHY", 30, "the wedged thread to be reported")
