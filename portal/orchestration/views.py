@@ -138,6 +138,7 @@ def job_log(
         "execution": execution,
         "job": job,
         "attempt": attempt,
+        "error": joblogs.attempt_error(job, attempt, sections),
         "attempts": range(1, job.attempt + 1),
         "sections": [
             (section, logview.apply(section.text, wanted) if wanted.active else None) for section in sections
