@@ -92,9 +92,11 @@ def execution_list(request: HttpRequest) -> HttpResponse:
 def _detail_context(request: HttpRequest, execution: FlowExecution) -> dict:
     can_act = status.can_act(request.user, execution)
     pending = status.pending_requests(execution)
+    hops = status.dag_by_hop(execution)
     return {
         "execution": execution,
-        "hops": status.dag_by_hop(execution),
+        "hops": hops,
+        "unconsumed": status.waiting_without_worker(hops),
         "delivered": delivered(execution.jobs.all()),
         "finished": status.is_finished(execution),
         # A finished execution with a request waiting (resume) changes soon: keep refreshing.
