@@ -418,10 +418,10 @@ class SecretEncrypter:
         return self._wrapped_key
 
     def encrypt(self, plaintext: str) -> str:
-        from portal.keys.services import EncryptionError, MasterKeyError, encrypt_value
+        from portal.keys.services import EncryptionError, MasterKeyError, binding_for, encrypt_value
 
         try:
-            return encrypt_value(self.wrapped_key, plaintext)
+            return encrypt_value(self.wrapped_key, plaintext, binding_for(self.owner, self.wrapped_key))
         except MasterKeyError as error:
             logger.error("master key unavailable while encrypting a flow secret: %s", error)
             raise ValidationError(
