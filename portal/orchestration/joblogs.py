@@ -29,6 +29,8 @@ from typing import Any
 from django.conf import settings
 
 from portal.keys.services import REDACTED
+from portal.orchestration import logview
+from portal.orchestration.models import JobStatus
 from portal.pipeline.logtag import tag_thread
 
 EXCERPT_CHARS = 4000
@@ -219,14 +221,11 @@ class AttemptError:
     ended with and the worker log's ERROR lines (each with its traceback)."""
 
     message: str
-    lines: Any  # logview.FilteredLog of the worker log, ERROR and above
+    lines: logview.FilteredLog  # the worker log's lines at ERROR and above
 
 
 def attempt_error(job: Any, attempt: int, sections: list[LogSection]) -> AttemptError | None:
     """The failure of this attempt, or None when it did not fail."""
-    from portal.orchestration import logview
-    from portal.orchestration.models import JobStatus
-
     if attempt == job.attempt:
         status, message = job.status, job.message
     else:
