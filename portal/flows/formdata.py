@@ -23,7 +23,7 @@ from portal.flows.models import FlowConfig
 from portal.flows.schedules import next_run_times, to_unix_cron
 from portal.keys.models import CustomerKey
 from portal.keys.properties import WRAPPED_KEY_PROPERTY
-from portal.keys.services import EncryptionError, MasterKeyError, encrypt_value
+from portal.keys.services import EncryptionError, MasterKeyError, binding_for, encrypt_value
 from portal.templatepacks.models import JobTemplate, TemplatePack
 from portal.templatepacks.resolution import TemplateLoader, resolve_with
 from portal.templatepacks.services import TemplateResolutionError
@@ -417,7 +417,7 @@ class SecretEncrypter:
 
     def encrypt(self, plaintext: str) -> str:
         try:
-            return encrypt_value(self.wrapped_key, plaintext)
+            return encrypt_value(self.wrapped_key, plaintext, binding_for(self.owner, self.wrapped_key))
         except MasterKeyError as error:
             logger.error("master key unavailable while encrypting a flow secret: %s", error)
             raise ValidationError(

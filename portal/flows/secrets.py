@@ -1,6 +1,7 @@
 """A flow's secrets on save: what its templates declare encrypted is not
 given in clear, a key named like a secret holds an ENC(...) value, and the
-wrapped customer keys are the owner's (keys.services.wrapped_key_problems).
+wrapped customer keys and the owners ENC(...) values are bound to are the
+flow owner's (keys.services.wrapped_key_problems, owner_problems).
 Called by the flow-save listener (flows.receivers) inside the saving
 transaction; flows.services turns the ValidationError into a 400 (API) or a
 form error (pages)."""
@@ -15,7 +16,7 @@ from portal.flows.compiler.templates import (
     declared_encrypted_attributes,
 )
 from portal.keys.properties import looks_encrypted
-from portal.keys.services import wrapped_key_problems
+from portal.keys.services import owner_problems, wrapped_key_problems
 from portal.pipeline.schema import clear_secret_keys, clear_secret_message
 
 
@@ -34,5 +35,7 @@ def validate_flow_secrets(flow) -> None:
         if name not in declared
     ]
     messages += wrapped_key_problems(owner, properties)
+    # ENC(...) values bound (AEAD) to another owner decrypt only in that owner's flows.
+    messages += owner_problems(owner, properties)
     if messages:
         raise ValidationError({"properties": messages})

@@ -73,5 +73,11 @@ class CustomerKey(models.Model):
         return self.owner_user.get_username() if self.owner_user else "?"
 
     @property
+    def binding(self) -> str:
+        """The owner its ENC(...) values are bound to (AEAD associated data):
+        they decrypt only in flows this owner owns."""
+        return f"group:{self.owner_group_id}" if self.owner_group_id else f"user:{self.owner_user_id}"
+
+    @property
     def short_fingerprint(self) -> str:
         return self.fingerprint[:16]

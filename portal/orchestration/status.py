@@ -244,3 +244,26 @@ def dag_by_hop(execution: FlowExecution) -> list[DagHop]:
             DagJob(job=job, children=children[job.job_name], percent=progress_percent(job))
         )
     return [DagHop(index=index, jobs=hop_jobs) for index, hop_jobs in sorted(hops.items())]
+
+
+@dataclass(frozen=True)
+class Unconsumed:
+    """A queue that jobs of an execution were sent to and no live worker reads."""
+
+    queue: str
+    jobs: list[str]
+    command: str  # the celery command that starts a worker for it
+
+
+def waiting_without_worker(hops: list[DagHop]) -> list[Unconsumed]:
+    """The dispatched jobs (ORCHESTRATED: sent, not claimed) whose queue no
+    live worker consumes: they would wait in silence (issue #19)."""
+    from portal.orchestration.workers import unconsumed
+
+    waiting: dict[str, list[str]] = {}
+    for hop in hops:
+        for node in hop.jobs:
+            if node.job.status == JobStatus.ORCHESTRATED and node.job.queue:
+                waiting.setdefault(node.job.queue, []).append(node.job.job_name)
+    commands = unconsumed(waiting)
+    return [Unconsumed(queue, waiting[queue], command) for queue, command in commands.items()]

@@ -103,8 +103,13 @@ class SpecExecutor(models.Model):
         K8S = "k8s", "Kubernetes"
 
     class Health(models.TextChoices):
+        """BUSY: consumed, but every job thread runs a live job, so new jobs
+        wait. It routes as HEALTHY (busy is no fault), so a flip between the
+        two is no topology change and recompiles no flow (issue #18)."""
+
         UNKNOWN = "UNKNOWN", "unknown"
         HEALTHY = "HEALTHY", "healthy"
+        BUSY = "BUSY", "busy"
         DEGRADED = "DEGRADED", "degraded"
         UNHEALTHY = "UNHEALTHY", "unhealthy"
 
@@ -154,6 +159,11 @@ class SpecExecutor(models.Model):
             raise ValidationError(
                 {"spark_master": f"{self.spark_master!r} does not fit technology {str(self.technology)!r}."}
             )
+
+    @staticmethod
+    def routing_health(status: str) -> str:
+        """The health the compiler sees: BUSY routes as HEALTHY."""
+        return SpecExecutor.Health.HEALTHY if status == SpecExecutor.Health.BUSY else status
 
     @property
     def usable(self) -> bool:

@@ -286,15 +286,17 @@ def remove_capability(capability: Capability) -> None:
 
 
 def record_health(name: str, status: str, message: str = "", *, heartbeat: bool = True) -> SpecExecutor:
-    """A worker heartbeat or a health monitor verdict. Only a change of status
-    is a topology change (it can change routing); heartbeats alone are not."""
+    """A worker heartbeat or a health monitor verdict. Only a change of the
+    health the compiler sees is a topology change (it can change routing);
+    heartbeats alone are not, nor is HEALTHY ↔ BUSY (both route alike)."""
     if status not in SpecExecutor.Health.values:
         raise ValidationError(
             {"health_status": f"{status!r} is not one of {', '.join(SpecExecutor.Health.values)}."}
         )
     with transaction.atomic():
         executor = SpecExecutor.objects.select_for_update().get(name=name)
-        changed = executor.health_status != status
+        routing = SpecExecutor.routing_health
+        changed = routing(executor.health_status) != routing(status)
         executor.health_status, executor.health_message = status, message
         if heartbeat:
             executor.last_heartbeat = timezone.now()

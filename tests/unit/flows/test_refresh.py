@@ -109,6 +109,20 @@ def test_a_health_flip_that_changes_no_route_changes_no_flow(catalog):
     assert dict(CompiledJobDag.objects.values_list("flow__flow_name", "compiled_at")) == before
 
 
+def test_a_busy_executor_routes_as_healthy_so_its_flips_change_no_flow(catalog):
+    services.record_health("e3", "HEALTHY", "heartbeat")
+    revision = services.current_revision()
+    before = dict(CompiledJobDag.objects.values_list("flow__flow_name", "compiled_at"))
+
+    services.record_health("e3", "BUSY", "all job threads run jobs")
+    services.record_health("e3", "HEALTHY", "a thread is free")
+    services.record_health("e3", "BUSY", "all job threads run jobs")
+
+    assert services.current_revision() == revision
+    assert queued() == set()
+    assert dict(CompiledJobDag.objects.values_list("flow__flow_name", "compiled_at")) == before
+
+
 def test_a_cheaper_executor_moves_the_flows_that_can_use_it(catalog):
     executor("e1-cheap", "a>b", cost=1)
 
