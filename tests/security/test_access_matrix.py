@@ -17,6 +17,7 @@ from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver
 
 from portal.accounts import access
+from portal.accounts.models import ApiToken
 from portal.accounts.tokens import create_token
 from portal.flows.models import FlowConfig
 from portal.keys.models import CustomerKey
@@ -65,7 +66,7 @@ KEYS = Kind(CustomerKey, OK, OK, OK, OK, OK)
 # it); the change itself is refused by templatepacks.services (tests/unit/templatepacks).
 PACK_FORM = Kind(TemplatePack, OK, HIDDEN, OK, HIDDEN, OK)
 # An API token is its own user's: anyone else's id names nothing.
-OWN_TOKEN = Kind(None, OK, HIDDEN, HIDDEN, HIDDEN, HIDDEN)
+OWN_TOKEN = Kind(ApiToken, OK, HIDDEN, HIDDEN, HIDDEN, HIDDEN)
 # Logging out (POST) ends at the login page, whoever asks.
 LOGOUT = Kind(None, LOGIN, LOGIN, LOGIN, LOGIN, LOGIN)
 # Routes about rows this world does not hold (a job's stored log, a dataset's state):
