@@ -13,7 +13,6 @@ from portal.flows import api as flows_api
 from portal.flows import compile_api as flows_compile_api
 from portal.flows import views as flows_views
 from portal.keys import api as keys_api
-from portal.monitoring import api as monitoring_api
 from portal.orchestration import api as orchestration_api
 from portal.templatepacks import api as templatepacks_api
 from portal.topology import api as topology_api
@@ -26,7 +25,6 @@ api_urlpatterns = [
     *topology_api.urlpatterns,
     *orchestration_api.urlpatterns,
     *keys_api.urlpatterns,
-    *monitoring_api.urlpatterns,
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="swagger-ui"),
 ]

@@ -256,9 +256,6 @@ class CommitSequence:
     ) -> CommitSequence:
         return cls([CommitStep.from_dict(s, properties) for s in steps], dataset_urn)
 
-    def to_dicts(self) -> list[dict[str, Any]]:
-        return [s.to_dict() for s in self.steps]
-
     def run(self) -> int:
         """Execute every step not yet done; returns how many were executed."""
         executed = 0

@@ -1,3 +1,0 @@
-"""REST API of the monitoring app."""
-
-urlpatterns: list = []
