@@ -30,6 +30,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import math
+import re
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any
@@ -169,8 +170,10 @@ class FileDataWriter(DataWriter):
         """Move the data files Spark wrote under ``staged`` to this branch's task output."""
         fs.delete(self.output_dir)
         files = []
+        forked = (self.props.get_int("fork.branches", 1) or 1) > 1
         for info in fs.list_files(staged):
-            dst = fs.join(self.output_dir, info.relative)
+            relative = branch_file_name(info.relative, self.ctx.branch_index) if forked else info.relative
+            dst = fs.join(self.output_dir, relative)
             fs.rename(info.path, dst)
             files.append({"path": dst, "size": info.size})
         fs.delete(staged)
@@ -179,6 +182,18 @@ class FileDataWriter(DataWriter):
     def abort(self) -> None:
         fs.delete(self.staging_dir)
         fs.delete(self.output_dir)
+
+
+def branch_file_name(relative: str, branch: int) -> str:
+    """``part-0-c000.snappy.parquet`` -> ``part-0-c000-b1.snappy.parquet``: the name the one-pass fork
+    gives, so every branch's files are told apart when branches publish to the same folder (and a
+    next hop can read one branch with ``source.files.glob``)."""
+    folder, _, name = relative.rpartition("/")
+    if re.search(r"-b\d+\.", name):
+        return relative
+    stem, dot, extension = name.partition(".")
+    renamed = f"{stem}-b{branch}{dot}{extension}"
+    return f"{folder}/{renamed}" if folder else renamed
 
 
 def staging_table_name(target: str, jobspec: JobSpec, task_id: str, branch: int) -> str:

@@ -9,6 +9,7 @@ import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 from django.contrib.auth import get_user_model
 
@@ -47,6 +48,8 @@ def lake(tmp_path) -> Path:
 
 def make_flow(destination: str = "lake", schedule: str = "", name: str = "", **properties: str):
     props = {"source.class": SOURCE, "writer.output.format": "json", "numbers.per.run": "10", **properties}
+    if "fork.branches" in properties:  # each branch names its own format
+        props.pop("writer.output.format")
     return flow_services.create_flow(
         owner=User.objects.get_or_create(username="olivia")[0],
         data={
@@ -205,3 +208,38 @@ def test_a_cron_flow_runs_at_its_tick(lake, worker, scheduler):
     )
     assert execution.scheduled_at == next_minute
     assert finished(execution).status == ExecutionStatus.COMMITTED, execution.message
+
+
+def test_a_fork_into_a_files_destination_publishes_each_branch_in_its_format(lake, worker, scheduler):
+    flow = make_flow(
+        name="forked",
+        **{
+            "fork.branches": "2",
+            "writer.output.format.0": "parquet",
+            "writer.output.format.1": "csv",
+        },
+    )
+    execution = finished(services.run_now(flow, user=flow.owner))
+    assert execution.status == ExecutionStatus.COMMITTED, execution.message
+    job = execution.jobs.get()
+    assert job.status == JobStatus.COMMITTED and job.processed_count == 10, job.message
+    published = lake / "lake" / "it" / "forked"
+    parquet = sorted(published.rglob("*.parquet"))
+    csv = sorted(published.rglob("*.csv"))
+    assert parquet and csv, sorted(p.name for p in published.rglob("*"))
+    ids = sorted(i for p in parquet for i in pq.read_table(p).column("id").to_pylist())
+    assert ids == list(range(1, 11))
+    rows = [line for p in csv for line in p.read_text().splitlines() if line and line != "id"]
+    assert sorted(int(r) for r in rows) == list(range(1, 11))
+
+
+def test_a_forked_first_hop_feeds_the_next_hop_its_first_branch(lake, worker, scheduler):
+    flow = make_flow(
+        "archive",
+        name="forked-twice",
+        **{"fork.branches": "2", "writer.output.format.0": "parquet", "writer.output.format.1": "csv"},
+    )
+    execution = finished(services.run_now(flow, user=flow.owner))
+    assert execution.status == ExecutionStatus.COMMITTED, execution.message
+    copied = sorted((lake / "archive" / "it" / "forked-twice").rglob("*.parquet"))
+    assert sorted(i for p in copied for i in pq.read_table(p).column("id").to_pylist()) == list(range(1, 11))

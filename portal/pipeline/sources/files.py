@@ -12,6 +12,8 @@ watermark listed at planning time; files are assumed immutable once written (wri
 rename in).  ``source.files.settle.seconds`` leaves out files modified in the last N seconds, for
 writers that cannot rename.  New files are split into consecutive ranges of at most
 ``source.files.workunit.max.bytes`` (default 1 GiB) / ``source.files.workunit.max.files``.
+``source.files.glob`` keeps only the files whose name matches (``*-b0.*``: branch 0 of a fork that
+published several branches to one folder).
 
 Backfill bounds (``JobSpec.backfill``) are written in the same form, or shorter: ``<mtime ms>`` alone
 (any number of digits) or an ISO-8601 time (``2024-05-01T00:00:00Z``, naive = UTC) stands for a
@@ -23,6 +25,7 @@ the files modified after the first instant up to and including the second; the f
 from __future__ import annotations
 
 import datetime as dt
+import fnmatch
 import os
 import re
 import time
@@ -113,7 +116,13 @@ class FileSource(Source):
             except ValueError as exc:
                 units.append(WorkUnit(urn, low, None, error=str(exc), payload={"folder": folder}))
                 continue
-            listed = [f for f in fs.list_files(folder) if cutoff is None or f.mtime_ms <= cutoff]
+            pattern = self.props.get("source.files.glob")
+            listed = [
+                f
+                for f in fs.list_files(folder)
+                if (cutoff is None or f.mtime_ms <= cutoff)
+                and (not pattern or fnmatch.fnmatchcase(f.relative.rsplit("/", 1)[-1], pattern))
+            ]
             candidates = sorted(((file_watermark(f), f) for f in listed), key=lambda p: p[0])
             new = [
                 (wm, f)
