@@ -17,7 +17,8 @@ At most ``extract.lookback.max.keys`` (default 100000) rows may sit in one windo
 
 Backfill (``JobSpec.backfill``): a listed table reads ``low < column <= min(high, column max)`` with
 ``low``/``high`` written like the column's values (``2024-05-01 00:00:00``, ``2024-05-01``,
-``1500``), split into ``source.jdbc.ranges`` like any run, without look-back (the range is explicit);
+``1500``; a time without an offset is UTC, on a ``timestamptz`` column too), split into
+``source.jdbc.ranges`` like any run, without look-back (the range is explicit);
 tables not listed are not read.  A snapshot table (``extract.is.full``) cannot be backfilled.
 
 The extract of a work unit is staged once to Parquet before branches read it (``Extraction.stage``).
@@ -58,23 +59,35 @@ def _quote(value: str) -> str:
 
 
 class _Kind:
-    """Arithmetic on watermark values of one column type, done on the database's text form."""
+    """Arithmetic on watermark values of one column type, done on the database's text form.
+
+    Timestamps compare as instants: a value without an offset (a ``timestamp without time zone``
+    column, or a bound written ``2013-03-01 05:00:00``) is taken as UTC, so a naive backfill bound
+    works on a ``timestamptz`` column whose text carries an offset. Once any value carried an offset,
+    formatted values carry ``+00:00`` (explicit in the SQL, whatever the session's time zone)."""
 
     def __init__(self, dtype: T.DataType) -> None:
         self.temporal = isinstance(dtype, TEMPORAL)
         self.is_date = isinstance(dtype, T.DateType)
+        self.aware = False
 
     def parse(self, text: str) -> Any:
         if self.is_date:
             return dt.date.fromisoformat(text)
         if self.temporal:
-            return dt.datetime.fromisoformat(text)
+            value = dt.datetime.fromisoformat(text)
+            if value.tzinfo is None:
+                return value.replace(tzinfo=dt.UTC)
+            self.aware = True
+            return value.astimezone(dt.UTC)
         return Decimal(text) if any(c in text for c in ".eE") else int(text)
 
     def format(self, value: Any) -> str:
         if self.is_date:
             return value.isoformat()
         if self.temporal:
+            if value.tzinfo is not None and not self.aware:
+                value = value.astimezone(dt.UTC).replace(tzinfo=None)
             return value.isoformat(sep=" ")
         return str(value)
 
@@ -267,6 +280,8 @@ class JdbcSource(Source):
         if wm_max is None:
             return [WorkUnit(table, low, low, empty=True, payload=payload)]
         upper = wm_max if kind.parse(wm_max) <= values["high"] else kind.format(values["high"])
+        if low is not None:  # the column's own form: '... 05:00:00+00:00' on a timestamptz column
+            low = kind.format(values["low"])
         start = low if low is not None else wm_min
         if kind.parse(upper) < kind.parse(wm_min) or (low is not None and kind.parse(upper) <= values["low"]):
             return [WorkUnit(table, low, low, empty=True, payload=payload)]
