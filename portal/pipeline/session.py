@@ -4,7 +4,7 @@ One helper so the worker, the CLI, the tests and the benchmark all get the same 
 PostgreSQL JDBC driver and Flowport's own jar (the one-pass fork's file format, when built) on the
 classpath, the FAIR scheduler (tasks and fork branches run as concurrent Spark jobs from threads and
 should share the cores), UTC as session time zone (so timestamp watermarks mean the same thing
-everywhere), and for ``local`` masters a small shuffle partition count (the default 200 only adds
+everywhere), standard Parquet timestamps (microseconds, UTC-adjusted; not INT96), and for ``local`` masters a small shuffle partition count (the default 200 only adds
 overhead) and this process's own Python for the Python workers, so a UDF in a custom source or
 converter imports what the driver imports (Spark's default, ``python3`` on PATH, lacks the
 virtualenv).
@@ -43,6 +43,9 @@ def get_or_create_spark(
     settings: dict[str, Any] = {
         "spark.scheduler.mode": "FAIR",
         "spark.sql.session.timeZone": "UTC",
+        # Standard Parquet timestamps (INT64 microseconds, isAdjustedToUTC) instead of legacy INT96,
+        # so pyarrow, DuckDB or Trino read the instants with their UTC marker.
+        "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
         "spark.ui.showConsoleProgress": "false",
     }
     if master.startswith("local"):

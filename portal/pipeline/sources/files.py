@@ -12,6 +12,7 @@ watermark listed at planning time; files are assumed immutable once written (wri
 rename in).  ``source.files.settle.seconds`` leaves out files modified in the last N seconds, for
 writers that cannot rename.  New files are split into consecutive ranges of at most
 ``source.files.workunit.max.bytes`` (default 1 GiB) / ``source.files.workunit.max.files``.
+Inferred CSV integers are ``bigint`` (as JDBC and JSON give them); ``source.schema`` says otherwise.
 ``source.files.glob`` keeps only the files whose name matches (``*-b0.*``: branch 0 of a fork that
 published several branches to one folder).
 
@@ -30,6 +31,10 @@ import os
 import re
 import time
 from typing import Any
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
 from portal.pipeline import fs
 from portal.pipeline.errors import ConfigError
@@ -190,4 +195,23 @@ class FileSource(Source):
                 reader = reader.option(key[len("source.files.option.") :], self.props[key])
         if schema:
             reader = reader.schema(schema)
-        return Extraction(reader.load(work_unit.payload["files"]))
+        df = reader.load(work_unit.payload["files"])
+        if fmt == "csv" and not schema:
+            df = _wide_integers(df)
+        return Extraction(df)
+
+
+def _wide_integers(df: DataFrame) -> DataFrame:
+    """Inferred CSV integers as bigint, as JSON inference and JDBC ``bigint`` columns give them: the
+    same table read from a CSV drop and from the database lands with one schema."""
+    narrow = (T.ByteType, T.ShortType, T.IntegerType)
+    if not any(isinstance(f.dataType, narrow) for f in df.schema.fields):
+        return df
+    return df.select(
+        *[
+            F.col(f"`{f.name}`").cast("bigint").alias(f.name)
+            if isinstance(f.dataType, narrow)
+            else F.col(f"`{f.name}`")
+            for f in df.schema.fields
+        ]
+    )
