@@ -12,7 +12,8 @@ the remaining steps and a second complete run changes nothing.
   overwritten); neither present -> CommitConflictError (the task output was lost).
 * ``jdbc_publish`` (:class:`JdbcPublishCommitStep`): appends the rows of the staging table(s) to the
   target table and records a marker row keyed by (execution id, job, dataset, branch) in the marker
-  table, in ONE PostgreSQL transaction, then drops the staging tables in it.  verify: the marker
+  table, in ONE PostgreSQL transaction, then drops the staging tables in it (MySQL/MariaDB and SQLite
+  destinations: :mod:`portal.pipeline.jdbc_targets`).  verify: the marker
   exists (with the same target and row count -> True; otherwise CommitConflictError).  The password
   is not in the step: ``password_property`` names the job property holding it, and
   ``from_dict(data, properties)`` resolves it.
@@ -30,6 +31,7 @@ from psycopg import sql
 
 from portal.pipeline import fs, pgconn
 from portal.pipeline.errors import CommitConflictError, ConfigError
+from portal.pipeline.jdbc_targets import JdbcTarget
 
 _REGISTRY: dict[str, type[CommitStep]] = {}
 
@@ -184,13 +186,37 @@ class JdbcPublishCommitStep(CommitStep):
             f"but this step publishes {self.data['rows']} row(s) into {self.data['target_table']}"
         )
 
+    def _other_dialect(self) -> JdbcTarget | None:
+        """MySQL/MariaDB and SQLite destinations publish through :mod:`portal.pipeline.jdbc_targets`."""
+        url = str(self.data["url"])
+        return (
+            None if url.startswith("jdbc:postgresql:") else JdbcTarget(url, self.data["user"], self.password)
+        )
+
     def verify(self) -> bool:
+        target = self._other_dialect()
+        if target is not None:
+            with target.connect() as conn:
+                marker = target.marker(conn, self.data["marker_table"], self._key())
+                if marker is not None and self._same(marker):
+                    for staging in self.data["staging_tables"]:  # left by a crash after the commit
+                        target.drop(conn, staging)
+                    return True
+                return False
         with self._connect() as conn:
             marker = self._marker(conn)
             return marker is not None and self._same(marker)
 
     def execute(self) -> None:
         d = self.data
+        target = self._other_dialect()
+        if target is not None:
+            done = target.publish(
+                d["marker_table"], d["target_table"], list(d["staging_tables"]), d["rows"], self._key()
+            )
+            if done is not None:
+                self._same(done)
+            return
         marker_table = pgconn.table_ident(d["marker_table"])
         target = pgconn.table_ident(d["target_table"])
         with self._connect() as conn, conn.transaction():

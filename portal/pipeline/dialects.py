@@ -40,6 +40,7 @@ class Dialect:
     read_as: dict[str, str] = field(default_factory=dict)
     # Column types for tables the writer creates, by Spark type name.
     write_as: dict[str, str] = field(default_factory=dict)
+    own_ddl: bool = False  # the writer creates its tables itself (Spark cannot probe them)
 
     def quote(self, identifier: str) -> str:
         """``schema.table`` -> ``"schema"."table"`` (`` `schema`.`table` `` in MySQL); quotes already
@@ -114,7 +115,22 @@ SQLITE = Dialect(
     text_type="TEXT",
     # SQLite's INTEGER is 64-bit whatever the declared type says; the driver reports INTEGER.
     read_as={"integer": "BIGINT", "short": "BIGINT", "byte": "BIGINT"},
-    write_as={"string": "TEXT", "long": "INTEGER", "integer": "INTEGER", "timestamp": "TEXT"},
+    write_as={
+        "string": "TEXT",
+        "long": "INTEGER",
+        "integer": "INTEGER",
+        "short": "INTEGER",
+        "byte": "INTEGER",
+        "boolean": "INTEGER",
+        "double": "REAL",
+        "float": "REAL",
+        "decimal": "NUMERIC",
+        "timestamp": "TEXT",
+        "timestamp_ntz": "TEXT",
+        "date": "TEXT",
+        "binary": "BLOB",
+    },
+    own_ddl=True,
 )
 DIALECTS = (POSTGRESQL, MYSQL, SQLITE)
 

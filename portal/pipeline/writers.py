@@ -40,7 +40,9 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from portal.pipeline import fs, pgconn
+from portal.pipeline.dialects import dialect_for
 from portal.pipeline.errors import ConfigError
+from portal.pipeline.jdbc_targets import JdbcTarget
 from portal.pipeline.jobspec import JobSpec
 from portal.pipeline.loader import load_class
 from portal.pipeline.properties import Properties
@@ -218,9 +220,10 @@ class JdbcDataWriter(DataWriter):
         self.staging_table = staging_table_name(self.table, ctx.jobspec, ctx.task_id, ctx.branch_index)
 
     def _options(self) -> dict[str, str]:
+        dialect = dialect_for(self.url, "writer.jdbc.url")
         options = {
-            "url": self.url,
-            "driver": self.props.get("writer.jdbc.driver", "org.postgresql.Driver") or "",
+            "url": dialect.spark_url(self.url),
+            "driver": self.props.get("writer.jdbc.driver") or dialect.driver,
         }
         user = self.props.get("writer.jdbc.username")
         password = self.props.get("writer.jdbc.password")
@@ -232,12 +235,33 @@ class JdbcDataWriter(DataWriter):
         return options
 
     def write(self, df: DataFrame) -> WriteResult:
+        mode = "overwrite"
+        dialect = dialect_for(self.url, "writer.jdbc.url")
+        if dialect.own_ddl:  # SQLite: the table is made here, in the dialect's types
+            target = JdbcTarget(
+                self.url, self.props.get("writer.jdbc.username"), self.props.get("writer.jdbc.password")
+            )
+            target.create(
+                self.staging_table,
+                [(f.name, dialect.column_type(f.dataType) or "TEXT") for f in df.schema.fields],
+            )
+            mode = "append"
         df.write.format("jdbc").options(**self._options()).option("dbtable", self.staging_table).mode(
-            "overwrite"
+            mode
         ).save()
         return WriteResult(staging_table=self.staging_table)
 
     def abort(self) -> None:
+        if not self.url.startswith("jdbc:postgresql:"):
+            try:
+                target = JdbcTarget(
+                    self.url, self.props.get("writer.jdbc.username"), self.props.get("writer.jdbc.password")
+                )
+                with target.connect() as conn:
+                    target.drop(conn, self.staging_table)
+            except Exception:  # noqa: S110 - best effort; a leftover staging table is harmless
+                pass
+            return
         try:
             conn = pgconn.connect(
                 self.url, self.props.get("writer.jdbc.username"), self.props.get("writer.jdbc.password")
