@@ -82,6 +82,38 @@ class Dialect:
         """The column type the writer creates for ``dtype`` (None: Spark's own choice)."""
         return self.write_as.get(dtype.typeName())
 
+    def move_rows(
+        self, target: str, staging: str, columns: list[str], keys: list[str], order: str | None = None
+    ) -> str:
+        """``INSERT INTO target SELECT ... FROM staging``; with ``keys`` an upsert on them (the target
+        has a unique index on the keys), the row latest by ``order`` winning within the staging table."""
+        q = self.quote
+        names = ", ".join(q(c) for c in columns)
+        head = f"INSERT INTO {q(target)} ({names}) SELECT {names} FROM {q(staging)}"  # noqa: S608
+        if not keys:
+            return head
+        key_list = ", ".join(q(k) for k in keys)
+        others = [c for c in columns if c not in keys]
+        if self.name == "postgresql":  # one row per key: ON CONFLICT may not touch a row twice
+            latest = f", {q(order)} DESC" if order else ""
+            select = f"SELECT DISTINCT ON ({key_list}) {names} FROM {q(staging)} ORDER BY {key_list}{latest}"  # noqa: S608
+            update = ", ".join(f"{q(c)} = EXCLUDED.{q(c)}" for c in others)
+            action = f"DO UPDATE SET {update}" if others else "DO NOTHING"
+            return f"INSERT INTO {q(target)} ({names}) {select} ON CONFLICT ({key_list}) {action}"
+        ordered = f"{head} WHERE 1=1" + (f" ORDER BY {q(order)}" if order else "")  # later rows win
+        if self.name == "mysql":
+            update = ", ".join(f"{q(c)} = VALUES({q(c)})" for c in others or keys[:1])
+            return f"{ordered} ON DUPLICATE KEY UPDATE {update}"
+        update = ", ".join(f"{q(c)} = excluded.{q(c)}" for c in others)
+        return f"{ordered} ON CONFLICT ({key_list}) " + (
+            f"DO UPDATE SET {update}" if others else "DO NOTHING"
+        )
+
+    def unique_index(self, table: str, keys: list[str]) -> str:
+        """The unique index an upsert's target needs on its keys."""
+        name = self.quote(f"{table.rpartition('.')[2]}_fp_key")
+        return f"CREATE UNIQUE INDEX {name} ON {self.quote(table)} ({', '.join(self.quote(k) for k in keys)})"
+
     def spark_url(self, url: str) -> str:
         """The URL Spark's JDBC data source is given (``jdbc:mariadb:`` -> ``jdbc:mysql:``)."""
         if url.startswith("jdbc:mariadb:"):

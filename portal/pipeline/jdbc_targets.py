@@ -11,6 +11,10 @@ transaction through psycopg; this module does the same for the other dialects:
   first, then the rows and the marker go in one InnoDB transaction under ``GET_LOCK``; the staging
   tables are dropped after the commit (a crash in between leaves them, and the step's ``verify``
   drops them once it sees the marker).
+
+With merge keys (``writer.jdbc.write.mode=upsert`` on ``extract.primary.key.fields``) the rows are
+upserted (:meth:`~portal.pipeline.dialects.Dialect.move_rows`) and a target created here gets a
+unique index on the keys. The marker counts the rows staged.
 """
 
 from __future__ import annotations
@@ -104,7 +108,13 @@ class JdbcTarget:
         self._run(conn, f"DROP TABLE IF EXISTS {self.dialect.quote(table)}")
 
     def publish(
-        self, marker_table: str, target: str, staging_tables: list[str], rows: int | None, key: Key
+        self,
+        marker_table: str,
+        target: str,
+        staging_tables: list[str],
+        rows: int | None,
+        key: Key,
+        merge: tuple[list[str], str | None] = ([], None),
     ) -> tuple[str, int] | None:
         """Move the staging rows and write the marker; returns an existing marker instead (done)."""
         q = self.dialect.quote
@@ -118,10 +128,14 @@ class JdbcTarget:
                 "published_at TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP, "
                 "PRIMARY KEY (execution_id, job_name, dataset_urn, branch))",
             )
+            keys, order = merge
+            created = self.exists(conn, target)
             if self.dialect is MYSQL:
                 for staging in staging_tables[:1]:
                     if self.exists(conn, staging):
                         self._run(conn, f"CREATE TABLE IF NOT EXISTS {q(target)} LIKE {q(staging)}")
+                if keys and not created and self.exists(conn, target):
+                    self._run(conn, self.dialect.unique_index(target, keys))
                 self._run(conn, "SELECT GET_LOCK(?, 60)", (repr(key),))
                 self._run(conn, "START TRANSACTION")
             else:
@@ -139,12 +153,14 @@ class JdbcTarget:
                         )
                     # Identifiers are quoted by the dialect; values go as parameters.
                     src, dst = q(staging), q(target)
-                    if self.dialect is SQLITE:
-                        self._run(conn, f"CREATE TABLE IF NOT EXISTS {dst} AS SELECT * FROM {src} WHERE 0")  # noqa: S608
+                    if self.dialect is SQLITE and not self.exists(conn, target):
+                        self._run(conn, f"CREATE TABLE {dst} AS SELECT * FROM {src} WHERE 0")  # noqa: S608
+                        if keys:
+                            self._run(conn, self.dialect.unique_index(target, keys))
                     probe = f"SELECT * FROM {src} LIMIT 0"  # noqa: S608
-                    names = ", ".join(q(c[0]) for c in self._run(conn, probe).description)
-                    move = f"INSERT INTO {dst} ({names}) SELECT {names} FROM {src}"  # noqa: S608
-                    total += self._run(conn, move).rowcount
+                    columns = [c[0] for c in self._run(conn, probe).description]
+                    total += int(self._run(conn, f"SELECT count(*) FROM {src}").fetchone()[0])  # noqa: S608
+                    self._run(conn, self.dialect.move_rows(target, staging, columns, keys, order))
                     if self.dialect is SQLITE:
                         self.drop(conn, staging)
                 if rows is not None and total != int(rows):

@@ -218,6 +218,15 @@ class JdbcDataWriter(DataWriter):
         self.url = props.require("writer.jdbc.url")
         self.table = props.require("writer.jdbc.table")
         self.staging_table = staging_table_name(self.table, ctx.jobspec, ctx.task_id, ctx.branch_index)
+        mode = (props.get("writer.jdbc.write.mode") or "append").lower()
+        if mode not in ("append", "upsert"):
+            raise ConfigError(
+                f"{props.describe('writer.jdbc.write.mode')} must be append or upsert, got '{mode}'"
+            )
+        if mode == "upsert" and not props.get_list("extract.primary.key.fields"):
+            raise ConfigError(
+                f"{props.describe('writer.jdbc.write.mode')}: upsert needs extract.primary.key.fields (the merge keys)"
+            )
 
     def _options(self) -> dict[str, str]:
         dialect = dialect_for(self.url, "writer.jdbc.url")
