@@ -6,9 +6,10 @@ from __future__ import annotations
 from django import template
 from django.urls import reverse
 
+from portal.events.links import execution_path
 from portal.monitoring import history
 from portal.monitoring.charts import format_count, format_duration
-from portal.monitoring.services import execution_path
+from portal.pipeline.watermarks import value_of
 
 register = template.Library()
 
@@ -58,6 +59,5 @@ def flow_chart(flow_group: str, flow_name: str) -> dict:
 @register.filter
 def watermark_value(watermark: str | None) -> str:
     """The plain value of a watermark (a look-back one shows its value, not its hashes)."""
-    from portal.pipeline.watermarks import value_of
 
     return value_of(watermark) or ""

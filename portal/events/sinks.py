@@ -24,8 +24,8 @@ from django.db import close_old_connections
 from django.db.models import Q
 from django.utils import timezone
 
-from portal.monitoring.models import Event
-from portal.monitoring.services import execution_path
+from portal.events.links import execution_path
+from portal.events.models import Event
 
 logger = logging.getLogger(__name__)
 
