@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("orchestration", "0008_merge_0005_scale_indexes_0007_state_per_flow"),
+        ("orchestration", "0009_commit_store_per_flow"),
     ]
 
     operations = [
