@@ -5,5 +5,5 @@ class KeysConfig(AppConfig):
     name = "portal.keys"
 
     def ready(self) -> None:
-        # The master key system checks, and the flow-save listener.
-        from portal.keys import checks, receivers  # noqa: F401
+        # The master key system checks (a flow's secrets are checked by flows.services.validate_flow).
+        from portal.keys import checks  # noqa: F401

@@ -208,6 +208,7 @@ def test_bad_part_requests_are_4xx(browser, method, url, status):
 
 def preview(browser, url: str = "/flows/new/?part=compile", **changes):
     data = {"flow_group": "sales", "flow_name": "orders", "source": "pg-sales", "destinations": ["archive"]}
+    data["properties_text"] = "source.jdbc.tables=orders\nextract.is.full=true"  # what a JDBC source needs
     data.update(changes)
     return htmx(browser, url, {k: v for k, v in data.items() if v is not None})
 
