@@ -122,7 +122,7 @@ class FlowConfigForm(forms.ModelForm):
             ),
             "schedule": (
                 "Unix cron, 5 fields (*/15 * * * *), or Gobblin's Quartz form (0 0/15 * * * ?). "
-                "Empty runs the flow once."
+                "Empty runs the flow once, as soon as it is saved."
             ),
         }
         widgets = {

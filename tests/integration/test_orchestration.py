@@ -47,7 +47,9 @@ def lake(tmp_path) -> Path:
 
 def make_flow(destination: str = "lake", schedule: str = "", name: str = "", **properties: str):
     props = {"source.class": SOURCE, "writer.output.format": "json", "numbers.per.run": "10", **properties}
-    return flow_services.create_flow(
+    # No schedule = run once, as soon as it is saved (Gobblin): created switched off so the save runs
+    # nothing, then switched on (which runs nothing either); the test runs it itself.
+    flow = flow_services.create_flow(
         owner=User.objects.get_or_create(username="olivia")[0],
         data={
             "flow_group": "it",
@@ -56,8 +58,10 @@ def make_flow(destination: str = "lake", schedule: str = "", name: str = "", **p
             "source": "landing",
             "destinations": [destination],
             "properties": props,
+            "paused": not schedule,
         },
     )
+    return flow_services.set_paused(flow, False)
 
 
 def finished(execution: FlowExecution, timeout: float = 90) -> FlowExecution:

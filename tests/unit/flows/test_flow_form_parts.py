@@ -76,7 +76,8 @@ def test_a_bad_schedule_is_explained_and_has_no_runs(browser, schedule, error):
 
 def test_no_schedule_runs_once(browser):
     html = htmx(browser, "/flows/new/?part=schedule", {"schedule": "  "}).content.decode()
-    assert "No schedule: the flow runs once." in html and runs(html) == []
+    assert "No schedule: the flow runs once, as soon as it is saved (unless it is paused)." in html
+    assert runs(html) == []
 
 
 def test_the_page_shows_the_same_preview(browser, owner):

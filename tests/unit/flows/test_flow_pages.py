@@ -106,3 +106,21 @@ def test_someone_else_cannot_edit_or_delete(client, owner, outsider):
     assert client.get("/flows/sales/orders/edit/").status_code == 403
     assert client.post("/flows/sales/orders/delete/").status_code == 403
     assert FlowConfig.objects.exists()
+
+
+def test_a_flow_without_a_schedule_says_it_runs_when_saved(browser, owner, sales_nodes):
+    form = {
+        "flow_group": "sales",
+        "flow_name": "once",
+        "schedule": "",
+        "source": "pg-orders",
+        "destinations_text": "lake",
+        "properties_text": "source.jdbc.tables=orders\nextract.is.full=true",
+    }
+    saved = browser.post("/flows/new/", form)
+    assert saved.status_code == 302
+    flow = FlowConfig.objects.get()
+    assert flow.executions.get().trigger == "RUN_IMMEDIATELY"
+    detail = browser.get(saved["Location"]).content.decode()
+    assert "none — runs once when saved" in detail and ">runs once<" not in detail
+    assert "once, on save" in browser.get("/flows/").content.decode()

@@ -302,3 +302,19 @@ def test_a_listener_failure_saves_nothing(api):
     finally:
         flow_catalog_changed.disconnect(broken)
     assert not FlowConfig.objects.exists()
+
+
+def test_a_flow_without_a_schedule_runs_once_at_once(api):
+    """Gobblin's run-once flow: no schedule means one execution, now (and again when it is saved
+    again); created paused, it waits for Run now."""
+    from portal.orchestration.models import FlowExecution
+
+    assert api.post("/api/flowconfigs", flow_body(schedule=""), format="json").status_code == 201
+    assert list(FlowExecution.objects.values_list("trigger", flat=True)) == ["RUN_IMMEDIATELY"]
+    assert api.patch("/api/flowconfigs/sales/orders", {"description": "x"}, format="json").status_code == 200
+    assert FlowExecution.objects.count() == 2
+    assert api.post("/api/flowconfigs", flow_body(flowName="hourly"), format="json").status_code == 201
+    assert FlowExecution.objects.count() == 2  # a scheduled flow waits for its ticks
+    body = flow_body(flowName="later", schedule="", paused=True)
+    assert api.post("/api/flowconfigs", body, format="json").status_code == 201
+    assert FlowExecution.objects.count() == 2
