@@ -64,10 +64,10 @@ def setup_django(db_name: str) -> None:
     call_command("migrate", verbosity=0)
 
 
-def _copy(table: str, rows, overrides_order: list[str]) -> None:
-    """COPY rows (tuples in `overrides_order`) into `table`; every other NOT
-    NULL column gets a neutral value of its type, so the generator does not
-    repeat each model's defaults."""
+def _neutral_columns(table: str, given: list[str]) -> list[tuple[str, str]]:
+    """Every other NOT NULL column of `table` without a database default, with a neutral
+    value of its type, so the generator does not repeat each model's defaults (and keeps
+    working when a model gains a column)."""
     from django.db import connection
 
     with connection.cursor() as cursor:
@@ -79,7 +79,7 @@ def _copy(table: str, rows, overrides_order: list[str]) -> None:
         columns = cursor.fetchall()
     extra = []
     for name, data_type, nullable, default in columns:
-        if name in overrides_order or nullable == "YES" or (default or "").startswith("nextval"):
+        if name in given or nullable == "YES" or (default or "").startswith("nextval"):
             continue
         if name == "id":
             continue
@@ -92,6 +92,14 @@ def _copy(table: str, rows, overrides_order: list[str]) -> None:
             "timestamp with time zone": datetime.now(UTC).isoformat(),
         }.get(data_type, "")
         extra.append((name, value))
+    return extra
+
+
+def _copy(table: str, rows, overrides_order: list[str]) -> None:
+    """COPY rows (tuples in `overrides_order`) into `table`; the other columns get neutral values."""
+    from django.db import connection
+
+    extra = _neutral_columns(table, overrides_order)
     names = overrides_order + [name for name, _ in extra]
     tail = [value for _, value in extra]
     raw = connection.connection  # the psycopg connection under Django's
@@ -190,16 +198,22 @@ def generate(flows: int, jobs: int, events: int) -> dict:
             "ended_at",
         ],
     )
+    given = (
+        "execution_id, job_name, job_group, hop_index, executor, queue, spark_master, parents, spec, status, "
+        "status_rank, attempt, retries, max_retries, cancel_requested, message, processed_count, low_watermark, "
+        "high_watermark, spark_ui_url, progress, task_states, log_excerpt, driver_log_excerpt, worker, started_at, "
+        "ended_at"
+    )
+    extra = _neutral_columns("orchestration_jobexecution", [c.strip() for c in given.split(",")])
     with connection.cursor() as cursor:
         cursor.execute(
-            "INSERT INTO orchestration_jobexecution (execution_id, job_name, job_group, hop_index, executor, queue, "
-            "spark_master, parents, spec, status, status_rank, attempt, retries, max_retries, cancel_requested, "
-            "message, processed_count, low_watermark, high_watermark, spark_ui_url, progress, task_states, "
-            "log_excerpt, driver_log_excerpt, worker, redeliveries, started_at, ended_at) "
+            f"INSERT INTO orchestration_jobexecution ({given}{''.join(', ' + n for n, _ in extra)}) "  # noqa: S608
             "SELECT e.id, e.flow_group || '.' || e.flow_name || '.' || h.hop || '-hop', e.flow_group, h.hop, "
             "'spark-local-ingest', 'executor.spark-local-ingest', 'local[*]', '[]', '{}', e.status, 0, 1, 0, 0, "
-            "false, '', 1000, '', '', '', '{}', '[]', '', '', '', 0, e.started_at, e.ended_at "
-            "FROM orchestration_flowexecution e CROSS JOIN (VALUES (1), (2)) AS h(hop)"
+            "false, '', 1000, '', '', '', '{}', '[]', '', '', '', e.started_at, e.ended_at"
+            + "".join(", %s" for _ in extra)
+            + " FROM orchestration_flowexecution e CROSS JOIN (VALUES (1), (2)) AS h(hop)",
+            [value for _, value in extra],
         )
     _copy(
         "monitoring_event",

@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from portal.flows.models import FlowConfig
+from portal.flows.models import CompiledJobDag, FlowConfig
 from portal.flows.signals import flow_catalog_changed
 from portal.pipeline.errors import ConfigError
 from portal.pipeline.properties import Properties
-from portal.topology.models import CompiledJobDag
 from tests.unit.templatepacks.factories import make_pack
 from tests.unit.topology.helpers import executor, nodes
 
