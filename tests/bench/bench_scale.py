@@ -318,14 +318,17 @@ def measure(flows: int) -> dict:
     everyone = list(FlowConfig.objects.select_related("owner"))
     started = time.perf_counter()
     for one in everyone:
-        compile_flow(one, topology=snapshot, loader=batch.loader_for(one.owner))
+        compile_flow(
+            one, topology=snapshot, loader=batch.loader_for(one.owner), access=batch.access_for(one.owner)
+        )
     figures["compile only, every flow (no writes)"] = len(everyone) / (time.perf_counter() - started)
 
     flow = FlowConfig.objects.select_related("owner").order_by("pk").first()
-    loader = BatchTemplates().loader_for(flow.owner)
-    compile_flow(flow, topology=snapshot, loader=loader)
+    warm = BatchTemplates()
+    loader, access = warm.loader_for(flow.owner), warm.access_for(flow.owner)
+    compile_flow(flow, topology=snapshot, loader=loader, access=access)
     figures["one compile (demo flow, warm)"] = statistics.median(
-        _ms(lambda: compile_flow(flow, topology=snapshot, loader=loader), 200)
+        _ms(lambda: compile_flow(flow, topology=snapshot, loader=loader, access=access), 200)
     )
     figures["one compile (demo flow, cold loader, with its queries)"] = statistics.median(
         _ms(lambda: compile_flow(flow), 50)
