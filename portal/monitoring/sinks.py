@@ -13,6 +13,7 @@ import json
 import logging
 import os
 import threading
+import urllib.error
 import urllib.request
 from collections.abc import Callable
 from datetime import datetime, timedelta
@@ -24,7 +25,8 @@ from django.db import close_old_connections
 from django.db.models import Q
 from django.utils import timezone
 
-from portal.monitoring.models import Event
+from portal.monitoring import subscriptions
+from portal.monitoring.models import Event, Subscription
 from portal.monitoring.services import execution_path
 
 logger = logging.getLogger(__name__)
@@ -57,7 +59,8 @@ def event_payload(event: Event) -> dict:
     }
 
 
-def send_email(event: Event) -> None:
+def send_email(event: Event, to: list[str] | None = None) -> None:
+    """To the operator's MONITORING_EMAIL_TO, or to `to` (a subscriber)."""
     payload = event_payload(event)
     where = f"{event.flow_group}/{event.flow_name}" if event.flow_group else event.subject
     subject = f"[Flowport] {event.severity} {event.kind}" + (f": {where}" if where else "")
@@ -67,20 +70,41 @@ def send_email(event: Event) -> None:
     if payload["url"]:
         lines.append(f"Execution: {payload['url']}")
     lines.append(f"Dashboard: {settings.SITE_URL.rstrip('/')}/monitoring/")
+    if to is not None:
+        lines += [
+            "",
+            f"You subscribed to this flow; change or remove it at {settings.SITE_URL.rstrip('/')}/account/",
+        ]
     connection = get_connection(timeout=settings.MONITORING_SINK_TIMEOUT_SECONDS)
     send_mail(
         subject[:200],
         "\n".join(lines),
         settings.MONITORING_EMAIL_FROM,
-        settings.MONITORING_EMAIL_TO,
+        to if to is not None else settings.MONITORING_EMAIL_TO,
         connection=connection,
     )
 
 
-def send_webhook(event: Event) -> None:
-    url = settings.MONITORING_WEBHOOK_URL
-    if urlsplit(url).scheme not in ("http", "https"):
-        raise ValueError("MONITORING_WEBHOOK_URL must be an http(s) URL")
+class _NoRedirects(urllib.request.HTTPRedirectHandler):
+    """A webhook answering with a redirect is a failure: following it could
+    reach a host MONITORING_WEBHOOK_ALLOWED_HOSTS keeps subscribers from."""
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):
+        raise urllib.error.HTTPError(req.full_url, code, f"redirect to {newurl} not followed", headers, fp)
+
+
+_opener = urllib.request.build_opener(_NoRedirects)
+
+
+def send_webhook(event: Event, url: str | None = None) -> None:
+    """To the operator's MONITORING_WEBHOOK_URL, or to `url` (a subscriber's,
+    checked again against the allowed hosts: the setting may have changed)."""
+    if url is None:
+        url = settings.MONITORING_WEBHOOK_URL
+        if urlsplit(url).scheme not in ("http", "https"):
+            raise ValueError("MONITORING_WEBHOOK_URL must be an http(s) URL")
+    else:
+        subscriptions.validate_webhook_url(url)
     body = json.dumps(event_payload(event)).encode()
     request = urllib.request.Request(  # noqa: S310 - scheme checked above
         url,
@@ -88,7 +112,7 @@ def send_webhook(event: Event) -> None:
         method="POST",
         headers={"Content-Type": "application/json", "User-Agent": "Flowport monitoring"},
     )
-    with urllib.request.urlopen(request, timeout=settings.MONITORING_SINK_TIMEOUT_SECONDS) as response:  # noqa: S310
+    with _opener.open(request, timeout=settings.MONITORING_SINK_TIMEOUT_SECONDS) as response:
         response.read(1024)
 
 
@@ -118,21 +142,36 @@ def _claim(event: Event, now: datetime) -> bool:
     return bool(won)
 
 
+def _targets(event: Event, sinks: dict[str, Callable[[Event], None]]) -> dict[str, Callable[[], None]]:
+    """Who gets this event: the operator's sinks (above the severity floor)
+    and the flow's subscribers (for the kinds they chose)."""
+    targets: dict[str, Callable[[], None]] = {}
+    if event.severity in _severities():
+        targets.update({name: (lambda send=send: send(event)) for name, send in sinks.items()})
+    targets.update(subscriptions.targets_for(event, send_email, send_webhook))
+    return targets
+
+
 def deliver_pending_events(now: datetime | None = None, limit: int = BATCH) -> int:
-    """Send undelivered recent events to every configured sink; returns how
-    many were delivered everywhere. Safe to call from several processes."""
+    """Send undelivered recent events to every configured sink and to the
+    flow's subscribers; returns how many were delivered everywhere. Safe to
+    call from several processes."""
     sinks = configured_sinks()
-    if not sinks:
+    anyone_subscribed = Subscription.objects.exists()
+    if not sinks and not anyone_subscribed:
         return 0
     now = now or timezone.now()
     recent = now - timedelta(seconds=settings.MONITORING_SINK_MAX_AGE_SECONDS)
+    wanted = Q(severity__in=_severities()) if sinks else Q(pk__in=[])
+    if anyone_subscribed:
+        wanted |= Q(kind__in=subscriptions.SUBSCRIBABLE_KINDS)
     due = (
         Event.objects.filter(
             delivered_at__isnull=True,
             created__gte=recent,
             delivery_attempts__lt=MAX_ATTEMPTS,
-            severity__in=_severities(),
         )
+        .filter(wanted)
         .filter(Q(delivery_lease_until__isnull=True) | Q(delivery_lease_until__lt=now))
         .order_by("id")[:limit]
     )
@@ -142,11 +181,11 @@ def deliver_pending_events(now: datetime | None = None, limit: int = BATCH) -> i
             continue  # another process has it
         done = list(event.delivered_to)
         errors = []
-        for name, send in sinks.items():
+        for name, send in _targets(event, sinks).items():
             if name in done:
                 continue  # accepted on an earlier attempt; do not send it twice
             try:
-                send(event)
+                send()
             except Exception as exc:
                 errors.append(f"{name}: {type(exc).__name__}: {exc}")
                 logger.warning("event %s not delivered to %s: %s", event.pk, name, exc)
@@ -189,7 +228,7 @@ def kick() -> None:
     """Wake this process's sender (started on first use; a forked child gets
     its own). Returns at once."""
     global _thread, _thread_pid
-    if not configured_sinks():
+    if not configured_sinks() and not Subscription.objects.exists():
         return
     with _lock:
         if _thread is None or _thread_pid != os.getpid() or not _thread.is_alive():

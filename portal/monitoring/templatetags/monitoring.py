@@ -61,3 +61,29 @@ def watermark_value(watermark: str | None) -> str:
     from portal.pipeline.watermarks import value_of
 
     return value_of(watermark) or ""
+
+
+@register.inclusion_tag("monitoring/partials/flow_subscription.html", takes_context=True)
+def flow_subscription(context, flow) -> dict:
+    """The flow page's "Your subscription" card: `{% flow_subscription flow %}`."""
+    from portal.monitoring import subscriptions
+
+    subscription = subscriptions.subscription_of(context["request"].user, flow)
+    return {
+        "flow": flow,
+        "subscription": subscription,
+        "summary": subscriptions.describe(subscription) if subscription else "",
+        "csrf_token": context.get("csrf_token"),
+    }
+
+
+@register.inclusion_tag("monitoring/partials/my_subscriptions.html", takes_context=True)
+def my_subscriptions(context) -> dict:
+    """The profile's list of the user's subscriptions: `{% my_subscriptions %}`."""
+    from portal.monitoring import subscriptions
+
+    found = subscriptions.subscriptions_of(context["request"].user)
+    return {
+        "rows": [(subscription, subscriptions.describe(subscription)) for subscription in found],
+        "csrf_token": context.get("csrf_token"),
+    }
