@@ -20,6 +20,9 @@ urlpatterns = [
         name="capability_remove",
     ),
     path("datanodes/new/", views.datanode_create, name="datanode_create"),
+    path("datanodes/<str:name>/", views.datanode_detail, name="datanode"),
+    path("datanodes/<str:name>/test/", views.datanode_test, name="datanode_test"),
+    path("datanodes/<str:name>/discover/", views.datanode_discover, name="datanode_discover"),
     path("datanodes/<str:name>/edit/", views.datanode_edit, name="datanode_edit"),
     path("datanodes/<str:name>/delete/", views.datanode_delete, name="datanode_delete"),
 ]

@@ -10,12 +10,12 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db.models import Prefetch
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.views.decorators.http import require_http_methods, require_POST
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django.views.decorators.vary import vary_on_headers
 
-from portal.topology import services
+from portal.topology import access, connections, services
 from portal.topology.forms import CapabilityForm, DataNodeForm, SpecExecutorForm
 from portal.topology.models import Capability, DataNode, SpecExecutor
 from portal.topology.svg import topology_svg
@@ -225,3 +225,47 @@ def compile_preview(request: HttpRequest) -> HttpResponse:
     else:
         errors = [f"{field}: {' '.join(messages)}" for field, messages in form.errors.items()]
     return render(request, "topology/partials/compile_preview.html", {"compiled": compiled, "errors": errors})
+
+
+# --- a data node's page: Test connection and discovery ----------------------------------
+
+
+def _usable_node(request: HttpRequest, name: str) -> DataNode:
+    """A node the user holds a grant on (staff: any); otherwise 404, so a
+    user learns nothing about what lies behind a node not granted to them."""
+    node = get_object_or_404(DataNode, name=name)
+    if not (
+        access.may_use(request.user, name, access.READ) or access.may_use(request.user, name, access.WRITE)
+    ):
+        raise Http404("No such data node.")
+    return node
+
+
+def _typed_credentials(request: HttpRequest) -> dict[str, str]:
+    return {
+        "user": request.POST.get("test_user", "")[:256],
+        "password": request.POST.get("test_password", "")[:1024],
+    }
+
+
+@login_required
+@require_GET
+def datanode_detail(request: HttpRequest, name: str) -> HttpResponse:
+    node = _usable_node(request, name)
+    return render(request, "topology/datanode_detail.html", {"node": node})
+
+
+@login_required
+@require_POST
+def datanode_test(request: HttpRequest, name: str) -> HttpResponse:
+    node = _usable_node(request, name)
+    result = connections.test_connection(node, **_typed_credentials(request))
+    return render(request, "topology/partials/connection_result.html", {"node": node, "result": result})
+
+
+@login_required
+@require_POST
+def datanode_discover(request: HttpRequest, name: str) -> HttpResponse:
+    node = _usable_node(request, name)
+    found = connections.discover(node, **_typed_credentials(request))
+    return render(request, "topology/partials/discovery.html", {"node": node, "found": found})
