@@ -37,6 +37,7 @@ from portal.flows.formfields import (
 from portal.flows.models import FlowConfig
 from portal.flows.validators import split_template_uris
 from portal.keys.properties import ENCRYPTED_MASK, WRAPPED_KEY_PROPERTY, looks_encrypted
+from portal.topology import picker
 
 # What a secret looks like wherever it is not yet encrypted (previews): the
 # keys app's mask, so it is never mistaken for a value.
@@ -330,6 +331,9 @@ class FlowConfigForm(forms.ModelForm):
             put(row.key.strip(), row.value.strip(), "the properties", "properties")
         for key, value in (cleaned.get("properties_text") or {}).items():
             put(key, value, "the pasted lines", "properties_text")
+        source = cleaned.get("source") or ""
+        for key, value in picker.picked_properties(self.data, picker.source_kind(source)).items():
+            put(key, value, "the source picker", "source")
         for key, value in self._secret_values(secrets, "attributes", required=False).items():
             put(key, value, "the template attributes", "attributes")
         for key, value in self._secret_values(cleaned.get("secrets", []), "secrets").items():

@@ -15,7 +15,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django.views.decorators.vary import vary_on_headers
 
-from portal.topology import access, connections, services
+from portal.topology import access, connections, picker, services
 from portal.topology.forms import CapabilityForm, DataNodeForm, SpecExecutorForm
 from portal.topology.models import Capability, DataNode, SpecExecutor
 from portal.topology.svg import topology_svg
@@ -269,3 +269,14 @@ def datanode_discover(request: HttpRequest, name: str) -> HttpResponse:
     node = _usable_node(request, name)
     found = connections.discover(node, **_typed_credentials(request))
     return render(request, "topology/partials/discovery.html", {"node": node, "found": found})
+
+
+@login_required
+@require_POST
+def source_picker(request: HttpRequest) -> HttpResponse:
+    """The flow form's picker (htmx, the whole form posted): the source's
+    tables or folders; with one chosen, its columns and watermark columns."""
+    found = picker.choices(request.user, request.POST.get("source", ""))
+    chosen = found.find(request.POST.get("pick_dataset", ""))
+    context = {"found": found, "chosen": chosen}
+    return render(request, "topology/partials/source_picker.html", context)

@@ -5,12 +5,15 @@ without a grant finds no such page."""
 from __future__ import annotations
 
 import json
+import re
+import sqlite3
 
 import pytest
 from django.contrib.auth import get_user_model
 from playwright.sync_api import expect
 
 from portal.topology import access
+from portal.topology import services as topology
 from portal.topology.models import DataNode
 from tests.e2e import ui
 
@@ -51,3 +54,40 @@ def test_a_granted_user_tests_a_node_and_discovers_its_files(page, logged_in, la
 
     response = page.goto("/topology/datanodes/cold/")
     assert response is not None and response.status == 404
+
+
+def test_a_user_picks_a_table_its_columns_and_watermark_on_the_flow_form(page, logged_in, lake):
+    with sqlite3.connect(lake / "shop.db") as db:
+        db.execute("CREATE TABLE items (sku TEXT, stock INTEGER, changed TIMESTAMP, note TEXT)")
+    topology.create_data_node(
+        {
+            "name": "shop",
+            "kind": "jdbc",
+            "description": "The shop",
+            "properties": {"url": f"jdbc:sqlite:{lake}/shop.db"},
+        }
+    )
+    logged_in("alice")
+
+    page.goto("/flows/new/")
+    page.locator("#id_flow_group").fill("e2e")
+    page.locator("#id_flow_name").fill("picked")
+    page.locator("#id_source").select_option("shop")
+    page.locator("#id_destination-lake").check()
+    page.get_by_role("button", name="Pick a table and columns from the source…").click()
+    page.get_by_label("Table", exact=True).select_option("items")
+    expect(page.get_by_label("Watermark column")).to_be_visible()
+    watermark_options = page.locator("#id_pick_watermark option")
+    expect(watermark_options).to_have_text(
+        ["— none: read the whole table each run —", "stock (INTEGER)", "changed (TIMESTAMP)"]
+    )
+    page.get_by_label("note").uncheck()
+    page.get_by_label("Watermark column").select_option("changed")
+    ui.screenshot(page, "flow-form-source-picker")
+    page.locator("#save-flow").click()
+
+    expect(page).to_have_url(re.compile(r"/flows/e2e/picked/$"))
+    properties = page.locator("section", has_text="Properties")
+    expect(properties.locator("tr", has_text="source.jdbc.tables")).to_contain_text("items")
+    expect(properties.locator("tr", has_text="extract.delta.fields")).to_contain_text("changed")
+    expect(properties.locator("tr", has_text="converter.drop.fields")).to_contain_text("note")
