@@ -163,9 +163,18 @@ def capability_remove(request: HttpRequest, name: str, pk: int) -> HttpResponse:
     return redirect("topology:executor", name=executor.name)
 
 
+def _datanode_fields(request: HttpRequest, node: DataNode | None) -> HttpResponse:
+    """The form again for the kind just chosen (htmx swaps its fields in),
+    keeping what was typed; nothing is validated or saved."""
+    form = DataNodeForm(initial=request.POST.dict(), instance=node)
+    return render(request, "topology/datanode_form.html", {"form": form, "object": node})
+
+
 @staff_required
 @require_http_methods(["GET", "POST"])
 def datanode_create(request: HttpRequest) -> HttpResponse:
+    if request.GET.get("part") == "fields":
+        return _datanode_fields(request, None)
     form = DataNodeForm(request.POST or None)
     return _form_page(
         request, "topology/datanode_form.html", form, None, lambda f: services.create_data_node(f.node_data())
@@ -176,6 +185,8 @@ def datanode_create(request: HttpRequest) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 def datanode_edit(request: HttpRequest, name: str) -> HttpResponse:
     node = get_object_or_404(DataNode, name=name)
+    if request.GET.get("part") == "fields":
+        return _datanode_fields(request, node)
     form = DataNodeForm(request.POST or None, instance=node)
     return _form_page(
         request,

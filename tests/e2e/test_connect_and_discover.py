@@ -91,3 +91,30 @@ def test_a_user_picks_a_table_its_columns_and_watermark_on_the_flow_form(page, l
     expect(properties.locator("tr", has_text="source.jdbc.tables")).to_contain_text("items")
     expect(properties.locator("tr", has_text="extract.delta.fields")).to_contain_text("changed")
     expect(properties.locator("tr", has_text="converter.drop.fields")).to_contain_text("note")
+
+
+def test_staff_fill_in_a_node_by_its_kinds_fields_and_test_it(page, logged_in, lake):
+    with sqlite3.connect(lake / "stock.db") as db:
+        db.execute("CREATE TABLE stock (sku TEXT, level INTEGER)")
+    logged_in("dana")  # staff
+    page.goto("/topology/datanodes/new/")
+    expect(page.get_by_label("Root folder")).to_be_visible()
+    same_page = ui.SameDocument.mark(page)
+    page.get_by_label("Name").fill("stock")
+    page.get_by_label("Kind").select_option("jdbc")
+    expect(page.get_by_label("JDBC URL")).to_be_visible()
+    expect(page.get_by_label("Root folder")).to_have_count(0)
+    expect(page.get_by_label("Name")).to_have_value("stock")
+    assert same_page.swaps() >= 1
+    expect(page.locator("#node-fields")).to_contain_text("Sets source.jdbc.url, writer.jdbc.url.")
+    page.get_by_label("JDBC URL").fill(f"jdbc:sqlite:{lake}/stock.db")
+    ui.screenshot(page, "datanode-form-jdbc")
+    page.get_by_role("button", name="Save").click()
+    expect(page.locator(".messages")).to_contain_text("stock saved")
+
+    page.goto("/topology/datanodes/stock/")
+    page.get_by_role("button", name="Test connection").click()
+    expect(page.locator("#connection-verdict")).to_contain_text("Connection works")
+    page.get_by_role("button", name="Discover tables and files").click()
+    expect(page.locator("details[data-dataset='stock']")).to_contain_text("level")
+    assert DataNode.objects.get(name="stock").properties == {"url": f"jdbc:sqlite:{lake}/stock.db"}
