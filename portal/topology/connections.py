@@ -30,6 +30,7 @@ from portal.topology import reach
 from portal.topology.models import DataNode
 
 DISCOVERY_MAX_FILES = 200
+DISCOVERY_MAX_ENTRIES = 20_000  # files and folders looked at under a files node's root
 DISCOVERY_MAX_COLUMNS = 5000  # JDBC: columns read from the catalog, all tables together
 DATA_SUFFIXES = {".csv": "csv", ".json": "json", ".jsonl": "json", ".parquet": "parquet"}
 # Column types a watermark can be taken from (ordered, compared with < and >).
@@ -153,8 +154,13 @@ def _discover_files(node: DataNode) -> Discovery:
     root = os.path.realpath(_files_root(node) or "")
     datasets: list[Dataset] = []
     truncated = False
+    visited = 0
     for folder, dirs, files in os.walk(root):  # os.walk does not follow links into folders
         dirs.sort()
+        visited += len(files) + len(dirs)
+        if visited > DISCOVERY_MAX_ENTRIES:  # a huge tree: answer in seconds with what was seen
+            truncated = True
+            break
         for name in sorted(files):
             path = os.path.join(folder, name)
             kind = DATA_SUFFIXES.get(Path(name).suffix.lower())
@@ -189,7 +195,7 @@ def _file_dataset(path: str, name: str, kind: str) -> Dataset:
             return Dataset(name, [Column(column, "string") for column in header], "CSV header")
         if kind == "json":
             with open(path, encoding="utf-8", errors="replace") as handle:
-                first = json.loads(handle.readline() or "{}")
+                first = json.loads(handle.readline(1 << 20) or "{}")  # a first line of at most 1 MiB
             if not isinstance(first, dict):
                 return Dataset(name, [], "not JSON lines of objects")
             return Dataset(
