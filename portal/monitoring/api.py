@@ -49,10 +49,16 @@ class SubscriptionSerializer(serializers.Serializer):
         required=False,
         allow_blank=True,
         default="",
-        help_text="http(s); the operator may restrict hosts (MONITORING_WEBHOOK_ALLOWED_HOSTS).",
+        help_text="http(s); the operator may restrict hosts (MONITORING_WEBHOOK_ALLOWED_HOSTS). "
+        "Answered as scheme and host only (the path may carry a token); sending that back keeps it.",
     )
     created = serializers.DateTimeField(read_only=True)
     updated = serializers.DateTimeField(read_only=True)
+
+    def to_representation(self, instance):
+        data = super().to_representation(instance)
+        data["webhookUrl"] = subscriptions.masked_webhook(data["webhookUrl"])
+        return data
 
 
 def _api_error(error: DjangoValidationError) -> exceptions.ValidationError:
@@ -118,6 +124,8 @@ class SubscriptionViewSet(
         data = serializer.validated_data
         if "flow" in data:
             raise exceptions.ValidationError({"flowName": ["A subscription's flow cannot change."]})
+        if "webhook_url" in data:
+            data["webhook_url"] = subscriptions.keep_or_replace(subscription.webhook_url, data["webhook_url"])
         for name in FIELDS:
             if name in data:
                 setattr(subscription, name, data[name])

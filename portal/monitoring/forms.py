@@ -22,6 +22,18 @@ class SubscriptionForm(forms.ModelForm):
         }
         widgets = {"webhook_url": forms.URLInput(attrs={"placeholder": "https://hooks.example.org/flowport"})}
 
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._stored_webhook = self.instance.webhook_url
+        if self._stored_webhook:
+            self.initial["webhook_url"] = subscriptions.masked_webhook(self._stored_webhook)
+            self.fields[
+                "webhook_url"
+            ].help_text += " Its path is not shown again; leave it as it is to keep it."
+
+    def clean_webhook_url(self) -> str:
+        return subscriptions.keep_or_replace(self._stored_webhook, self.cleaned_data["webhook_url"].strip())
+
     def _post_clean(self) -> None:
         super()._post_clean()
         try:

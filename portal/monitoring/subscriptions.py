@@ -65,6 +65,22 @@ def validate_webhook_url(url: str) -> None:
         )
 
 
+def masked_webhook(url: str) -> str:
+    """What pages and the API show of a webhook: its scheme and host. The
+    path and query often carry a token (Slack, Teams), so they are not shown
+    again after saving, like the operator's MONITORING_WEBHOOK_URL."""
+    if not url:
+        return ""
+    parts = urlsplit(url)
+    shown = f"{parts.scheme}://{parts.netloc}"
+    return shown + "/…" if (parts.path not in ("", "/") or parts.query) else shown + "/"
+
+
+def keep_or_replace(stored: str, posted: str) -> str:
+    """A form or API call that sends back the masked webhook keeps the stored one."""
+    return stored if stored and posted == masked_webhook(stored) else posted
+
+
 def readable_flow(user, flow_group: str, flow_name: str) -> FlowConfig | None:
     return FlowConfig.objects.visible_to(user).filter(flow_group=flow_group, flow_name=flow_name).first()
 

@@ -87,3 +87,10 @@ def my_subscriptions(context) -> dict:
         "rows": [(subscription, subscriptions.describe(subscription)) for subscription in found],
         "csrf_token": context.get("csrf_token"),
     }
+
+
+@register.filter
+def masked_webhook(url: str) -> str:
+    from portal.monitoring.subscriptions import masked_webhook as mask
+
+    return mask(url)
