@@ -212,3 +212,31 @@ def test_discovery_of_a_big_tree_stops_early_and_says_so(client, granted, node, 
     assert "Only the first ones are shown." in response.content.decode()
     monkeypatch.setattr(connections, "DISCOVERY_MAX_ENTRIES", 4)
     assert client.post("/topology/datanodes/big/discover/").context["found"].truncated
+
+
+def test_the_api_tests_and_discovers_a_granted_node_only(granted, node, folder, warehouse, settings):
+    from tests.conftest import api_client_for
+
+    url, user = warehouse
+    node("landing", "files", path=str(folder))
+    node("warehouse", "jdbc", url=url)
+    api = api_client_for(granted)
+    answer = api.post("/api/datanodes/landing/test", {}, format="json").json()
+    assert answer["ok"] and "exists and is readable" in answer["message"] and answer["schemas"] == []
+    answer = api.post("/api/datanodes/warehouse/test", {"user": user}, format="json").json()
+    assert answer == {"ok": True, "message": "Connected; 2 schema(s).", "schemas": ["public", "sales"]}
+    answer = api.post("/api/datanodes/warehouse/test", {"user": "nobody_here"}, format="json").json()
+    assert answer["ok"] is False and 'role "nobody_here" does not exist' in answer["message"]
+    found = api.post("/api/datanodes/warehouse/discover", {"user": user}, format="json").json()
+    orders = next(d for d in found["datasets"] if d["name"] == "sales.orders")
+    assert orders["columns"][1] == {
+        "name": "updated_at",
+        "type": "timestamp without time zone",
+        "watermarkSuitable": True,
+    }
+    assert api.post("/api/datanodes/landing/test", {"user": 7}, format="json").status_code == 400
+
+    settings.DATA_NODE_DEFAULT_ACCESS = "closed"
+    stranger = api_client_for(UserFactory(username="stranger"))
+    assert stranger.post("/api/datanodes/landing/test", {}, format="json").status_code == 404
+    assert stranger.post("/api/datanodes/warehouse/discover", {}, format="json").status_code == 404
