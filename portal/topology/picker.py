@@ -44,14 +44,23 @@ class Choices:
         return next((p for p in self.pickables or [] if p.name == name), None)
 
 
-def choices(user, node_name: str) -> Choices:
+def connection_user(data: Mapping) -> str:
+    """The flow's `source.conn.username`, when typed in a property row: the
+    JDBC user the flow will read as, so discovery sees what the flow will."""
+    for key, value in data.items():
+        if key.startswith("prop-") and key.endswith("-key") and str(value).strip() == "source.conn.username":
+            return str(data.get(key[: -len("key")] + "value", "")).strip()
+    return ""
+
+
+def choices(user, node_name: str, *, connect_as: str = "") -> Choices:
     """What the user may pick from the node (nothing from a node not granted to them)."""
     node = DataNode.objects.filter(name=node_name).first() if node_name else None
     if node is None:
         return Choices(None, "Choose a source first.")
     if not access.may_use(user, node.name, access.READ):
         return Choices(None, f"You hold no read grant on data node {node.name}.")
-    found = connections.discover(node)
+    found = connections.discover(node, user=connect_as)
     if not found.ok:
         return Choices(node, found.message)
     if node.kind == DataNode.Kind.JDBC:

@@ -95,3 +95,32 @@ def test_a_pick_and_a_typed_property_for_the_same_key_is_refused(browser, topolo
         response.content.decode()
     )
     assert not FlowConfig.objects.exists()
+
+
+def test_the_picker_connects_as_the_flows_own_jdbc_user(browser, tmp_path):
+    import psycopg
+    from django.db import connection
+
+    own = connection.settings_dict
+    host, port = own["HOST"] or "127.0.0.1", int(own["PORT"] or 5432)
+    name = f"{own['NAME']}_picker"[:60]
+    with psycopg.connect(host=host, port=port, user=own["USER"], dbname="postgres", autocommit=True) as admin:
+        admin.execute(f'DROP DATABASE IF EXISTS "{name}"')
+        admin.execute(f'CREATE DATABASE "{name}"')
+    try:
+        with psycopg.connect(host=host, port=port, user=own["USER"], dbname=name, autocommit=True) as db:
+            db.execute("CREATE TABLE invoices (id bigint, issued date)")
+        url = f"jdbc:postgresql://{host}:{port}/{name}"
+        services.create_data_node({"name": "billing", "kind": "jdbc", "properties": {"url": url}})
+        typed = {"source": "billing", "prop-0-key": "source.conn.username", "prop-0-value": "nobody_here"}
+        assert 'role "nobody_here" does not exist' in browser.post(
+            "/topology/source-picker/", typed
+        ).content.decode().replace("&quot;", '"')
+        typed["prop-0-value"] = own["USER"]
+        page = browser.post("/topology/source-picker/", typed).content.decode()
+        assert '<option value="public.invoices">public.invoices</option>' in page
+    finally:
+        with psycopg.connect(
+            host=host, port=port, user=own["USER"], dbname="postgres", autocommit=True
+        ) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
