@@ -87,6 +87,7 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",  # Swagger UI served by the portal itself: no CDN, works offline
     "django_htmx",
     "portal.accounts",
+    "portal.events",
     "portal.templatepacks",
     "portal.topology",
     "portal.flows",

@@ -11,6 +11,7 @@ from portal.accounts import api as accounts_api
 from portal.accounts import views as accounts_views
 from portal.flows import api as flows_api
 from portal.flows import compile_api as flows_compile_api
+from portal.flows import views as flows_views
 from portal.keys import api as keys_api
 from portal.monitoring import api as monitoring_api
 from portal.orchestration import api as orchestration_api
@@ -38,10 +39,12 @@ urlpatterns = [
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("flows/", include("portal.flows.urls")),
     path("account/", include("portal.accounts.urls")),
+    # A pack's flows: the flow catalog answers under the pack's address.
+    path("packs/<str:name>/flows/", flows_views.pack_flows, name="pack_flows"),
     path("packs/", include("portal.templatepacks.urls")),
     path("topology/", include("portal.topology.urls")),
     path("executions/", include("portal.orchestration.urls")),
-    path("state/", include("portal.orchestration.state_urls")),
+    path("state/", include("portal.monitoring.state_urls")),
     path("keys/", include("portal.keys.urls")),
     path("monitoring/", include("portal.monitoring.urls")),
     path("api/", include(api_urlpatterns)),

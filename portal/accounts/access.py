@@ -1,41 +1,144 @@
-"""The one place that decides who may read, use or edit a template pack.
+"""The one place that decides who may do what to which object.
 
-Pages, the API and the flow compiler all ask here. Owners (users or groups)
-edit the pack and its ACL; readers (users or groups) use its templates in
-flows; staff see every pack; superusers may also edit every pack. Everyone
-else cannot see the pack at all (404).
+Each app registers the rule of its objects at start-up (`AppConfig.ready`):
+a function of (user, action) giving the filter on the model's rows that user
+may act on. This module imports no app above accounts; pages, API calls and
+services all ask it the same way:
+
+    Model.objects.restrict(user, action)        # AccessQuerySet: only the rows allowed
+    get_allowed(queryset, user, action, ...)    # 404 if the user cannot see it, 403 if they
+                                                # see it but may not `action` it
+    can(user, action, obj)                      # services re-check on writes
+    staff_required / StaffOrReadOnly            # pages and API of staff-only catalogs
+
+Anonymous or inactive users are refused everything here, whatever a rule says.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import wraps
+from typing import Any, TypeVar
+
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import ImproperlyConfigured, PermissionDenied
+from django.db import models
 from django.db.models import Q
+from django.http import Http404, HttpRequest, HttpResponse
+from rest_framework import permissions
 
-READ = "read"  # see the pack and use its templates
-EDIT = "edit"  # change templates, upload, roll back, change the ACL, delete
+VIEW = "view"  # see it (for packs: and use its templates)
+CHANGE = "change"  # edit it (for packs: templates, upload, roll back, ACL)
+DELETE = "delete"
+ACTIONS = (VIEW, CHANGE, DELETE)
+# The template packs' words for the same actions.
+READ, EDIT = VIEW, CHANGE
+
+Model = TypeVar("Model", bound=models.Model)
+Rule = Callable[[Any, str], Q]
 
 
-def pack_filter(user, action: str) -> Q:
-    """A filter on TemplatePack for the packs `user` may `action`."""
+@dataclass(frozen=True)
+class _Registered:
+    rule: Rule
+    distinct: bool  # the rule's filter joins to-many rows (an ACL): de-duplicate
+
+
+_rules: dict[str, _Registered] = {}
+
+
+def register(model: type[models.Model], rule: Rule, *, distinct: bool = False) -> None:
+    """Make `rule(user, action)` decide access to `model`'s rows. Called once
+    per model from its app's AppConfig.ready; the user given is signed in and
+    active."""
+    _rules[model._meta.label] = _Registered(rule, distinct)
+
+
+def registered(model: type[models.Model]) -> bool:
+    return model._meta.label in _rules
+
+
+def allowed(user: Any, action: str, model: type[models.Model]) -> Q | None:
+    """The filter on `model` for the rows `user` may `action`; None for nothing."""
+    entry = _rules.get(model._meta.label)
+    if entry is None:
+        raise ImproperlyConfigured(f"No access rule registered for {model._meta.label}.")
+    if action not in ACTIONS:
+        raise ValueError(f"Unknown action {action!r}; use one of {', '.join(ACTIONS)}.")
     if user is None or not user.is_authenticated or not user.is_active:
-        return Q(pk__in=[])
-    if user.is_superuser or (action == READ and user.is_staff):
-        return Q()
-    group_ids = list(user.groups.values_list("pk", flat=True))
-    principal = Q(acl__user=user) | Q(acl__group__in=group_ids)
-    if action == EDIT:
-        return principal & Q(acl__role="owner")
-    return principal
+        return None
+    return entry.rule(user, action)
 
 
-def can(user, action: str, pack) -> bool:
-    from portal.templatepacks.models import TemplatePack
+class AccessQuerySet(models.QuerySet):
+    """The queryset of every model with an access rule."""
 
-    return TemplatePack.objects.filter(pk=pack.pk).filter(pack_filter(user, action)).exists()
+    def restrict(self, user: Any, action: str = VIEW) -> AccessQuerySet:
+        condition = allowed(user, action, self.model)
+        if condition is None:
+            return self.none()
+        if not condition:  # Q(): every row, and no needless WHERE
+            return self
+        queryset = self.filter(condition)
+        return queryset.distinct() if _rules[self.model._meta.label].distinct else queryset
 
 
-def can_read(user, pack) -> bool:
-    return can(user, READ, pack)
+def can(user: Any, action: str, obj: models.Model) -> bool:
+    """May `user` `action` this object? (One query; services re-check writes.)"""
+    queryset = type(obj)._default_manager.filter(pk=obj.pk)
+    return queryset.restrict(user, action).exists()  # type: ignore[attr-defined]
 
 
-def can_edit(user, pack) -> bool:
-    return can(user, EDIT, pack)
+def get_allowed(
+    queryset: models.QuerySet[Model],
+    user: Any,
+    action: str = VIEW,
+    *,
+    denied: str = "",
+    missing: str = "",
+    **lookup: Any,
+) -> Model:
+    """The object found by `lookup`: 404 (with the `missing` message) if
+    `user` cannot see it, 403 (with the `denied` message) if they see it but
+    may not `action` it. Views and viewsets both use it, so a page and the
+    API give the same answer."""
+    obj = queryset.restrict(user, VIEW).filter(**lookup).first()  # type: ignore[attr-defined]
+    if obj is None:
+        raise Http404(missing or f"No {queryset.model._meta.object_name} matches the given query.")
+    if action != VIEW and not can(user, action, obj):
+        raise PermissionDenied(denied or f"You may not {action} this {queryset.model._meta.verbose_name}.")
+    return obj
+
+
+def staff_required(message: str) -> Callable[[Callable[..., HttpResponse]], Callable[..., HttpResponse]]:
+    """Pages only staff may use: anonymous users go to the login page,
+    signed-in non-staff get 403 with `message`."""
+
+    def decorate(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+        @login_required
+        @wraps(view)
+        def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+            if not request.user.is_staff:
+                raise PermissionDenied(message)
+            return view(request, *args, **kwargs)
+
+        return wrapper
+
+    return decorate
+
+
+class StaffOrReadOnly(permissions.BasePermission):
+    """The API of a catalog every signed-in user reads and staff change."""
+
+    message = "Only staff can change this."
+
+    def has_permission(self, request: Any, view: Any) -> bool:
+        if not (request.user and request.user.is_authenticated):
+            return False
+        return request.method in permissions.SAFE_METHODS or request.user.is_staff
+
+
+def staff_only(user: Any, action: str) -> Q | None:
+    """A rule: every signed-in user sees the rows, staff change them."""
+    return Q() if action == VIEW or user.is_staff else Q(pk__in=[])

@@ -5,17 +5,18 @@ from __future__ import annotations
 
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db.models import Exists, OuterRef
-from django.shortcuts import get_object_or_404
 from django.urls import path, re_path
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
-from rest_framework import exceptions, mixins, serializers, status, viewsets
+from rest_framework import exceptions, mixins, permissions, serializers, status, viewsets
 from rest_framework.response import Response
 
+from portal.accounts import access
 from portal.api_errors import Conflict
 from portal.api_fields import StrictCharField, StringMapField
 from portal.flows import services
 from portal.flows.filters import FlowConfigFilterSet
 from portal.flows.models import FlowConfig, FlowRefresh
+from portal.flows.rules import CHANGE_DENIED
 
 # API name → model field; errors from the model are reported under API names.
 API_FIELDS = {
@@ -119,20 +120,21 @@ class FlowConfigViewSet(
 
     def get_queryset(self):
         return (
-            FlowConfig.objects.visible_to(self.request.user)
+            FlowConfig.objects.restrict(self.request.user)
             .select_related("owner")
             .annotate(refreshing=Exists(FlowRefresh.objects.filter(flow=OuterRef("pk"))))
         )
 
     def get_object(self) -> FlowConfig:
-        flow = get_object_or_404(
-            self.get_queryset(), flow_group=self.kwargs["flowGroup"], flow_name=self.kwargs["flowName"]
+        action = access.VIEW if self.request.method in permissions.SAFE_METHODS else access.CHANGE
+        return access.get_allowed(
+            self.get_queryset(),
+            self.request.user,
+            action,
+            denied=CHANGE_DENIED,
+            flow_group=self.kwargs["flowGroup"],
+            flow_name=self.kwargs["flowName"],
         )
-        if self.request.method not in ("GET", "HEAD", "OPTIONS") and not (
-            FlowConfig.objects.restrict(self.request.user, "change").filter(pk=flow.pk).exists()
-        ):
-            raise exceptions.PermissionDenied("Only the flow's owner or staff can change it.")
-        return flow
 
     def create(self, request, *args, **kwargs):
         serializer = self.get_serializer(data=request.data)

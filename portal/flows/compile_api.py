@@ -5,7 +5,6 @@ compile (`POST /api/flowconfigs/compile`) that saves nothing."""
 from __future__ import annotations
 
 from django.core.exceptions import ValidationError as DjangoValidationError
-from django.shortcuts import get_object_or_404
 from django.urls import path
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
@@ -13,11 +12,11 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from portal.accounts import access
 from portal.api_fields import StringMapField
 from portal.flows.api import FlowConfigSerializer, api_validation_error
 from portal.flows.compiler import compile_flow
-from portal.flows.models import FlowConfig
-from portal.topology.models import CompiledJobDag
+from portal.flows.models import CompiledJobDag, FlowConfig
 
 
 class JobSpecPlanSerializer(serializers.Serializer):
@@ -58,10 +57,8 @@ class FlowJobsView(APIView):
 
     @extend_schema(responses=CompiledFlowSerializer, operation_id="flowconfigs_jobs")
     def get(self, request: Request, flowGroup: str, flowName: str) -> Response:
-        flow = get_object_or_404(
-            FlowConfig.objects.visible_to(request.user).select_related("owner"),
-            flow_group=flowGroup,
-            flow_name=flowName,
+        flow = access.get_allowed(
+            FlowConfig.objects.select_related("owner"), request.user, flow_group=flowGroup, flow_name=flowName
         )
         stored = CompiledJobDag.objects.filter(flow=flow).first()
         if stored is None:  # a flow saved before the compiler existed

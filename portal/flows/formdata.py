@@ -21,8 +21,13 @@ from django.db.models import F
 from portal.flows.compiler.templates import REQUIRED_KEY, declared_encrypted_attributes
 from portal.flows.models import FlowConfig
 from portal.flows.schedules import next_run_times, to_unix_cron
-from portal.flows.validators import split_template_uris
+from portal.keys.models import CustomerKey
+from portal.keys.properties import WRAPPED_KEY_PROPERTY
+from portal.keys.services import EncryptionError, MasterKeyError, binding_for, encrypt_value
 from portal.templatepacks.models import JobTemplate, TemplatePack
+from portal.templatepacks.resolution import TemplateLoader, resolve_with
+from portal.templatepacks.services import TemplateResolutionError
+from portal.templatepacks.uris import split_template_uris
 from portal.topology.models import DataNode
 
 logger = logging.getLogger(__name__)
@@ -76,7 +81,7 @@ def template_groups(user) -> list[tuple[str, list[tuple[str, str]]]]:
     read (accounts.access decides), current versions only."""
     rows = (
         JobTemplate.objects.filter(
-            version__pack__in=TemplatePack.objects.visible_to(user),
+            version__pack__in=TemplatePack.objects.restrict(user),
             version__pack__current_version=F("version"),
         )
         .order_by("version__pack__name", "path")
@@ -129,14 +134,11 @@ class TemplateAttributes:
 def template_loader(user):
     """One loader for a request's several questions, so each template is
     read and parsed once (templatepacks checks access as it loads)."""
-    from portal.templatepacks.resolution import TemplateLoader
 
     return TemplateLoader(user)
 
 
 def _resolve(template_uris: str, properties: dict[str, str], user, loader=None):
-    from portal.templatepacks.resolution import resolve_with
-
     return resolve_with(loader or template_loader(user), split_template_uris(template_uris), properties)
 
 
@@ -144,7 +146,6 @@ def template_attributes(template_uris: str, user, loader=None) -> TemplateAttrib
     """The attributes a flow sets for these templates: those listed in
     gobblin.template.required_attributes (every template in the chain) and
     the ${…} variables no template fills, minus what the compiler sets."""
-    from portal.templatepacks.services import TemplateResolutionError
 
     if not split_template_uris(template_uris) or user is None:
         return TemplateAttributes()
@@ -177,7 +178,6 @@ def missing_attributes(template_uris: str, properties: dict[str, str], user, loa
     unset (templatepacks' own verdict), minus the compiler's hop keys, which
     the compiler checks per job. Unreadable templates are reported by
     templatepacks.validate_template_uris_for instead, so: none here."""
-    from portal.templatepacks.services import TemplateResolutionError
 
     if not split_template_uris(template_uris) or user is None:
         return []
@@ -386,8 +386,6 @@ def customer_key_for(owner, flow_properties: dict[str, str] | None = None) -> st
     """The wrapped customer key a flow's new secrets are encrypted with: the
     one the flow already carries (every ENC value of a flow shares one key),
     else the owner's newest own key, else their groups' newest."""
-    from portal.keys.models import CustomerKey
-    from portal.keys.properties import WRAPPED_KEY_PROPERTY
 
     existing = (flow_properties or {}).get(WRAPPED_KEY_PROPERTY)
     if existing:
@@ -418,10 +416,8 @@ class SecretEncrypter:
         return self._wrapped_key
 
     def encrypt(self, plaintext: str) -> str:
-        from portal.keys.services import EncryptionError, MasterKeyError, encrypt_value
-
         try:
-            return encrypt_value(self.wrapped_key, plaintext)
+            return encrypt_value(self.wrapped_key, plaintext, binding_for(self.owner, self.wrapped_key))
         except MasterKeyError as error:
             logger.error("master key unavailable while encrypting a flow secret: %s", error)
             raise ValidationError(

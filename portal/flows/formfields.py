@@ -17,22 +17,6 @@ ATTRIBUTE_INPUT = "attr:"
 _ROW_INPUT = re.compile(r"^(?P<prefix>prop|secret)-(?P<index>\d{1,4})-(?:key|value|original)$")
 
 
-def parse_property_lines(text: str) -> dict[str, str]:
-    """`key=value` per line; blank lines and `#` comments are ignored."""
-    properties: dict[str, str] = {}
-    for number, raw in enumerate(text.splitlines(), start=1):
-        line = raw.strip()
-        if not line or line.startswith("#"):
-            continue
-        key, sep, value = line.partition("=")
-        if not sep or not key.strip():
-            raise ValidationError(f"Line {number}: write key=value, got {line[:60]!r}.")
-        if key.strip() in properties:
-            raise ValidationError(f"Line {number}: {key.strip()!r} is given twice.")
-        properties[key.strip()] = value.strip()
-    return properties
-
-
 def attribute_input_id(name: str) -> str:
     return "id_attr-" + re.sub(r"[^A-Za-z0-9_-]", "-", name)
 

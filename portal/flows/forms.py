@@ -32,11 +32,13 @@ from portal.flows.formfields import (
     Row,
     RowsField,
     attribute_input_id,
-    parse_property_lines,
 )
 from portal.flows.models import FlowConfig
-from portal.flows.validators import split_template_uris
+from portal.flows.services import FlowAlreadyExists
 from portal.keys.properties import ENCRYPTED_MASK, WRAPPED_KEY_PROPERTY, looks_encrypted
+from portal.property_lines import parse_property_lines
+from portal.templatepacks.services import validate_template_uris_for
+from portal.templatepacks.uris import split_template_uris
 from portal.topology import picker
 
 # What a secret looks like wherever it is not yet encrypted (previews): the
@@ -402,7 +404,6 @@ class FlowConfigForm(forms.ModelForm):
         uris = split_template_uris(self.cleaned_data.get("template_uris", ""))
         if not uris:
             return
-        from portal.templatepacks.services import validate_template_uris_for
 
         try:
             validate_template_uris_for(self.user, uris)
@@ -439,8 +440,6 @@ class FlowConfigForm(forms.ModelForm):
             del self._errors[NON_FIELD_ERRORS]
 
     def _already_exists(self) -> str:
-        from portal.flows.services import FlowAlreadyExists
-
         return str(FlowAlreadyExists(self.data.get("flow_group", ""), self.data.get("flow_name", "")))
 
     def add_error_once(self, field: str, message: str) -> None:

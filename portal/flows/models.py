@@ -8,38 +8,16 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models
 
+from portal.accounts import access
+from portal.flows import policies as run_policies
 from portal.flows.schedules import to_unix_cron, validate_schedule
-from portal.flows.validators import (
-    split_template_uris,
-    validate_destinations,
-    validate_name,
-    validate_properties,
-    validate_template_uris,
-)
-from portal.orchestration import policies as run_policies
+from portal.flows.validators import validate_destinations, validate_name, validate_properties
+from portal.templatepacks.uris import split_template_uris, validate_template_uris
 
 # Gobblin flows named their endpoints in properties; honoured when the
 # User Request triplet's source/destinations are not given explicitly.
 SOURCE_PROPERTY = "gobblin.flow.sourceIdentifier"
 DESTINATION_PROPERTY = "gobblin.flow.destinationIdentifier"
-
-
-class FlowConfigQuerySet(models.QuerySet):
-    def visible_to(self, user) -> FlowConfigQuerySet:
-        """Flows a user may see. Every signed-in user sees the catalog; secret
-        values are ENC(...) ciphertext, so seeing a flow reveals no secret."""
-        if not user.is_authenticated:
-            return self.none()
-        return self
-
-    def restrict(self, user, action: str = "view") -> FlowConfigQuerySet:
-        """Row-level access: `view` for anyone signed in, `change`/`delete`
-        for the owner, members of the flow's owning group (Gobblin's
-        `owningGroup`) and staff."""
-        queryset = self.visible_to(user)
-        if action == "view" or user.is_staff:
-            return queryset
-        return queryset.filter(models.Q(owner=user) | models.Q(owning_group__in=user.groups.all()))
 
 
 class FlowConfig(models.Model):
@@ -88,7 +66,7 @@ class FlowConfig(models.Model):
     paused_at = models.DateTimeField(null=True, blank=True)
     paused_by = models.CharField(max_length=150, blank=True)
 
-    objects = FlowConfigQuerySet.as_manager()
+    objects = access.AccessQuerySet.as_manager()  # restrict(user, action): flows.rules
 
     class Meta:
         ordering = ["flow_group", "flow_name"]
@@ -199,3 +177,45 @@ class FlowGroup(models.Model):
         if user.is_staff or user.is_superuser or self.owner_user_id == user.pk:
             return True
         return bool(self.owner_group_id) and user.groups.filter(pk=self.owner_group_id).exists()
+
+
+class CompiledJobDag(models.Model):
+    """The latest compiled job DAG of a flow (CompiledFlow.to_dict()), read by
+    `GET /api/flowconfigs/{group}/{name}/jobs` and the orchestrator."""
+
+    flow = models.OneToOneField("FlowConfig", on_delete=models.CASCADE, related_name="compiled_dag")
+    status = models.CharField(max_length=16)
+    dag = models.JSONField(default=dict)
+    topology_token = models.UUIDField(null=True, blank=True)
+    # TopologyRevision.number the verdict was compiled against (see flows.refresh).
+    revision = models.BigIntegerField(default=0)
+    compiled_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        # Born in the topology app; the table kept its name when the model moved.
+        db_table = "topology_compiledjobdag"
+
+    def __str__(self) -> str:
+        return f"{self.flow} ({self.status})"
+
+
+class CompiledHop(models.Model):
+    """One hop of a flow's stored DAG, indexed: a topology change finds the
+    flows it can affect (the ones routed over a changed edge, executor or
+    data node) with an index lookup instead of reading every flow."""
+
+    flow = models.ForeignKey("FlowConfig", on_delete=models.CASCADE, related_name="compiled_hops")
+    source = models.CharField(max_length=128)
+    destination = models.CharField(max_length=128)
+    executor = models.CharField(max_length=128)
+
+    class Meta:
+        db_table = "topology_compiledhop"  # kept from the topology app, like CompiledJobDag
+        indexes = [
+            models.Index(fields=["source", "destination"], name="compiledhop_edge"),
+            models.Index(fields=["executor"], name="compiledhop_executor"),
+            models.Index(fields=["destination"], name="compiledhop_destination"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.flow_id}: {self.source} → {self.destination} on {self.executor}"

@@ -36,9 +36,10 @@ from typing import Any
 from django.db import transaction
 from django.db.models import Q
 
-from portal.flows.models import FlowConfig, FlowRefresh, RouteSummary
+from portal.flows.compiler.record import record_batch
+from portal.flows.models import CompiledHop, FlowConfig, FlowRefresh, RouteSummary
 from portal.topology.graph import TopologySnapshot, current_snapshot
-from portal.topology.models import CompiledHop
+from portal.topology.services import current_revision_number
 
 logger = logging.getLogger(__name__)
 
@@ -208,7 +209,6 @@ def plan_refresh() -> int | None:
     """Queue the flows the topology changes since the last plan can affect.
     Returns how many were queued, or None when there was nothing to plan
     (or another process is planning)."""
-    from portal.topology.services import current_revision_number
 
     if RouteSummary.objects.filter(pk=1, applied_revision__gte=current_revision_number()).exists():
         return None
@@ -231,7 +231,6 @@ def plan_refresh() -> int | None:
 
 def refresh_batch(limit: int = BATCH_SIZE) -> int:
     """Recompile one batch of queued flows; returns how many were claimed."""
-    from portal.flows.compiler.record import record_batch
 
     with transaction.atomic():
         # By owner: a batch then reads each owner's template access once.
@@ -283,7 +282,6 @@ def drain() -> int:
 def is_refreshing(flow: FlowConfig) -> bool:
     """True while a topology change's recompile of this flow is queued or
     not planned yet (the pages say its verdict is being refreshed)."""
-    from portal.topology.services import current_revision_number
 
     if FlowRefresh.objects.filter(flow=flow).exists():
         return True

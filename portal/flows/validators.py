@@ -3,8 +3,6 @@ services can never disagree about what a valid flow is."""
 
 from __future__ import annotations
 
-import re
-
 from django.core.exceptions import ValidationError
 from django.core.validators import RegexValidator
 
@@ -12,40 +10,18 @@ from portal.keys.properties import format_problems as encrypted_property_problem
 from portal.keys.properties import looks_encrypted
 from portal.pipeline.schema import user_property_problems
 
+# Template URIs are the template packs' vocabulary (templatepacks.uris); flows
+# migration 0001 still names the validator here.
+from portal.templatepacks.uris import validate_template_uris  # noqa: F401
+
 NAME_PATTERN = r"[A-Za-z0-9_.-]{1,128}"
 validate_name = RegexValidator(
     rf"^{NAME_PATTERN}\Z",
     "Use 1-128 letters, digits, '_', '.' or '-'.",
 )
 
-# pack://<pack>/<path>.template, or the seed's FS:///<path>.template form.
-_TEMPLATE_URI = re.compile(
-    r"^(?:pack://(?P<pack>[A-Za-z0-9_.-]{1,128})/(?P<path>[^\s,]+\.template)"
-    r"|[Ff][Ss]:///(?P<fspath>[^\s,]+\.template))\Z"
-)
 MAX_PROPERTY_KEY = 256
 MAX_PROPERTY_VALUE = 64 * 1024
-
-
-def split_template_uris(value: str) -> list[str]:
-    return [uri.strip() for uri in (value or "").split(",") if uri.strip()]
-
-
-def parse_template_uri(uri: str) -> tuple[str | None, str]:
-    """(pack name or None for FS:/// form, path inside the pack)."""
-    match = _TEMPLATE_URI.match(uri)
-    if not match or ".." in uri.split("/"):
-        raise ValidationError(
-            f"{uri!r} is not a template URI; use pack://<pack>/<path>.template or FS:///<path>.template."
-        )
-    if match["pack"]:
-        return match["pack"], match["path"]
-    return None, match["fspath"]
-
-
-def validate_template_uris(value: str) -> None:
-    for uri in split_template_uris(value):
-        parse_template_uri(uri)
 
 
 def validate_properties(value: object) -> None:

@@ -13,32 +13,37 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
 from django.db.models import Exists, OuterRef
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, HttpResponseNotAllowed
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 from django.views.decorators.vary import vary_on_headers
 
+from portal.accounts import access
 from portal.flows import formdata, refresh, services
+from portal.flows import policies as run_policies
 from portal.flows.compiler import compile_flow
 from portal.flows.filters import FlowConfigFilterSet
 from portal.flows.forms import FlowConfigForm
 from portal.flows.models import FlowConfig, FlowRefresh
+from portal.flows.packflows import flows_using_pack
+from portal.flows.rules import CHANGE_DENIED
 from portal.keys.services import redact
-from portal.orchestration import policies as run_policies
+from portal.templatepacks.models import TemplatePack
+from portal.templatepacks.services import template_paths
 
 
-def _flow_for(request: HttpRequest, flow_group: str, flow_name: str, action: str = "view") -> FlowConfig:
-    flow = get_object_or_404(
-        FlowConfig.objects.visible_to(request.user).select_related("owner"),
+def _flow_for(request: HttpRequest, flow_group: str, flow_name: str, action: str = access.VIEW) -> FlowConfig:
+    return access.get_allowed(
+        FlowConfig.objects.select_related("owner"),
+        request.user,
+        action,
+        denied=CHANGE_DENIED,
         flow_group=flow_group,
         flow_name=flow_name,
     )
-    if action != "view" and not FlowConfig.objects.restrict(request.user, action).filter(pk=flow.pk).exists():
-        raise PermissionDenied("Only the flow's owner or staff can change it.")
-    return flow
 
 
 @login_required
@@ -46,7 +51,7 @@ def _flow_for(request: HttpRequest, flow_group: str, flow_name: str, action: str
 def flow_list(request: HttpRequest) -> HttpResponse:
     filterset = FlowConfigFilterSet(
         request.GET,
-        queryset=FlowConfig.objects.visible_to(request.user)
+        queryset=FlowConfig.objects.restrict(request.user)
         .select_related("owner")
         .annotate(refreshing=Exists(FlowRefresh.objects.filter(flow=OuterRef("pk")))),
     )
@@ -63,7 +68,7 @@ def flow_detail(request: HttpRequest, flow_group: str, flow_name: str) -> HttpRe
     refreshing = refresh.is_refreshing(flow)
     if request.GET.get("part") == "compilation":  # polled while the verdict is refreshed
         return render(request, "flows/partials/compilation.html", {"flow": flow, "refreshing": refreshing})
-    can_change = FlowConfig.objects.restrict(request.user, "change").filter(pk=flow.pk).exists()
+    can_change = access.can(request.user, access.CHANGE, flow)
     context = {
         "flow": flow,
         "can_change": can_change,
@@ -141,7 +146,7 @@ def _form_part(request: HttpRequest, flow: FlowConfig | None, owner, part: str) 
     compiled = compile_flow(FlowConfig(owner=owner, **form.flow_data()), user=owner) if valid else None
     errors = [f"{label}: {message}" if label else message for _id, label, message in form.error_summary()]
     context = {"compiled": compiled, "errors": errors}
-    return render(request, "topology/partials/compile_preview.html", context)
+    return render(request, "flows/partials/compile_preview.html", context)
 
 
 @login_required
@@ -169,3 +174,13 @@ def flow_delete(request: HttpRequest, flow_group: str, flow_name: str) -> HttpRe
         messages.success(request, f"Flow {flow} deleted.")
         return redirect("flows:list")
     return render(request, "flows/flow_confirm_delete.html", {"flow": flow})
+
+
+@login_required
+def pack_flows(request: HttpRequest, name: str) -> HttpResponse:
+    """The flows behind a pack page's "Used by N flows", a page at a time
+    (served under /packs/<name>/flows/ by portal/urls.py)."""
+    pack = access.get_allowed(TemplatePack.objects.all(), request.user, name=name)
+    flows = flows_using_pack(pack.name, template_paths(pack)).order_by("flow_group", "flow_name")
+    page = Paginator(flows, 25).get_page(request.GET.get("page"))
+    return render(request, "flows/pack_flows.html", {"pack": pack, "page": page})

@@ -45,6 +45,11 @@ class CustomerKeySerializer(serializers.Serializer):
         help_text="Identifies the key without revealing it (`python -m portal.keys.client fingerprint`).",
     )
     masterKeyId = serializers.CharField(source="master_key_id", read_only=True)
+    binding = serializers.CharField(
+        read_only=True,
+        help_text="The owner its ENC(...) values are bound to (`python -m portal.keys.client encrypt "
+        "--owner <binding>`): they decrypt only in flows this owner owns.",
+    )
     wrappedKey = serializers.CharField(
         source="wrapped_key",
         read_only=True,
@@ -149,6 +154,7 @@ class EncryptValue(APIView):
         data = EncryptRequestSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         field, wrapped = "wrappedKey", data.validated_data.get("wrappedKey")
+        owner = None
         if wrapped is None:
             field = "keyId"
             record = (
@@ -156,25 +162,19 @@ class EncryptValue(APIView):
             )
             if record is None:
                 raise exceptions.ValidationError({field: ["You have no key with this id."]})
-            wrapped = record.wrapped_key
+            wrapped, owner = record.wrapped_key, record.binding
         try:
             # Only a key's owner (or a member of its owning group) may mint ENC(...) values with
-            # it: an ENC value made under someone else's key would decrypt in their flows.
-            if field == "wrappedKey" and not services.holds_key(request.user, wrapped):
-                raise exceptions.ValidationError(
-                    {
-                        field: [
-                            "This key is not one of yours or your groups'; only a key's owner may encrypt with it."
-                        ]
-                    }
-                )
-            value = services.encrypt_value(wrapped, data.validated_data["plaintext"])
+            # it, and each is bound to that owner: it decrypts only in flows the owner owns.
+            owner = owner or services.binding_for(request.user, wrapped)
+            value = services.encrypt_value(wrapped, data.validated_data["plaintext"], owner)
         except services.MasterKeyError as error:
             raise master_key_unavailable(error) from None
         except services.WrappedKeyError as error:
             raise exceptions.ValidationError({field: [f"The key {error}."]}) from None
         except services.EncryptionError as error:
-            raise exceptions.ValidationError({"plaintext": [str(error)]}) from None
+            target = field if error.code == "not_key_owner" else "plaintext"
+            raise exceptions.ValidationError({target: [str(error)]}) from None
         return Response({"value": value}, headers=NO_STORE)
 
 

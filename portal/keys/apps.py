@@ -5,5 +5,7 @@ class KeysConfig(AppConfig):
     name = "portal.keys"
 
     def ready(self) -> None:
-        # The master key system checks, and the flow-save listener.
-        from portal.keys import checks, receivers  # noqa: F401
+        # The master key system checks, and the customer keys' access rule.
+        from portal.keys import checks, rules  # noqa: F401
+
+        rules.register()

@@ -12,11 +12,20 @@ portal uses the very same functions, so both sides always agree on the format.
 
 From Python: `encrypt(load_key(text), "s3cret") -> "ENC(...)"`.
 
-Format (version 1), base64 inside `ENC(...)`:
-    0x01 | key check (4 bytes) | nonce (12 bytes) | AES-256-GCM ciphertext + tag (16 bytes)
+Format (version 2), base64 inside `ENC(...)`:
+    0x02 | key check (4 bytes) | owner length (1 byte) | owner (ASCII)
+    | nonce (12 bytes) | AES-256-GCM ciphertext + tag (16 bytes)
 The key check is the first 4 bytes of `key_fingerprint(key)`: it tells a value
-encrypted with another key apart from a tampered one. The version byte and
-key check are authenticated (GCM associated data).
+encrypted with another key apart from a tampered one. The owner is the
+customer key's owner as the portal names it (`user:<id>` or `group:<id>`,
+listed with the key): the portal decrypts the value only in a flow that owner
+owns. Everything before the nonce is authenticated (GCM associated data), so
+the owner cannot be changed without the value failing its integrity check.
+
+    printf '%s' "$DB_PASSWORD" | python -m portal.keys.client encrypt --key-file my.key --owner user:17
+
+Version 1 (no owner: `0x01 | key check | nonce | ciphertext + tag`) is still
+read; the portal accepts it only in flows whose owner holds the key.
 """
 
 from __future__ import annotations
@@ -37,14 +46,16 @@ KEY_BYTES = 32  # AES-256
 NONCE_BYTES = 12
 TAG_BYTES = 16
 CHECK_BYTES = 4
-VERSION = 1
+VERSION = 2
+LEGACY_VERSION = 1  # no owner binding
 # Values must fit a flow property (64 KiB) once encrypted and base64-encoded.
 MAX_PLAINTEXT_BYTES = 32 * 1024
 PREFIX, SUFFIX = "ENC(", ")"
-_AAD = b"flowport/enc/v1"
+_AAD = {LEGACY_VERSION: b"flowport/enc/v1", VERSION: b"flowport/enc/v2"}
 _FINGERPRINT_INFO = b"flowport/key-fingerprint"
 _HEADER = 1 + CHECK_BYTES
 _BASE64 = re.compile(r"[A-Za-z0-9+/]+={0,2}\Z")
+OWNER = re.compile(r"(user|group):[1-9][0-9]{0,18}\Z")
 
 
 class EncryptedValueError(ValueError):
@@ -101,19 +112,38 @@ def looks_encrypted(value: object) -> bool:
 
 def parse(value: str) -> tuple[bytes, bytes, bytes, bytes]:
     """(header, key check, nonce, ciphertext) of a well-formed ENC(...) value."""
+    header, check, _owner, nonce, ciphertext = _parts(value)
+    return header, check, nonce, ciphertext
+
+
+def owner_of(value: str) -> str | None:
+    """The owner a well-formed ENC(...) value is bound to (`user:<id>`,
+    `group:<id>`), or None for a version 1 value (bound to no one)."""
+    return _parts(value)[2]
+
+
+def _parts(value: str) -> tuple[bytes, bytes, str | None, bytes, bytes]:
     if not looks_encrypted(value) or not value.endswith(SUFFIX):
         raise EncryptedValueError("malformed_value", "write it as ENC(<base64>)")
     body = value[len(PREFIX) : -len(SUFFIX)]
     if not _BASE64.match(body) or len(body) % 4:
         raise EncryptedValueError("malformed_value", "the text inside ENC(...) is not base64")
     raw = base64.b64decode(body)
-    if raw[:1] != bytes([VERSION]):
-        raise EncryptedValueError("malformed_value", f"unknown format version {raw[0] if raw else 'none'}")
-    if len(raw) < _HEADER + NONCE_BYTES + TAG_BYTES:
+    version = raw[0] if raw else None
+    if version not in _AAD:
+        raise EncryptedValueError("malformed_value", f"unknown format version {version or 'none'}")
+    end, owner = _HEADER, None
+    if version == VERSION:
+        if len(raw) < _HEADER + 1:
+            raise EncryptedValueError("malformed_value", "too short to be an encrypted value")
+        end = _HEADER + 1 + raw[_HEADER]
+        owner = raw[_HEADER + 1 : end].decode("ascii", errors="replace")
+        if not OWNER.match(owner):
+            raise EncryptedValueError("malformed_value", "its owner is not user:<id> or group:<id>")
+    if len(raw) < end + NONCE_BYTES + TAG_BYTES:
         raise EncryptedValueError("malformed_value", "too short to be an encrypted value")
-    header = raw[:_HEADER]
-    nonce = raw[_HEADER : _HEADER + NONCE_BYTES]
-    return header, header[1:], nonce, raw[_HEADER + NONCE_BYTES :]
+    header = raw[:end]
+    return header, header[1:_HEADER], owner, raw[end : end + NONCE_BYTES], raw[end + NONCE_BYTES :]
 
 
 def is_encrypted(value: object) -> bool:
@@ -127,8 +157,11 @@ def is_encrypted(value: object) -> bool:
     return True
 
 
-def encrypt(key: bytes, plaintext: str) -> str:
-    """`plaintext` encrypted with the customer `key` (32 bytes) as ENC(...)."""
+def encrypt(key: bytes, plaintext: str, owner: str | None = None) -> str:
+    """`plaintext` encrypted with the customer `key` (32 bytes) as ENC(...),
+    bound to the key's `owner` (`user:<id>` or `group:<id>`, as the portal
+    lists it). Without an owner: version 1, which the portal accepts only in
+    flows whose owner holds the key."""
     if len(key) != KEY_BYTES:
         raise EncryptedValueError("malformed_key", f"The key must be {KEY_BYTES} bytes (AES-256).")
     data = plaintext.encode("utf-8")
@@ -136,20 +169,26 @@ def encrypt(key: bytes, plaintext: str) -> str:
         raise EncryptedValueError(
             "too_long", f"The value is longer than {MAX_PLAINTEXT_BYTES} bytes (UTF-8)."
         )
-    header = bytes([VERSION]) + key_check(key)
+    if owner is None:
+        header = bytes([LEGACY_VERSION]) + key_check(key)
+    elif OWNER.match(owner):
+        header = bytes([VERSION]) + key_check(key) + bytes([len(owner)]) + owner.encode("ascii")
+    else:
+        raise EncryptedValueError("malformed_owner", "The owner must be user:<id> or group:<id>.")
     nonce = os.urandom(NONCE_BYTES)
-    ciphertext = AESGCM(key).encrypt(nonce, data, _AAD + header)
+    ciphertext = AESGCM(key).encrypt(nonce, data, _AAD[header[0]] + header)
     return PREFIX + base64.b64encode(header + nonce + ciphertext).decode("ascii") + SUFFIX
 
 
 def decrypt(key: bytes, value: str) -> str:
     """The plaintext of an ENC(...) value; EncryptedValueError with code
-    malformed_value, wrong_key, tampered or not_text otherwise."""
+    malformed_value, wrong_key, tampered or not_text otherwise. Whether the
+    owner it is bound to may use it (`owner_of`) is the portal's to check."""
     header, check, nonce, ciphertext = parse(value)
     if not hmac.compare_digest(check, key_check(key)):
         raise EncryptedValueError("wrong_key", "it was encrypted with a different key")
     try:
-        data = AESGCM(key).decrypt(nonce, ciphertext, _AAD + header)
+        data = AESGCM(key).decrypt(nonce, ciphertext, _AAD[header[0]] + header)
     except InvalidTag:
         raise EncryptedValueError(
             "tampered", "it failed its integrity check: the ciphertext was changed or corrupted"
@@ -193,6 +232,12 @@ def main(argv: list[str] | None = None) -> int:
     ):
         command = commands.add_parser(name, help=text)
         command.add_argument("--key-file", required=True, help="file holding your base64 key")
+        if name == "encrypt":
+            command.add_argument(
+                "--owner",
+                help="the key's owner as the portal lists it (user:<id> or group:<id>): the value "
+                "then decrypts only in that owner's flows",
+            )
     fingerprint = commands.add_parser("fingerprint", help="the key's fingerprint, as the portal lists it")
     fingerprint.add_argument("--key-file", required=True)
     args = parser.parse_args(argv)
@@ -210,7 +255,7 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 sys.stdout.write(text)
         elif args.command == "encrypt":
-            sys.stdout.write(encrypt(_read_key_file(args.key_file), _stdin_text()) + "\n")
+            sys.stdout.write(encrypt(_read_key_file(args.key_file), _stdin_text(), args.owner) + "\n")
         elif args.command == "decrypt":
             sys.stdout.write(decrypt(_read_key_file(args.key_file), sys.stdin.read().strip()))
         else:

@@ -7,13 +7,13 @@ from django.contrib.auth.models import Group
 from django.db import models
 from django.db.models import Q
 
+from portal.accounts import access
 
-class CustomerKeyQuerySet(models.QuerySet):
+
+class CustomerKeyQuerySet(access.AccessQuerySet):
     def usable_by(self, user) -> CustomerKeyQuerySet:
-        """Keys `user` may list and use: their own and their groups'."""
-        if user is None or not user.is_authenticated or not user.is_active:
-            return self.none()
-        return self.filter(Q(owner_user=user) | Q(owner_group__in=user.groups.all()))
+        """Keys `user` may list and use: their own and their groups' (keys.rules)."""
+        return self.restrict(user, access.VIEW)
 
 
 class CustomerKey(models.Model):
@@ -71,6 +71,12 @@ class CustomerKey(models.Model):
         if self.owner_group_id:
             return f"group {self.owner_group.name}"
         return self.owner_user.get_username() if self.owner_user else "?"
+
+    @property
+    def binding(self) -> str:
+        """The owner its ENC(...) values are bound to (AEAD associated data):
+        they decrypt only in flows this owner owns."""
+        return f"group:{self.owner_group_id}" if self.owner_group_id else f"user:{self.owner_user_id}"
 
     @property
     def short_fingerprint(self) -> str:

@@ -12,15 +12,13 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-
-from django.core.exceptions import ValidationError
 
 from portal.keys import wrapping
 from portal.keys.errors import MasterKeyError, WrappedKeyError
 from portal.keys.master import MasterKeyRing, get_ring, key_source, write_ring_file
 from portal.keys.models import CustomerKey
-from portal.keys.properties import WRAPPED_KEY_PROPERTY
 
 logger = logging.getLogger(__name__)
 
@@ -36,20 +34,32 @@ class RotationReport:
     still_used: dict[str, int] = field(default_factory=dict)  # old master key id → rows using it
 
 
-def _flows_with_wrapped_keys():
-    from portal.flows.models import FlowConfig
+@dataclass(frozen=True)
+class WrappedKeyHolder:
+    """Rows of an app above keys that keep wrapped customer keys (a flow's
+    `encrypt.wrapped.key`). The app registers itself at start-up
+    (AppConfig.ready), so rotation re-wraps them without importing it."""
 
-    return FlowConfig.objects.filter(properties__has_key=WRAPPED_KEY_PROPERTY)
+    name: str
+    # The master key id of every wrapped key held (an unparsable one is left out).
+    master_key_ids: Callable[[], Iterable[str]]
+    # Re-wrap with the ring's active key; append a line per failure, return the rows re-wrapped.
+    rewrap: Callable[[MasterKeyRing, list[str]], int]
+
+
+_holders: list[WrappedKeyHolder] = []
+
+
+def register_wrapped_key_holder(holder: WrappedKeyHolder) -> None:
+    if all(known.name != holder.name for known in _holders):
+        _holders.append(holder)
 
 
 def master_keys_in_use() -> Counter:
     """Master key id → how many customer keys and flows are wrapped with it."""
     used = Counter(CustomerKey.objects.values_list("master_key_id", flat=True))
-    for flow in _flows_with_wrapped_keys().only("properties"):
-        try:
-            used[wrapping.parse(flow.properties[WRAPPED_KEY_PROPERTY]).master_key_id] += 1
-        except WrappedKeyError:
-            continue  # not unwrappable with any key: it keeps no master key in use
+    for holder in _holders:
+        used.update(holder.master_key_ids())
     return used
 
 
@@ -63,29 +73,6 @@ def _rewrap_customer_keys(ring: MasterKeyRing, report: RotationReport) -> None:
         record.master_key_id = ring.active_id
         record.save(update_fields=["wrapped_key", "master_key_id"])
         report.customer_keys_rewrapped += 1
-
-
-def _rewrap_flows(ring: MasterKeyRing, report: RotationReport) -> None:
-    from portal.flows import services as flow_services
-
-    for flow in _flows_with_wrapped_keys().select_related("owner").order_by("pk"):
-        wrapped = flow.properties[WRAPPED_KEY_PROPERTY]
-        try:
-            if wrapping.parse(wrapped).master_key_id == ring.active_id:
-                continue
-            rewrapped = wrapping.rewrap(ring, wrapped)
-        except WrappedKeyError as error:
-            report.failures.append(f"flow {flow}: {WRAPPED_KEY_PROPERTY} {error}")
-            continue
-        try:
-            # Through the catalog service, so listeners (compiler, scheduler) see the change.
-            flow_services.update_flow(
-                flow, data={"properties": {**flow.properties, WRAPPED_KEY_PROPERTY: rewrapped}}
-            )
-        except ValidationError as error:
-            report.failures.append(f"flow {flow}: not re-wrapped: {'; '.join(error.messages)}")
-            continue
-        report.flows_rewrapped += 1
 
 
 def rotate_master_key(*, rewrap_only: bool = False, remove_old: bool = False) -> RotationReport:
@@ -106,7 +93,10 @@ def rotate_master_key(*, rewrap_only: bool = False, remove_old: bool = False) ->
         logger.info("master key %s added to %s and made active", ring.active_id, source.path)
     report = RotationReport(active_id=ring.active_id, added=not rewrap_only)
     _rewrap_customer_keys(ring, report)
-    _rewrap_flows(ring, report)
+    for holder in _holders:
+        rewrapped = holder.rewrap(ring, report.failures)
+        if holder.name == "flows":
+            report.flows_rewrapped += rewrapped
     if remove_old:
         used = master_keys_in_use()
         old = set(ring.keys) - {ring.active_id}

@@ -2,11 +2,13 @@
 come here (docs/keys.md).
 
     wrap_customer_key(user=..., key=... | generate=True) -> WrapResult
-    encrypt_value(wrapped_key, plaintext) -> "ENC(...)"           # server side, e.g. the flow form
+    binding_for(user, wrapped_key) -> "user:<id>" | "group:<id>"  # whom new ENC values are bound to
+    encrypt_value(wrapped_key, plaintext, owner) -> "ENC(...)"    # server side, e.g. the flow form
+    owner_problems(owner, properties)                               # bound to another owner? (save, worker)
     decrypt_properties(properties) -> properties in clear           # worker side, just before the pipeline
     is_encrypted(value) -> bool
     redact(properties, secret_keys=()) -> properties safe to show or log
-    validate_flow_secrets(flow)                                     # on every flow save (receivers.py)
+    wrapped_key_problems(owner, properties) -> [message]           # on every flow save (flows.secrets)
 """
 
 from __future__ import annotations
@@ -34,9 +36,9 @@ from portal.keys.properties import (
     decrypt_properties,
     encrypted_keys,
     is_encrypted,
-    looks_encrypted,
     redact,
     secret_values,
+    wrapped_key_property_for,
 )
 
 __all__ = [
@@ -48,13 +50,15 @@ __all__ = [
     "MasterKeyError",
     "WrapResult",
     "WrappedKeyError",
+    "binding_for",
     "decrypt_properties",
     "encrypt_value",
     "is_encrypted",
+    "owner_problems",
     "redact",
     "secret_values",
-    "validate_flow_secrets",
     "wrap_customer_key",
+    "wrapped_key_problems",
 ]
 
 logger = logging.getLogger(__name__)
@@ -127,47 +131,92 @@ def holds_key(user, wrapped_key: str) -> bool:
     return CustomerKey.objects.usable_by(user).filter(fingerprint=fingerprint).exists()
 
 
-def encrypt_value(wrapped_key: str, plaintext: str) -> str:
+def owners_acted_for(user) -> set[str]:
+    """The owners (`user:<id>`, `group:<id>`) whose flows `user` owns: their
+    own and their groups'. A bound ENC(...) value decrypts in `user`'s flows
+    only when it is bound to one of them."""
+    if user is None or not getattr(user, "pk", None):
+        return set()
+    return {f"user:{user.pk}"} | {f"group:{pk}" for pk in user.groups.values_list("pk", flat=True)}
+
+
+def binding_for(user, wrapped_key: str) -> str:
+    """The owner an ENC(...) value `user` makes under `wrapped_key` is bound
+    to: the key's owner — `user`'s own key first, else one of their groups'.
+    Only a key's owner may encrypt with it: EncryptionError(code="not_key_owner")
+    otherwise; MasterKeyError / WrappedKeyError when it cannot be unwrapped."""
+    fingerprint = client.key_fingerprint(wrapping.unwrap(get_ring(), wrapped_key))
+    records = CustomerKey.objects.usable_by(user).filter(fingerprint=fingerprint)
+    record = records.filter(owner_user=user).first() or records.order_by("pk").first()
+    if record is None:
+        raise EncryptionError(
+            "This key is not one of yours or your groups'; only a key's owner may encrypt with it.",
+            code="not_key_owner",
+        )
+    return record.binding
+
+
+def encrypt_value(wrapped_key: str, plaintext: str, owner: str | None = None) -> str:
     """`plaintext` as an ENC(...) value under the customer key inside
-    `wrapped_key`. Raises MasterKeyError, WrappedKeyError (code says why) or
+    `wrapped_key`, bound to `owner` (see `binding_for`; without one, the
+    version 1 form). Raises MasterKeyError, WrappedKeyError (code says why) or
     EncryptionError(code="too_long")."""
     customer_key = wrapping.unwrap(get_ring(), wrapped_key)
     try:
-        return client.encrypt(customer_key, plaintext)
+        return client.encrypt(customer_key, plaintext, owner)
     except client.EncryptedValueError as error:
         raise EncryptionError(str(error), code=error.code) from None
 
 
-def validate_flow_secrets(flow) -> None:
-    """What a flow's save needs beyond the form of its values (that is in
-    flows.validators): no attribute a template declares encrypted is given in
-    clear; `encrypt.wrapped.key` unwraps with this portal's master key, is one
-    of the owner's (or their groups') customer keys, and is the key every
-    ENC(...) value was made with. Nothing is decrypted.
-    ValidationError({"properties": [...]}) naming each property."""
-    from portal.flows.compiler.templates import (
-        clear_encrypted_attributes,
-        clear_message,
-        declared_encrypted_attributes,
-    )
-    from portal.pipeline.schema import clear_secret_keys, clear_secret_message
+def owner_problems(owner, properties, *, skip=lambda name: False) -> list[str]:
+    """One message per ENC(...) value (outside `skip`) bound to an owner that
+    may not use it here: not the flow owner (nor one of their groups), or not
+    an owner of the customer key it was made with. Version 1 values are bound
+    to no one: they pass here and are accepted where the owner holds the key
+    (`holds_key`). Nothing is decrypted."""
+    mine = owners_acted_for(owner)
+    problems, fingerprints = [], {}
+    for name in encrypted_keys(properties):
+        value = properties[name]
+        if skip(name) or not is_encrypted(value):
+            continue
+        bound_to = client.owner_of(value)
+        if bound_to is None:
+            continue
+        if bound_to not in mine:
+            problems.append(
+                f"{name!r} is bound to another owner ({bound_to}): it decrypts only in flows that owner "
+                "owns. Encrypt the secret again with one of your own keys."
+            )
+            continue
+        wrapped = properties.get(wrapped_key_property_for(name, properties))
+        if not isinstance(wrapped, str) or not wrapped:
+            continue  # format_problems says so
+        try:
+            if wrapped not in fingerprints:
+                fingerprints[wrapped] = client.key_fingerprint(wrapping.unwrap(get_ring(), wrapped))
+        except EncryptionError:
+            continue  # the wrapped key's own check says why
+        kind, _, pk = bound_to.partition(":")
+        field = "owner_group_id" if kind == "group" else "owner_user_id"
+        if not CustomerKey.objects.filter(fingerprint=fingerprints[wrapped], **{field: int(pk)}).exists():
+            problems.append(f"{name!r} is bound to {bound_to}, which does not own the key it was made with.")
+    return problems
 
-    owner = getattr(flow, "owner", None)
-    properties = flow.properties
-    declared = declared_encrypted_attributes(flow, owner)
-    messages = [clear_message(name) for name in clear_encrypted_attributes(flow, owner, declared)]
-    # A key named like a secret is one, whatever a template declares (docs/security.md).
-    messages += [
-        clear_secret_message(name)
-        for name in clear_secret_keys(properties, looks_encrypted)
-        if name not in declared
-    ]
+
+def wrapped_key_problems(owner, properties: dict[str, str]) -> list[str]:
+    """The wrapped-key half of a flow's secret checks (flows.secrets has the
+    rest): `encrypt.wrapped.key` unwraps with this portal's master key, is one
+    of the owner's (or their groups') customer keys, and is the key every
+    ENC(...) value was made with; a prefixed wrapped key is the owner's too.
+    Nothing is decrypted. One message per problem, naming the property."""
+    messages: list[str] = []
     wrapped = properties.get(WRAPPED_KEY_PROPERTY)
     if isinstance(wrapped, str) and wrapped:
         try:
             customer_key = wrapping.unwrap(get_ring(), wrapped)
         except MasterKeyError as error:
-            logger.error("cannot check %s of flow %s: %s", WRAPPED_KEY_PROPERTY, flow, error)
+            logger.error("cannot check %s of a flow of %s: %s", WRAPPED_KEY_PROPERTY, owner, error)
             messages.append(
                 f"{WRAPPED_KEY_PROPERTY!r} cannot be checked: the portal's master key is unavailable "
                 "(an administrator must fix it; see docs/keys.md)."
@@ -189,6 +238,7 @@ def validate_flow_secrets(flow) -> None:
                         f"{name!r} was encrypted with a different customer key than the one in "
                         f"{WRAPPED_KEY_PROPERTY!r}."
                     )
+    messages += owner_problems(owner, properties)
     for name, value in sorted(properties.items()):
         # Prefixed wrapped keys (`<prefix>.encrypt.wrapped.key`) decrypt the values under their
         # prefix: they too must be the owner's.
@@ -201,5 +251,4 @@ def validate_flow_secrets(flow) -> None:
             continue
         if not held:
             messages.append(f"{name!r} is not one of the flow owner's customer keys.")
-    if messages:
-        raise ValidationError({"properties": messages})
+    return messages

@@ -12,7 +12,8 @@ from django.conf import settings
 from django.db.models import Count, Min, Prefetch, Q
 from django.utils import timezone
 
-from portal.monitoring.models import Event, HealthCheck
+from portal.events.models import Event
+from portal.monitoring.models import HealthCheck
 from portal.orchestration.models import (
     FINISHED_STATUSES,
     JOB_FINISHED,

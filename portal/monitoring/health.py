@@ -18,8 +18,9 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from portal.monitoring.models import Event, HealthCheck
-from portal.monitoring.services import raise_event
+from portal.events.models import Event
+from portal.events.services import raise_event
+from portal.monitoring.models import HealthCheck
 from portal.topology.models import SpecExecutor
 
 logger = logging.getLogger(__name__)
@@ -72,10 +73,11 @@ def _executor_event(verdict: Verdict, previous: str) -> None:
             severity=bad[health],
             subject=verdict.target,
         )
-    elif health == SpecExecutor.Health.HEALTHY and previous in bad:
+    elif health in (SpecExecutor.Health.HEALTHY, SpecExecutor.Health.BUSY) and previous in bad:
         raise_event(
             "executor.recovered",
-            f"Executor {verdict.target} is healthy again: {verdict.message}",
+            f"Executor {verdict.target} is "
+            f"{'healthy' if health == SpecExecutor.Health.HEALTHY else 'usable (busy)'} again: {verdict.message}",
             severity=Event.Severity.INFO,
             subject=verdict.target,
         )
@@ -142,7 +144,11 @@ def check_executors(now: datetime | None = None) -> int:
     names = set()
     for name, health, message in executors:
         names.add(name)
-        status = {SpecExecutor.Health.HEALTHY: UP, SpecExecutor.Health.UNKNOWN: SKIPPED}.get(health, DOWN)
+        status = {
+            SpecExecutor.Health.HEALTHY: UP,
+            SpecExecutor.Health.BUSY: UP,  # consumed, jobs wait their turn: no fault
+            SpecExecutor.Health.UNKNOWN: SKIPPED,
+        }.get(health, DOWN)
         changed += record(Verdict(f"executor:{name}", "executor", name, status, message, health), now)
     HealthCheck.objects.filter(kind="executor").exclude(target__in=names).delete()
     return changed

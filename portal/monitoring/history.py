@@ -13,6 +13,7 @@ from django.conf import settings
 from django.db.models import Prefetch
 from django.utils import timezone
 
+from portal.events.links import execution_path
 from portal.flows.models import FlowConfig
 from portal.monitoring.charts import (
     TIME_STEPS,
@@ -22,7 +23,6 @@ from portal.monitoring.charts import (
     format_time,
     time_series_svg,
 )
-from portal.monitoring.services import execution_path
 from portal.orchestration import statestore
 from portal.orchestration.models import (
     DatasetState,
@@ -58,7 +58,7 @@ def flow_history_visible(user: Any, flow_group: str, flow_name: str) -> bool:
     FlowConfig.visible_to); the history of a deleted flow, by anyone signed in."""
     flows = FlowConfig.objects.filter(flow_group=flow_group, flow_name=flow_name)
     if flows.exists():
-        return FlowConfig.objects.visible_to(user).filter(pk__in=flows.values("pk")).exists()
+        return FlowConfig.objects.restrict(user).filter(pk__in=flows.values("pk")).exists()
     return bool(user.is_authenticated)
 
 

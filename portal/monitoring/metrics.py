@@ -17,7 +17,18 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_l
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from portal.monitoring.models import Event, HealthCheck, MetricsSnapshot
+from portal.events.models import Event
+from portal.monitoring.models import HealthCheck, MetricsSnapshot
+from portal.orchestration.models import (
+    Action,
+    ExecutionStatus,
+    FlowExecution,
+    JobExecution,
+    JobStatus,
+    OutboxMessage,
+    WorkerHeartbeat,
+)
+from portal.topology.models import SpecExecutor
 
 # Job durations run from seconds to hours.
 DURATION_BUCKETS = (5, 15, 30, 60, 120, 300, 600, 1800, 3600, 7200, 21600, 86400)
@@ -29,16 +40,6 @@ def _age(oldest, now) -> float:
 
 class FlowportCollector(Collector):
     def collect(self) -> Iterator[Metric]:
-        from portal.orchestration.models import (
-            Action,
-            ExecutionStatus,
-            FlowExecution,
-            JobStatus,
-            OutboxMessage,
-            WorkerHeartbeat,
-        )
-        from portal.topology.models import SpecExecutor
-
         now = timezone.now()
 
         history = history_snapshot()
@@ -153,7 +154,6 @@ class FlowportCollector(Collector):
 def compute_history() -> dict[str, Any]:
     """The figures that read the whole history (GROUP BY over millions of
     rows): computed by the scheduler in the background, not per scrape."""
-    from portal.orchestration.models import FlowExecution, JobExecution, JobStatus
 
     duration = ExpressionWrapper(F("ended_at") - F("started_at"), output_field=DurationField())
     finished = JobExecution.objects.filter(

@@ -26,8 +26,12 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.utils import timezone
 
-from portal.monitoring.models import Event
-from portal.monitoring.services import raise_event
+from portal.events import sinks
+from portal.events.models import Event
+from portal.events.services import raise_event
+from portal.flows.policies import flow_sla_seconds
+from portal.monitoring import health
+from portal.orchestration.models import Action, ActionKind, ExecutionStatus, FlowExecution
 
 logger = logging.getLogger(__name__)
 
@@ -40,8 +44,6 @@ def _key(kind: str, execution) -> str:
 
 
 def _sla_seconds(execution) -> float:
-    from portal.orchestration.policies import flow_sla_seconds
-
     try:
         return flow_sla_seconds(execution.flow.properties if execution.flow else {})
     except ValidationError:  # refused on save; a flow stored before the check keeps the default
@@ -50,7 +52,6 @@ def _sla_seconds(execution) -> float:
 
 def typical_duration(flow_group: str, flow_name: str) -> timedelta | None:
     """The median duration of the flow's last committed runs, or None."""
-    from portal.orchestration.models import ExecutionStatus, FlowExecution
 
     runs = (
         FlowExecution.objects.filter(
@@ -94,7 +95,6 @@ def expectation(execution, now: datetime, *, deadline: datetime | None = None, t
 
 def check_flow_slas(now: datetime | None = None) -> int:
     """Raise at-risk and missed events for unfinished executions; returns how many were raised."""
-    from portal.orchestration.models import Action, ActionKind, ExecutionStatus, FlowExecution
 
     now = now or timezone.now()
     unfinished = list(
@@ -154,7 +154,6 @@ def check_flow_slas(now: datetime | None = None) -> int:
 
 def check_failed_executions(now: datetime | None = None) -> int:
     """One `execution.failed` event per execution that failed recently."""
-    from portal.orchestration.models import ExecutionStatus, FlowExecution
 
     now = now or timezone.now()
     since = now - timedelta(seconds=settings.MONITORING_SINK_MAX_AGE_SECONDS)
@@ -193,8 +192,6 @@ def run_monitors(now: datetime | None = None, *, force: bool = False) -> Monitor
     if not force and clock < _next_run:
         return None
     _next_run = clock + settings.MONITORING_INTERVAL_SECONDS
-    from portal.monitoring import health, sinks
-
     monitors: dict[str, Callable[[], int]] = {
         "flow SLAs": lambda: check_flow_slas(now),
         "failed executions": lambda: check_failed_executions(now),

@@ -1,7 +1,8 @@
 """Subscriptions: a user asks to hear about one flow's failures, SLA misses
 and recoveries, by email and/or webhook. Saving one checks that the user may
 read the flow and that the webhook is an http(s) URL on an allowed host;
-delivery is the sinks' job (sinks.py), which asks `targets_for` per event."""
+delivery is the event sinks' job (events/sinks.py), which asks `targets_for`
+per event once `listen` registered it."""
 
 from __future__ import annotations
 
@@ -12,8 +13,11 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
+from portal.accounts.access import VIEW
+from portal.events import sinks
+from portal.events.models import Event
 from portal.flows.models import FlowConfig
-from portal.monitoring.models import Event, Subscription
+from portal.monitoring.models import Subscription
 
 FAILED = "execution.failed"
 RECOVERED = "execution.recovered"
@@ -82,7 +86,7 @@ def keep_or_replace(stored: str, posted: str) -> str:
 
 
 def readable_flow(user, flow_group: str, flow_name: str) -> FlowConfig | None:
-    return FlowConfig.objects.visible_to(user).filter(flow_group=flow_group, flow_name=flow_name).first()
+    return FlowConfig.objects.restrict(user, VIEW).filter(flow_group=flow_group, flow_name=flow_name).first()
 
 
 def check(subscription: Subscription) -> None:
@@ -100,7 +104,7 @@ def check(subscription: Subscription) -> None:
         validate_webhook_url(subscription.webhook_url)
     except ValidationError as error:
         errors.setdefault("webhook_url", []).extend(error.messages)
-    if not FlowConfig.objects.visible_to(subscription.user).filter(pk=subscription.flow_id).exists():
+    if not FlowConfig.objects.restrict(subscription.user, VIEW).filter(pk=subscription.flow_id).exists():
         errors.setdefault("flow", []).append("You may not read this flow.")
     if errors:
         raise ValidationError(errors)
@@ -123,15 +127,22 @@ def subscriptions_of(user):
     return Subscription.objects.filter(user=user).select_related("flow")
 
 
+def anyone_subscribed() -> bool:
+    return Subscription.objects.exists()
+
+
+def listen() -> None:
+    """Register the subscribers with the event sinks (MonitoringConfig.ready):
+    one sender serves the operator's sinks and them."""
+    sinks.register_listeners(sinks.Listeners(SUBSCRIBABLE_KINDS, anyone_subscribed, targets_for))
+    sinks.register_webhook_check(validate_webhook_url)
+
+
 def wants(subscription: Subscription, kind: str) -> bool:
     return any(kind in kinds and getattr(subscription, switch) for switch, kinds in KINDS_BY_SWITCH.items())
 
 
-def targets_for(
-    event: Event,
-    send_email: Callable[[Event, list[str]], None],
-    send_webhook: Callable[[Event, str], None],
-) -> dict[str, Callable[[], None]]:
+def targets_for(event: Event) -> dict[str, Callable[[], None]]:
     """The subscribers' deliveries of one event, named `sub<id>:email` and
     `sub<id>:webhook` so a delivery accepted once is never repeated. A
     subscriber who can no longer read the flow (or is inactive) gets nothing."""
@@ -145,13 +156,15 @@ def targets_for(
         user = subscription.user
         if not user.is_active or not wants(subscription, event.kind):
             continue
-        if not FlowConfig.objects.visible_to(user).filter(pk=subscription.flow_id).exists():
+        if not FlowConfig.objects.restrict(user, VIEW).filter(pk=subscription.flow_id).exists():
             continue
         if subscription.by_email and user.email:
-            targets[f"sub{subscription.pk}:email"] = lambda address=user.email: send_email(event, [address])
+            targets[f"sub{subscription.pk}:email"] = lambda address=user.email: sinks.send_email(
+                event, [address]
+            )
         if subscription.webhook_url:
-            targets[f"sub{subscription.pk}:webhook"] = lambda url=subscription.webhook_url: send_webhook(
-                event, url
+            targets[f"sub{subscription.pk}:webhook"] = lambda url=subscription.webhook_url: (
+                sinks.send_webhook(event, url)
             )
     return targets
 

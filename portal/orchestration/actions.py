@@ -124,7 +124,6 @@ def _handle(action: Action, claimer: str) -> None:
 
 def process_actions(limit: int = 50, claimer: str | None = None) -> int:
     """Claim and handle due actions; returns how many were handled."""
-    from portal.orchestration import orchestrator  # noqa: F401  registers the handlers
 
     claimer = claimer or process_id()
     actions = _claim(limit, claimer)

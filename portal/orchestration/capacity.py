@@ -3,9 +3,9 @@ reading the broker, how many job threads does it have, which are busy, which
 are gone (a pool thread that died) and which are wedged (a thread still
 inside a job that finished elsewhere, moved on, or was cancelled and did not
 stop). The heartbeat reports it, and executor health is made from it, so an
-executor is HEALTHY only while some worker consumes its queue with a usable
-job thread that is free or running a live job (issue #24: a worker whose
-threads were gone was reported healthy while jobs waited)."""
+executor is HEALTHY only while some worker consumes its queue with a free
+job thread, and BUSY while every usable thread runs a live job (issue #24: a
+worker whose threads were gone was reported healthy while jobs waited)."""
 
 from __future__ import annotations
 

@@ -10,7 +10,7 @@ the same data again) or the full list, which the next run finishes before it
 pulls anything new for that dataset (see `recovery`).
 
 The store is keyed by `(store name, dataset URN)`; the store name of a job
-is `<flow_group>/<flow_name>/<job_name>`. The interface is the seed's:
+is `<flow_group>/<flow_name>/<job_name>#<flow id>` (CommitStore.name_for). The interface is the seed's:
 `create`, `exists`, `put`, `get_commit_sequence`, `remove`, plus `put_all`
 (the one-transaction write) and `pending` (what recovery looks at).
 
@@ -194,7 +194,13 @@ class StaleAttempt(Exception):
 
 
 def store_name_for(spec: Mapping[str, Any]) -> str:
-    return f"{spec.get('flow_group', '')}/{spec.get('flow_name', '')}/{spec['job_name']}"
+    flow_id = spec.get("flow_id")
+    return CommitStore.name_for(
+        spec.get("flow_group", ""),
+        spec.get("flow_name", ""),
+        spec["job_name"],
+        None if flow_id is None else int(flow_id),
+    )
 
 
 def _as_dict(step: CommitStep | Mapping[str, Any]) -> dict[str, Any]:

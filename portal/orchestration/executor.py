@@ -141,6 +141,7 @@ class JobHeartbeat:
         if self.spark is None:
             return {}
         try:
+            # Imported here: progress imports pyspark, which processes that never run Spark skip.
             from portal.pipeline.progress import job_progress
         except ImportError:
             return {}
@@ -204,7 +205,7 @@ def execute_job(job_id: int, attempt: int, jobspec: dict[str, Any]) -> str:
         except BaseException as exc:
             logger.exception("job %s attempt %d failed", job, attempt)
             message = joblogs.mask(f"{type(exc).__name__}: {_exception_text(exc)}", log.secrets)
-            log.write(f"failed: {message}", "ERROR")
+            log.outcome(JobStatus.FAILED, message, exc)
             report(job, attempt, JobStatus.FAILED, message=message[:4000], **log.fields())
             statestore.finish_job_state(run_state, JobStatus.FAILED, message)
             return "failed"
@@ -228,6 +229,9 @@ def _finish(
     **fields: Any,
 ) -> str:
     message = joblogs.mask(message, log.secrets)
+    log.outcome(status, message)
+    if "log_excerpt" in fields:
+        fields.update(log.fields())  # with the outcome line
     report(job, attempt, status, message=message[:4000], **fields)
     statestore.finish_job_state(run_state, status, message)
     return status.lower()
@@ -246,7 +250,6 @@ def _run(
     # The worker's own security check, before anything starts (it trusts nothing the web tier sent).
     refused = guard.refusal(job, spec)
     if refused:
-        log.write(refused)
         return _finish(job, attempt, run_state, JobStatus.FAILED, refused, log, **log.fields())
     submitted = uses_spark_submit(spec)
     master = spec.get("spark_master") or settings.SPARK_MASTER
@@ -275,7 +278,6 @@ def _run(
         properties = decrypt_properties(encrypted)
     except EncryptionError as error:
         message = f"Cannot decrypt the job's secrets: {error}"
-        log.write(message, "ERROR")
         return _finish(job, attempt, run_state, JobStatus.FAILED, message, log, **log.fields())
     log.hide(secret_values(encrypted, properties))
     spec = {**spec, "properties": properties, "log_tag": log.tag}
@@ -294,7 +296,6 @@ def _run(
             "earlier attempt of this execution that could not be redone, and this attempt would "
             f"overwrite their task output. {recovery.skipped[same_execution[0]].message}"
         )
-        log.write(message, "ERROR")
         return _finish(job, attempt, run_state, JobStatus.FAILED, message, log, **log.fields())
 
     # ---- pull: previous watermarks (after recovery moved them), skipped datasets left out ----
@@ -324,7 +325,6 @@ def _run(
         summary["progress"] = heartbeat.progress()
     if cancel.is_set():
         cleanup_task_output(spec)
-        log.write("cancelled; nothing published", "WARN")
         return _finish(
             job,
             attempt,

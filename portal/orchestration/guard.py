@@ -20,7 +20,7 @@ from portal.flows import groups as flow_groups
 from portal.flows.models import FlowConfig
 from portal.keys.errors import EncryptionError
 from portal.keys.properties import WRAPPED_KEY_PROPERTY, looks_encrypted
-from portal.keys.services import holds_key
+from portal.keys.services import holds_key, owner_problems
 from portal.pipeline.confinement import ConfinementError, confine, resolve
 from portal.pipeline.schema import (
     NODE,
@@ -204,6 +204,11 @@ def _check_wrapped_keys(owner: Any, props: dict[str, str]) -> None:
             raise JobRefused(f"{key!r}: {error}") from None
         if not held:
             raise JobRefused(f"{key!r} is not one of the flow owner's customer keys; its secrets stay sealed")
+    # Each ENC(...) value is bound to its key's owner (AEAD associated data): another owner's,
+    # copied into this flow, stays sealed even under a key the owner shares with them.
+    problems = owner_problems(owner, props, skip=lambda name: name.startswith(HOP))
+    if problems:
+        raise JobRefused("; ".join(problems) + " Its secrets stay sealed.")
 
 
 def startup_problems() -> list[str]:

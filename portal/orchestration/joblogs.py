@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import traceback
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -28,6 +29,8 @@ from typing import Any
 from django.conf import settings
 
 from portal.keys.services import REDACTED
+from portal.orchestration import logview
+from portal.orchestration.models import JobStatus
 from portal.pipeline.logtag import tag_thread
 
 EXCERPT_CHARS = 4000
@@ -129,6 +132,18 @@ class JobLog:
             f"{f' [{branches}]' if branches else ''}{error}",
             "ERROR" if failed else "INFO",
         )
+        if failed and state.get("traceback"):
+            self.write(f"traceback of task {state['task_id']}:\n{state['traceback']}", "ERROR")
+
+    def outcome(self, status: str, message: str, exc: BaseException | None = None) -> None:
+        """The attempt's last line: how it ended and why; for a failure the
+        traceback follows (its lines carry no level, so they stay with the
+        ERROR line when the log page filters by level)."""
+        level = {"FAILED": "ERROR", "CANCELLED": "WARN"}.get(status, "INFO")
+        text = f"{status.lower()}: {message}"
+        if exc is not None:
+            text += "\n" + "".join(traceback.format_exception(exc)).rstrip()
+        self.write(text, level)
 
     def fields(self) -> dict[str, str]:
         return {
@@ -198,3 +213,25 @@ def attempt_log_download(job: Any, attempt: int, kind: str) -> LogDownload:
     if readable:
         return LogDownload(filename, path, "")
     return LogDownload(filename, None, excerpt if attempt == job.attempt else "")
+
+
+@dataclass(frozen=True)
+class AttemptError:
+    """Why an attempt failed, for the top of its log page: the message it
+    ended with and the worker log's ERROR lines (each with its traceback)."""
+
+    message: str
+    lines: logview.FilteredLog  # the worker log's lines at ERROR and above
+
+
+def attempt_error(job: Any, attempt: int, sections: list[LogSection]) -> AttemptError | None:
+    """The failure of this attempt, or None when it did not fail."""
+    if attempt == job.attempt:
+        status, message = job.status, job.message
+    else:
+        row = job.run_states.filter(attempt=attempt).values_list("status", "message").first()
+        status, message = row or ("", "")
+    if status != JobStatus.FAILED:
+        return None
+    worker = next((s.text for s in sections if s.kind == "worker"), "")
+    return AttemptError(message, logview.apply(worker, logview.LogFilter(level="ERROR")))

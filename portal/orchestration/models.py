@@ -7,6 +7,7 @@ from collections.abc import Iterable
 
 from django.db import models
 
+from portal.accounts import access
 from portal.flows.models import FlowConfig
 
 
@@ -55,6 +56,8 @@ class FlowExecution(models.Model):
     backfill = models.JSONField(default=dict, blank=True)
     cancel_requested = models.BooleanField(default=False)
     requested_by = models.CharField(max_length=150, blank=True)
+
+    objects = access.AccessQuerySet.as_manager()  # restrict(user, action): orchestration.rules
 
     class Meta:
         ordering = ["-execution_id"]
@@ -334,13 +337,20 @@ class DatasetStateHistory(models.Model):
 
 class CommitStore(models.Model):
     """A named CommitStepStore (the exactly-once seed's `storeName`): one per
-    job of a flow, `<flow_group>/<flow_name>/<job_name>`."""
+    job of a flow, `<flow_group>/<flow_name>/<job_name>#<flow id>`. The id
+    keeps a deleted flow's unfinished steps its own: a flow re-created under
+    the same name never finishes (publishes) them (issue #24)."""
 
     name = models.CharField(max_length=600, unique=True)
     created = models.DateTimeField(auto_now_add=True)
 
     def __str__(self) -> str:
         return self.name
+
+    @staticmethod
+    def name_for(flow_group: str, flow_name: str, job_name: str, flow_id: int | None) -> str:
+        name = f"{flow_group}/{flow_name}/{job_name}"
+        return name if flow_id is None else f"{name}#{flow_id}"
 
 
 class CommitStoreDataset(models.Model):

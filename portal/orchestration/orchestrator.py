@@ -18,8 +18,15 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from portal.events.services import raise_event
+from portal.flows.compiler import COMPILED, PENDING, compile_flow
 from portal.flows.models import FlowConfig
-from portal.monitoring.services import raise_event
+from portal.flows.policies import (
+    flow_sla_seconds,
+    job_start_sla_seconds,
+    retry_backoff_seconds,
+    retry_count,
+)
 from portal.orchestration import outbox
 from portal.orchestration.actions import enqueue_for, handles
 from portal.orchestration.jobspecs import build_jobspec
@@ -38,12 +45,6 @@ from portal.orchestration.models import (
     JobStatus,
     delivered,
     delivered_text,
-)
-from portal.orchestration.policies import (
-    flow_sla_seconds,
-    job_start_sla_seconds,
-    retry_backoff_seconds,
-    retry_count,
 )
 from portal.orchestration.services import execution_in_the_way, skipped_because
 
@@ -96,7 +97,6 @@ def launch(action: Action) -> None:
     if running := execution_in_the_way(flow, besides=execution):
         _finish(execution, ExecutionStatus.SKIPPED, skipped_because(running))
         return
-    from portal.flows.compiler import COMPILED, PENDING, compile_flow
 
     compiled = compile_flow(flow)
     if compiled.status == PENDING:

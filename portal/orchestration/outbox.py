@@ -14,6 +14,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from portal.celery import app
 from portal.orchestration.models import OutboxMessage
 
 logger = logging.getLogger(__name__)
@@ -36,14 +37,11 @@ def _connection() -> Any:
     queues it declared, and its reconnect policy could hold the orchestrator
     loop; a fresh one declares the queue again and fails within the
     connect timeout (CELERY_BROKER_CONNECTION_TIMEOUT)."""
-    from portal.celery import app
 
     return app.connection_for_write()
 
 
 def _send(message: OutboxMessage, producer: Any) -> None:
-    from portal.celery import app
-
     app.send_task(
         message.task_name,
         kwargs=message.kwargs,
@@ -82,8 +80,6 @@ def relay_outbox(limit: int = 200) -> int:
 
 
 def _relay(batch: list[OutboxMessage], connection: Any) -> int:
-    from portal.celery import app
-
     sent, producer = 0, None
     for message in batch:
         try:

@@ -8,6 +8,9 @@ from typing import Any
 from django.dispatch import receiver
 
 from portal.flows.signals import flow_catalog_changed
+from portal.orchestration.models import FlowExecution
+from portal.orchestration.scheduler import create_execution
+from portal.orchestration.services import relaunch_waiting as relaunch
 from portal.topology.signals import topology_catalog_changed
 
 
@@ -15,14 +18,9 @@ from portal.topology.signals import topology_catalog_changed
 def run_immediately(sender: Any, action: str, flow: Any, **kwargs: Any) -> None:
     # A paused flow is switched off: saving it starts nothing (Run now still does).
     if action in ("add", "update") and flow.run_immediately and not flow.paused:
-        from portal.orchestration.models import FlowExecution
-        from portal.orchestration.scheduler import create_execution
-
         create_execution(flow, FlowExecution.Trigger.RUN_IMMEDIATELY, requested_by=flow.owner.get_username())
 
 
 @receiver(topology_catalog_changed, dispatch_uid="orchestration.relaunch_waiting")
 def relaunch_waiting(sender: Any, **kwargs: Any) -> None:
-    from portal.orchestration.services import relaunch_waiting as relaunch
-
     relaunch()

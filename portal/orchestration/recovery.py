@@ -25,8 +25,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from portal.monitoring.models import Event
-from portal.monitoring.services import raise_event
+from portal.events.models import Event
+from portal.events.services import raise_event
 from portal.orchestration import statestore
 from portal.orchestration.commitstore import (
     CommitSequence,

@@ -26,7 +26,9 @@ from django.db import transaction
 from django.db.models import OuterRef, Q, Subquery
 from django.utils import timezone
 
+from portal.events.models import Event
 from portal.flows.models import FlowConfig
+from portal.flows.policies import RETENTION_DAYS, retention_days
 from portal.orchestration import joblogs
 from portal.orchestration.models import (
     FINISHED_STATUSES,
@@ -37,7 +39,6 @@ from portal.orchestration.models import (
     JobExecution,
     OutboxMessage,
 )
-from portal.orchestration.policies import RETENTION_DAYS, retention_days
 
 BATCH_SIZE = 500
 
@@ -140,7 +141,6 @@ def _prune_simple(queryset, limit: int) -> int:
 
 def prune_once(now: datetime | None = None, limit: int = BATCH_SIZE) -> PruneReport:
     """One small batch of each kind of history; call until `total` is 0."""
-    from portal.monitoring.models import Event
 
     now = now or timezone.now()
     report = PruneReport()

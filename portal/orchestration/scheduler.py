@@ -25,8 +25,9 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
+from portal.bulk import insert_rows
+from portal.flows import policies as run_policies
 from portal.flows.models import FlowConfig
-from portal.orchestration import policies as run_policies
 from portal.orchestration.actions import ActionKind, enqueue_for
 from portal.orchestration.models import Action, FlowExecution, ScheduleCursor
 
@@ -100,12 +101,11 @@ def _due_ticks(schedule: str, after: datetime, now: datetime, limit: int) -> lis
     return ticks
 
 
-def _catch_up(flow: FlowConfig, ticks: list[datetime], now: datetime) -> tuple[list[datetime], int]:
+def _catch_up(policy: str, ticks: list[datetime], now: datetime) -> tuple[list[datetime], int]:
     """Ticks older than one poll interval were missed while no scheduler ran."""
     grace = settings.SCHEDULER_POLL_SECONDS * 2
     recent = [t for t in ticks if (now - t).total_seconds() <= grace]
     missed = [t for t in ticks if t not in recent]
-    policy = run_policies.catch_up(flow.properties)
     if policy == "all":
         return ticks, 0
     if policy == "latest" and missed and not recent:
@@ -113,7 +113,11 @@ def _catch_up(flow: FlowConfig, ticks: list[datetime], now: datetime) -> tuple[l
     return recent, len(missed)
 
 
-BATCH_SIZE = 500
+def _missed_any(ticks: list[datetime], now: datetime) -> bool:
+    return (now - ticks[0]).total_seconds() > settings.SCHEDULER_POLL_SECONDS * 2
+
+
+BATCH_SIZE = 2000
 
 
 def _ensure_cursors(now: datetime) -> None:
@@ -130,44 +134,52 @@ def _ensure_cursors(now: datetime) -> None:
     )
 
 
-def _create_ticks(due: list[tuple[FlowConfig, datetime]], report: TickReport) -> None:
-    """All of a batch's executions and LAUNCH actions in two INSERTs; on any
-    conflict (an id taken in the same millisecond by a run-now) fall back to
-    one at a time, which knows how to resolve it."""
+@dataclass(frozen=True)
+class _Tick:
+    flow_id: int
+    flow_group: str
+    flow_name: str
+    at: datetime
+
+
+def _create_ticks(due: list[_Tick], report: TickReport) -> None:
+    """All of a batch's executions and LAUNCH actions in two statements (see
+    portal.bulk); on any conflict (an id taken in the same millisecond by a
+    run-now) fall back to one at a time, which knows how to resolve it."""
     if not due:
         return
     base = db_epoch_millis()
     offsets: dict[int, int] = {}
-    executions = []
-    for flow, tick in due:
-        offset = offsets[flow.pk] = offsets.get(flow.pk, -1) + 1
-        executions.append(
-            FlowExecution(
-                flow=flow,
-                flow_group=flow.flow_group,
-                flow_name=flow.flow_name,
-                execution_id=base + offset,
-                scheduled_at=tick,
-                trigger=FlowExecution.Trigger.SCHEDULE,
-            )
-        )
+    ids = []
+    for tick in due:
+        offset = offsets[tick.flow_id] = offsets.get(tick.flow_id, -1) + 1
+        ids.append(base + offset)
+    groups = [t.flow_group for t in due]
+    names = [t.flow_name for t in due]
     try:
         with transaction.atomic():
-            FlowExecution.objects.bulk_create(executions)
-            Action.objects.bulk_create(
-                Action(
-                    kind=ActionKind.LAUNCH,
-                    flow_group=e.flow_group,
-                    flow_name=e.flow_name,
-                    execution_id=e.execution_id,
-                    due_at=timezone.now(),
-                )
-                for e in executions
+            insert_rows(
+                FlowExecution,
+                {
+                    "flow_id": [t.flow_id for t in due],
+                    "flow_group": groups,
+                    "flow_name": names,
+                    "execution_id": ids,
+                    "scheduled_at": [t.at for t in due],
+                },
+                trigger=FlowExecution.Trigger.SCHEDULE,
             )
-        report.created += len(executions)
+            insert_rows(
+                Action,
+                {"flow_group": groups, "flow_name": names, "execution_id": ids},
+                kind=ActionKind.LAUNCH,
+                due_at=timezone.now(),
+            )
+        report.created += len(due)
     except IntegrityError:
-        for flow, tick in due:
-            if create_execution(flow, FlowExecution.Trigger.SCHEDULE, tick):
+        flows = FlowConfig.objects.in_bulk({t.flow_id for t in due})
+        for tick in due:
+            if create_execution(flows[tick.flow_id], FlowExecution.Trigger.SCHEDULE, tick.at):
                 report.created += 1
             else:
                 report.already_there += 1
@@ -208,51 +220,56 @@ def schedule_due_ticks(now: datetime | None = None) -> TickReport:
     for first in range(0, len(flow_ids), BATCH_SIZE):
         chunk = flow_ids[first : first + BATCH_SIZE]
         with transaction.atomic():
+            # Tuples, not model instances: a top of the hour reads tens of thousands.
             cursors = list(
                 ScheduleCursor.objects.select_for_update(skip_locked=True, of=("self",))
-                .select_related("flow")
                 .filter(due_now, flow_id__in=chunk)
-                .only(
-                    "id",
+                .values_list(
+                    "pk",
+                    "flow_id",
                     "schedule",
                     "last_tick",
-                    "next_tick",
-                    "flow__id",
                     "flow__schedule",
-                    "flow__properties",
+                    "flow__paused",
                     "flow__flow_group",
                     "flow__flow_name",
-                    "flow__paused",
                 )
             )
-            due: list[tuple[FlowConfig, datetime]] = []
+            pending: list[tuple[int, str, str, list[datetime]]] = []
             moves: dict[tuple[str, datetime], list[int]] = defaultdict(list)
-            for cursor in cursors:
-                flow = cursor.flow
-                if not flow.schedule:
+            for pk, flow_id, cursor_schedule, last_tick, schedule, paused, group, name in cursors:
+                if not schedule:
                     continue  # no longer scheduled; _ensure_cursors leaves it alone
-                if flow.paused:  # paused since the id list was read: its cursor waits for resume
+                if paused:  # paused since the id list was read: its cursor waits for resume
                     continue
-                if cursor.schedule != flow.schedule:
+                if cursor_schedule != schedule:
                     # A changed schedule starts counting from now, not from the old one.
-                    moves[(flow.schedule, now)].append(cursor.pk)
+                    moves[(schedule, now)].append(pk)
                     continue
-                key = (flow.schedule, cursor.last_tick)
+                key = (schedule, last_tick)
                 if key not in tick_cache:  # flows mostly share a few schedules and cursors
                     tick_cache[key] = _due_ticks(
-                        flow.schedule,
-                        cursor.last_tick.astimezone(tz),
+                        schedule,
+                        last_tick.astimezone(tz),
                         now.astimezone(tz),
                         settings.SCHEDULER_MAX_CATCH_UP,
                     )
                 ticks = tick_cache[key]
-                if not ticks:
-                    moves[key].append(cursor.pk)  # only its next tick to work out
-                    continue
-                to_run, skipped = _catch_up(flow, ticks, now)
+                moves[(schedule, ticks[-1]) if ticks else key].append(pk)
+                if ticks:
+                    pending.append((flow_id, group, name, ticks))
+            # Only a flow with missed ticks needs its catch-up policy (its properties).
+            policies = {
+                flow_id: run_policies.catch_up(properties)
+                for flow_id, properties in FlowConfig.objects.filter(
+                    pk__in=[p[0] for p in pending if _missed_any(p[3], now)]
+                ).values_list("pk", "properties")
+            }
+            due: list[_Tick] = []
+            for flow_id, group, name, ticks in pending:
+                to_run, skipped = _catch_up(policies.get(flow_id, ""), ticks, now)
                 report.missed_skipped += skipped
-                due.extend((flow, tick) for tick in to_run)
-                moves[(flow.schedule, ticks[-1])].append(cursor.pk)
+                due.extend(_Tick(flow_id, group, name, tick) for tick in to_run)
             _create_ticks(due, report)
             # One UPDATE per (schedule, new tick): usually one per batch.
             for (schedule, last_tick), pks in moves.items():

@@ -10,6 +10,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from portal.flows.models import FlowConfig
+from portal.flows.policies import allow_concurrent_execution
 from portal.orchestration.actions import ActionKind, enqueue_for
 from portal.orchestration.models import (
     FINISHED_STATUSES,
@@ -20,7 +21,6 @@ from portal.orchestration.models import (
     FlowExecution,
     JobStatus,
 )
-from portal.orchestration.policies import allow_concurrent_execution
 from portal.orchestration.scheduler import create_execution
 
 

@@ -22,6 +22,7 @@ from django.utils import timezone
 
 from portal.flows.models import FlowConfig
 from portal.orchestration.models import (
+    CommitStore,
     CommitStoreDataset,
     DatasetState,
     DatasetStateHistory,
@@ -220,7 +221,7 @@ class PendingCommitSteps(Exception):
 
 
 def store_name_of(state: DatasetState) -> str:
-    return f"{state.flow_group}/{state.flow_name}/{state.job_name}"
+    return CommitStore.name_for(state.flow_group, state.flow_name, state.job_name, state.flow_id)
 
 
 def pending_steps(state: DatasetState) -> CommitStoreDataset | None:
@@ -298,6 +299,28 @@ class AdoptionRefused(Exception):
     """Why the state cannot be adopted (shown to the user as is)."""
 
 
+def _adopt_pending_steps(orphans: list[DatasetState], flow: FlowConfig) -> None:
+    """Unfinished commit steps go with the state they would move: the
+    adopting flow's next run finishes them (else they would set the adopted
+    watermark back, or be lost)."""
+    for state in orphans:
+        pending = pending_steps(state)
+        if pending is None:
+            continue
+        name = CommitStore.name_for(state.flow_group, state.flow_name, state.job_name, flow.pk)
+        store, _ = CommitStore.objects.get_or_create(name=name)
+        if CommitStoreDataset.objects.filter(store=store, dataset_urn=state.dataset_urn).exists():
+            raise AdoptionRefused(
+                f"This flow has unfinished commit steps of its own for {state.dataset_urn}; "
+                "let its next run finish them first."
+            )
+        pending.store = store
+        pending.save(update_fields=["store"])
+        for record in pending.steps.filter(step__type=HighWatermarkCommitStep.type):
+            record.step = {**record.step, "flow_id": flow.pk}  # it checks in the adopting flow's state
+            record.save(update_fields=["step"])
+
+
 def adopt_state(flow: FlowConfig, *, user: Any) -> int:
     """Make an earlier flow's state (same group/name, that flow deleted) this
     flow's own, so its next run continues from those watermarks. Only the
@@ -326,6 +349,7 @@ def adopt_state(flow: FlowConfig, *, user: Any) -> int:
             raise AdoptionRefused(
                 f"This flow already has state of its own for {', '.join(clash[:5])}; reset it first or keep it."
             )
+        _adopt_pending_steps(orphans, flow)
         for state in orphans:
             previous_flow = state.flow_id
             state.flow_id, state.owner_id = flow.pk, flow.owner_id

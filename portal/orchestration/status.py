@@ -3,11 +3,10 @@ who may see and act on an execution, finding one by its flowExecutionId,
 and the small facts derived from the rows (epoch-millisecond times, what a
 user may do now, a job's progress, the DAG by hop).
 
-Access follows the flow's own rule (`FlowConfig.objects.visible_to` /
-`restrict`): whoever may see a flow sees its executions; whoever may change
-it (its owner, staff) may run it and kill or resume its executions. An
-execution whose flow was deleted has no owner left: only staff see it and
-act on it. What a user may not see is a 404, never a 403.
+Access is the access module's (accounts.access, with the executions' rule
+in orchestration.rules): whoever may see a flow sees its executions; whoever
+may change it may run it and kill or resume its executions. What a user may
+not see is a 404, never a 403.
 """
 
 from __future__ import annotations
@@ -18,9 +17,10 @@ from datetime import datetime
 from typing import Any
 
 from django.core.exceptions import PermissionDenied
-from django.db.models import Q, QuerySet
+from django.db.models import QuerySet
 from django.http import Http404
 
+from portal.accounts import access
 from portal.flows.models import FlowConfig
 from portal.flows.validators import NAME_PATTERN
 from portal.orchestration.models import (
@@ -62,35 +62,20 @@ def _is_name(value: str) -> bool:
 # --- access ------------------------------------------------------------------------
 
 
+# The rule is orchestration.rules, decided in accounts.access; these name its uses.
+
+
 def executions_visible_to(user) -> QuerySet[FlowExecution]:
-    if user is None or not user.is_authenticated:
-        return FlowExecution.objects.none()
-    flows = FlowConfig.objects.visible_to(user)
-    if not flows.query.where:
-        # Every flow is visible: no `flow_id IN (SELECT … every flow)`, which
-        # keeps PostgreSQL from walking the newest-first index of millions of rows.
-        if user.is_staff:
-            return FlowExecution.objects.all()
-        return FlowExecution.objects.filter(flow__isnull=False)
-    visible = Q(flow__in=flows)
-    if user.is_staff:
-        visible |= Q(flow__isnull=True)
-    return FlowExecution.objects.filter(visible)
+    return FlowExecution.objects.restrict(user)
 
 
 def can_run(user, flow: FlowConfig | None) -> bool:
-    if flow is None or user is None or not user.is_authenticated:
-        return False
-    return FlowConfig.objects.restrict(user, "change").filter(pk=flow.pk).exists()
+    return flow is not None and access.can(user, access.CHANGE, flow)
 
 
 def can_act(user, execution: FlowExecution) -> bool:
     """May `user` kill or resume `execution` (and run its flow again)?"""
-    if user is None or not user.is_authenticated:
-        return False
-    if execution.flow_id is None:
-        return bool(user.is_staff)
-    return FlowConfig.objects.restrict(user, "change").filter(pk=execution.flow_id).exists()
+    return access.can(user, access.CHANGE, execution)
 
 
 def check_can_act(user, execution: FlowExecution) -> None:
@@ -98,22 +83,21 @@ def check_can_act(user, execution: FlowExecution) -> None:
         raise PermissionDenied(ACT_DENIED)
 
 
-def visible_flow(user, flow_group: str, flow_name: str, action: str = "view") -> FlowConfig:
+def visible_flow(user, flow_group: str, flow_name: str, action: str = access.VIEW) -> FlowConfig:
     """The flow, or 404 if the user cannot see it; 403 if they see it but may
-    not `action` it."""
+    not `action` it (run it, act on its executions)."""
+    missing = f"No flow {flow_group}/{flow_name}."
     if not (_is_name(flow_group) and _is_name(flow_name)):
-        raise Http404(f"No flow {flow_group}/{flow_name}.")
-    flow = (
-        FlowConfig.objects.visible_to(user)
-        .select_related("owner")
-        .filter(flow_group=flow_group, flow_name=flow_name)
-        .first()
+        raise Http404(missing)
+    return access.get_allowed(
+        FlowConfig.objects.select_related("owner"),
+        user,
+        access.VIEW if action == access.VIEW else access.CHANGE,
+        denied=ACT_DENIED,
+        missing=missing,
+        flow_group=flow_group,
+        flow_name=flow_name,
     )
-    if flow is None:
-        raise Http404(f"No flow {flow_group}/{flow_name}.")
-    if action != "view" and not can_run(user, flow):
-        raise PermissionDenied(ACT_DENIED)
-    return flow
 
 
 # --- finding executions -----------------------------------------------------------------
@@ -166,7 +150,7 @@ def last_status(user, flow_group: str, flow_name: str) -> FlowExecution:
     )
     if execution is not None:
         return execution
-    if FlowConfig.objects.visible_to(user).filter(flow_group=flow_group, flow_name=flow_name).exists():
+    if FlowConfig.objects.restrict(user).filter(flow_group=flow_group, flow_name=flow_name).exists():
         raise Http404(f"Flow {flow_group}/{flow_name} has no execution yet.")
     raise Http404(f"No flow {flow_group}/{flow_name}.")
 
@@ -260,3 +244,26 @@ def dag_by_hop(execution: FlowExecution) -> list[DagHop]:
             DagJob(job=job, children=children[job.job_name], percent=progress_percent(job))
         )
     return [DagHop(index=index, jobs=hop_jobs) for index, hop_jobs in sorted(hops.items())]
+
+
+@dataclass(frozen=True)
+class Unconsumed:
+    """A queue that jobs of an execution were sent to and no live worker reads."""
+
+    queue: str
+    jobs: list[str]
+    command: str  # the celery command that starts a worker for it
+
+
+def waiting_without_worker(hops: list[DagHop]) -> list[Unconsumed]:
+    """The dispatched jobs (ORCHESTRATED: sent, not claimed) whose queue no
+    live worker consumes: they would wait in silence (issue #19)."""
+    from portal.orchestration.workers import unconsumed
+
+    waiting: dict[str, list[str]] = {}
+    for hop in hops:
+        for node in hop.jobs:
+            if node.job.status == JobStatus.ORCHESTRATED and node.job.queue:
+                waiting.setdefault(node.job.queue, []).append(node.job.job_name)
+    commands = unconsumed(waiting)
+    return [Unconsumed(queue, waiting[queue], command) for queue, command in commands.items()]

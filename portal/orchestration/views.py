@@ -92,9 +92,11 @@ def execution_list(request: HttpRequest) -> HttpResponse:
 def _detail_context(request: HttpRequest, execution: FlowExecution) -> dict:
     can_act = status.can_act(request.user, execution)
     pending = status.pending_requests(execution)
+    hops = status.dag_by_hop(execution)
     return {
         "execution": execution,
-        "hops": status.dag_by_hop(execution),
+        "hops": hops,
+        "unconsumed": status.waiting_without_worker(hops),
         "delivered": delivered(execution.jobs.all()),
         "finished": status.is_finished(execution),
         # A finished execution with a request waiting (resume) changes soon: keep refreshing.
@@ -138,6 +140,7 @@ def job_log(
         "execution": execution,
         "job": job,
         "attempt": attempt,
+        "error": joblogs.attempt_error(job, attempt, sections),
         "attempts": range(1, job.attempt + 1),
         "sections": [
             (section, logview.apply(section.text, wanted) if wanted.active else None) for section in sections

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Iterable
 from datetime import timedelta
 from typing import Any
 
@@ -59,14 +60,15 @@ def beat(worker: str, queues: list[str], started, state: capacity.Capacity | Non
 
 
 def executor_health(queue: str, workers: list[WorkerHeartbeat]) -> tuple[str, str]:
-    """HEALTHY while a worker consumes the queue with a job thread that is
-    free or busy with a live job (the message says which); DEGRADED when no
-    worker reads the broker (jobs wait); UNHEALTHY when every thread of the
-    consuming workers is gone or wedged (jobs would wait for ever).
+    """HEALTHY while a worker consumes the queue with a free job thread;
+    BUSY while every usable thread of the consuming workers runs a live job
+    (jobs wait their turn); DEGRADED when no worker reads the broker (jobs
+    wait); UNHEALTHY when every thread of the consuming workers is gone or
+    wedged (jobs would wait for ever).
 
-    Busy is said in the message, not the status: a status change is a
-    topology change (every flow is recompiled, an event raised), which must
-    not happen each time a job starts or ends."""
+    BUSY routes as HEALTHY (SpecExecutor.routing_health), so a job starting
+    or ending, which flips the two, is no topology change and recompiles no
+    flow."""
     Health = SpecExecutor.Health
     consuming = [w for w in workers if w.consuming]
     troubled = "; ".join(f"{w.worker}: {w.problems}" for w in workers if w.problems)
@@ -84,8 +86,8 @@ def executor_health(queue: str, workers: list[WorkerHeartbeat]) -> tuple[str, st
         )
     total = sum(w.concurrency - w.stuck_slots for w in consuming)
     return (
-        Health.HEALTHY,
-        f"Busy: all {total} usable job thread(s) consuming {queue} are running jobs; new jobs wait.{suffix}",
+        Health.BUSY,
+        f"All {total} usable job thread(s) consuming {queue} are running jobs; new jobs wait.{suffix}",
     )
 
 
@@ -139,22 +141,57 @@ def stop() -> None:
 
 
 SILENT = "no worker heartbeat since the last check; jobs wait for a worker"
+NEVER = "No worker has consumed"
+
+
+def worker_command(queue: str) -> str:
+    """The command that starts a worker for one executor queue (run where
+    the portal is installed, with its environment: settings, broker URL)."""
+    return f"celery -A portal.celery worker --pool threads --loglevel INFO -Q {queue}"
+
+
+def _live_heartbeats():
+    late = timezone.now() - timedelta(seconds=3 * settings.WORKER_HEARTBEAT_SECONDS)
+    return WorkerHeartbeat.objects.filter(last_seen__gte=late)
+
+
+def unconsumed(queues: Iterable[str]) -> dict[str, str]:
+    """Of these queues, those no live worker consumes now, each with the
+    command that starts one. One query over the live workers (a handful)."""
+    wanted = set(queues)
+    if not wanted:
+        return {}
+    served: set[str] = set()
+    for listed in _live_heartbeats().filter(consuming=True).values_list("queues", flat=True):
+        served.update(listed)
+    return {queue: worker_command(queue) for queue in sorted(wanted - served)}
 
 
 def sweep_silent_executors() -> int:
     """Executors whose workers' heartbeats stopped: DEGRADED (the compiler
     still routes there, at a penalty; jobs wait for a worker), whatever the
-    last heartbeat said (busy, stuck threads, no broker)."""
+    last heartbeat said (busy, stuck threads, no broker). Executors no worker
+    ever consumed keep their status (a new executor is no topology change)
+    but say so, and how to start a worker. Each message is written once."""
     late = timezone.now() - timedelta(seconds=3 * settings.WORKER_HEARTBEAT_SECONDS)
     silent = (
         SpecExecutor.objects.filter(last_heartbeat__lt=late)
         .exclude(health_status=SpecExecutor.Health.UNKNOWN)
-        .exclude(health_status=SpecExecutor.Health.DEGRADED, health_message=SILENT)
+        .exclude(health_status=SpecExecutor.Health.DEGRADED, health_message__startswith=SILENT)
     )
-    names = list(silent.values_list("name", flat=True))
-    for name in names:
-        record_health(name, SpecExecutor.Health.DEGRADED, SILENT, heartbeat=False)
-    return len(names)
+    changed = 0
+    for name, queue in silent.values_list("name", "queue"):
+        message = f"{SILENT}. Start a worker for {queue}: {worker_command(queue)}"
+        record_health(name, SpecExecutor.Health.DEGRADED, message, heartbeat=False)
+        changed += 1
+    never = SpecExecutor.objects.filter(enabled=True, last_heartbeat__isnull=True).exclude(
+        health_message__startswith=NEVER
+    )
+    for name, queue, status in never.values_list("name", "queue", "health_status"):
+        message = f"{NEVER} {queue} yet: jobs sent here wait. Start one: {worker_command(queue)}"
+        record_health(name, status, message, heartbeat=False)
+        changed += 1
+    return changed
 
 
 # A worker process that has not beaten for this long has gone for good (a

@@ -12,6 +12,7 @@ names say "secret" (their values must be ``ENC(...)``), and the limits on keys a
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 from collections.abc import Callable, Iterable, Mapping
@@ -74,6 +75,7 @@ def base_key(key: str) -> str:
     return _BRANCH.sub("", key)
 
 
+@functools.lru_cache(maxsize=8192)  # pure; a recompile batch asks it of the same keys per flow
 def owner_of(key: str) -> str:
     """``node`` for keys only the portal sets from data nodes, else ``user``."""
     if key.startswith(NODE_PREFIXES):
@@ -81,6 +83,7 @@ def owner_of(key: str) -> str:
     return NODE if base_key(key) in NODE_KEYS else USER
 
 
+@functools.lru_cache(maxsize=8192)  # pure; a recompile batch asks it of the same keys per flow
 def names_secret(key: str) -> bool:
     """True when the key's name says it holds a secret (its value must be ``ENC(...)``)."""
     words = [w for w in re.split(r"[._\-\s]+", key.lower()) if w]

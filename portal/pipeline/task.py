@@ -20,6 +20,7 @@ import datetime as dt
 import logging
 import threading
 import time
+import traceback
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -50,6 +51,7 @@ from portal.pipeline.writers import DataWriter, WriterContext, WriteResult, buil
 log = logging.getLogger(__name__)
 
 SECRET_MARKERS = ("password", "secret", "token", "credential")
+TRACEBACK_CHARS = 12_000
 
 
 @dataclass
@@ -65,15 +67,28 @@ class JobContext:
     active_groups: set[str] = field(default_factory=set)
 
 
+def _mask_secrets(text: str, props: Properties) -> str:
+    for key, value in props.items():
+        if value and len(value) >= 3 and any(marker in key.lower() for marker in SECRET_MARKERS):
+            text = text.replace(value, "***")
+    return text
+
+
 def describe_exception(exc: BaseException, props: Properties) -> str:
     """A short, secret-free message for an unexpected (Spark/JDBC) exception."""
     text = str(exc).strip() or type(exc).__name__
     text = text.split("\n== ")[0].split("\n\tat ")[0].strip()
-    text = " ".join(text.split())[:800]
-    for key, value in props.items():
-        if value and len(value) >= 3 and any(marker in key.lower() for marker in SECRET_MARKERS):
-            text = text.replace(value, "***")
+    text = _mask_secrets(" ".join(text.split())[:800], props)
     return f"{type(exc).__name__}: {text}" if not isinstance(exc, PipelineError) else text
+
+
+def describe_traceback(exc: BaseException, props: Properties) -> str:
+    """The whole traceback of a failure (a JVM error's Java stack included),
+    secrets masked, for the attempt's log: the message alone rarely says where."""
+    text = "".join(traceback.format_exception(exc)).rstrip()
+    if len(text) > TRACEBACK_CHARS:
+        text = text[:TRACEBACK_CHARS] + f"\n… ({len(text) - TRACEBACK_CHARS:,} more characters)"
+    return _mask_secrets(text, props)
 
 
 def observed(obs: Observation, timeout: float = 120.0) -> dict[str, Any]:
@@ -175,6 +190,7 @@ class TaskRunner:
                 self.state.actual_high_watermark = self.state.low_watermark
             else:
                 self.state.fail(describe_exception(exc, self.job.props))
+                self.state.traceback = describe_traceback(exc, self.job.props)
             for branch in self.branches:
                 branch.writer.abort()
                 if branch.state.status == SUCCEEDED:

@@ -5,7 +5,8 @@
 ``task_id``, ``job_name``, ``execution_id``, ``dataset_urn``, ``status`` (SUCCEEDED / FAILED /
 CANCELLED), ``low_watermark``, ``expected_high_watermark``, ``actual_high_watermark`` (equal to the
 expected high on success, the low watermark otherwise), ``records_extracted``, ``records_rejected``
-(pre-fork row policies), ``branches`` (list of branch dicts, below), ``error`` (message or None),
+(pre-fork row policies), ``branches`` (list of branch dicts, below), ``error`` (message or None), ``traceback`` (of a
+failure, secrets masked, or None),
 ``timings`` (``started_at``/``finished_at`` ISO-8601 UTC, ``duration_seconds``), ``multi_work_unit``
 (``id``, ``index`` of this work unit in it, ``size``, ``estimated_bytes`` of the group, ``groups``),
 ``work_unit`` (``range_index``, ``range_count``, ``estimated_bytes``, ``empty``), ``stage_progress``
@@ -75,6 +76,7 @@ class TaskState:
     records_rejected: int = 0
     branches: list[BranchState] = field(default_factory=list)
     error: str | None = None
+    traceback: str | None = None
     timings: dict[str, Any] = field(default_factory=dict)
     multi_work_unit: dict[str, Any] = field(default_factory=dict)
     work_unit: dict[str, Any] = field(default_factory=dict)

@@ -20,6 +20,7 @@ from django.db.models.functions import Cast
 from django.http import HttpResponse, JsonResponse
 from rest_framework.request import Request
 
+from portal.accounts import access
 from portal.flows import services as flow_services
 from portal.flows.compiler import compile_flow
 from portal.flows.models import DESTINATION_PROPERTY, SOURCE_PROPERTY, FlowConfig
@@ -71,7 +72,7 @@ def _flow_key(resource: RestLiResource, text: str) -> tuple[str, str]:
 
 def _visible(user, flow_group: str, flow_name: str) -> FlowConfig:
     flow = (
-        FlowConfig.objects.visible_to(user)
+        FlowConfig.objects.restrict(user)
         .select_related("owner", "owning_group")
         .filter(flow_group=flow_group, flow_name=flow_name)
         .first()
@@ -83,7 +84,7 @@ def _visible(user, flow_group: str, flow_name: str) -> FlowConfig:
 
 def _changeable(user, flow_group: str, flow_name: str) -> FlowConfig:
     flow = _visible(user, flow_group, flow_name)
-    if not FlowConfig.objects.restrict(user, "change").filter(pk=flow.pk).exists():
+    if not access.can(user, access.CHANGE, flow):
         raise RestLiError(403, CHANGE_DENIED)
     return flow
 
@@ -271,11 +272,11 @@ class FlowConfigsV2Resource(FlowConfigsResource):
         return self.collection(rows, start, count, records.flow_config_record)
 
     def restli_get_all(self, request: Request) -> HttpResponse:
-        return self._page(FlowConfig.objects.visible_to(request.user))
+        return self._page(FlowConfig.objects.restrict(request.user))
 
     def finder_filterFlows(self, request: Request, query: dict[str, Any]) -> HttpResponse:
         """Gobblin's FlowSpecSearchObject: every given parameter must match."""
-        flows = FlowConfig.objects.visible_to(request.user)
+        flows = FlowConfig.objects.restrict(request.user)
         for name in ("flowGroup", "flowName"):
             if name in query:
                 value = str(query[name])

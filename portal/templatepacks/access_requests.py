@@ -27,7 +27,7 @@ def owners(pack: TemplatePack) -> list[str]:
 
 
 def request_access(pack: TemplatePack, *, user, message: str = "") -> PackAccessRequest:
-    if access.can_read(user, pack):
+    if access.can(user, access.VIEW, pack):
         raise ValidationError({"pack": [f"You can already read {pack.name}."]})
     try:
         with transaction.atomic():
@@ -53,7 +53,7 @@ def pending_for(user) -> set[int]:
 
 def decide(pack: TemplatePack, request_id: int, *, user, grant: bool, request=None) -> PackAccessRequest:
     """An owner answers one open request; granting adds a reader entry."""
-    if not access.can_edit(user, pack):
+    if not access.can(user, access.CHANGE, pack):
         raise PermissionDenied(f"Only owners of {pack.name} may answer access requests.")
     with transaction.atomic():
         asked = (

@@ -35,7 +35,7 @@ UPLOAD_PARSERS = [MultiPartParser, FormParser, BoundedJSONParser]
 def visible_pack(request, name: str) -> TemplatePack:
     """The pack, or 404 when it does not exist *or* the caller may not see it."""
     return get_object_or_404(
-        TemplatePack.objects.visible_to(request.user).select_related("current_version"), name=name
+        TemplatePack.objects.restrict(request.user).select_related("current_version"), name=name
     )
 
 
@@ -44,7 +44,7 @@ class PackList(generics.ListAPIView):
     parser_classes = UPLOAD_PARSERS
 
     def get_queryset(self):
-        return TemplatePack.objects.visible_to(self.request.user).select_related(
+        return TemplatePack.objects.restrict(self.request.user).select_related(
             "created_by", "current_version"
         )
 

@@ -24,15 +24,6 @@ class ImmutableRow(Exception):
     """Raised on any attempt to change or remove a row that is history."""
 
 
-class TemplatePackQuerySet(models.QuerySet):
-    def visible_to(self, user) -> TemplatePackQuerySet:
-        """Packs `user` may see (read). Everything else is a 404 to them."""
-        return self.filter(access.pack_filter(user, access.READ)).distinct()
-
-    def editable_by(self, user) -> TemplatePackQuerySet:
-        return self.filter(access.pack_filter(user, access.EDIT)).distinct()
-
-
 class TemplatePack(models.Model):
     name = models.CharField(max_length=128, unique=True, validators=[validate_pack_name])
     description = models.TextField(blank=True)
@@ -42,7 +33,7 @@ class TemplatePack(models.Model):
         "PackVersion", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
 
-    objects = TemplatePackQuerySet.as_manager()
+    objects = access.AccessQuerySet.as_manager()  # restrict(user, action): templatepacks.rules
 
     class Meta:
         ordering = ["name"]

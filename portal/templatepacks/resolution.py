@@ -15,9 +15,9 @@ from django.core.exceptions import ValidationError
 from django.db.models import F
 from pyhocon import ConfigTree
 
-from portal.flows.validators import parse_template_uri
 from portal.templatepacks import hocon
 from portal.templatepacks.models import JobTemplate, TemplatePack
+from portal.templatepacks.uris import parse_template_uri
 
 MAX_INHERIT_DEPTH = 32
 # Gobblin's templates name their parents on the classpath; in a pack, the pack is the classpath.
@@ -142,7 +142,7 @@ class TemplateLoader:
         """(JobTemplate id, version number) of the pack's current version, if
         `user` may read the pack. The text is read only when not yet parsed."""
         version_id = (
-            TemplatePack.objects.visible_to(self.user)
+            TemplatePack.objects.restrict(self.user)
             .filter(name=pack_name)
             .values_list("current_version_id", flat=True)
             .first()
@@ -177,7 +177,7 @@ class TemplateLoader:
             return pack_name, path
         stored = JobTemplate.objects.filter(
             path=path,
-            version__pack__in=TemplatePack.objects.visible_to(self.user),
+            version__pack__in=TemplatePack.objects.restrict(self.user),
             version__pack__current_version=F("version"),
         )
         if self.pending is not None:

@@ -22,7 +22,7 @@ class TemplatePackSerializer(serializers.ModelSerializer):
         fields = ["name", "description", "created", "createdBy", "currentVersion", "canEdit"]
 
     def get_canEdit(self, pack: TemplatePack) -> bool:
-        return access.can_edit(self.context["request"].user, pack)
+        return access.can(self.context["request"].user, access.CHANGE, pack)
 
 
 class PackCreateSerializer(serializers.Serializer):

@@ -17,6 +17,7 @@ from django.db.models import Max
 
 from portal.accounts import access
 from portal.templatepacks import audit, hocon, safety
+from portal.templatepacks.acl import apply_acl
 from portal.templatepacks.archives import ArchiveError, read_archive
 from portal.templatepacks.models import (
     JobTemplate,
@@ -25,7 +26,6 @@ from portal.templatepacks.models import (
     TemplatePack,
     validate_pack_name,
 )
-from portal.templatepacks.packflows import flows_using_pack, recheck_flows
 from portal.templatepacks.resolution import (
     PendingPack,
     ResolvedTemplates,
@@ -35,6 +35,7 @@ from portal.templatepacks.resolution import (
     resolve_with,
     validate_template_uris_for,
 )
+from portal.templatepacks.signals import template_pack_changed
 
 __all__ = [
     "PackExists",
@@ -43,12 +44,12 @@ __all__ = [
     "create_pack",
     "delete_pack",
     "delete_template",
-    "flows_using_pack",
     "preview",
     "resolve_templates",
     "rollback",
     "save_template",
     "set_acl",
+    "template_paths",
     "upload_version",
     "validate_template_uris_for",
 ]
@@ -62,8 +63,19 @@ class PackExists(Exception):
         super().__init__(f"A template pack named {name!r} already exists.")
 
 
+def template_paths(pack: TemplatePack) -> set[str]:
+    """Every template path any version of the pack holds (flows may name one
+    as FS:///<path>)."""
+    return set(JobTemplate.objects.filter(version__pack=pack).values_list("path", flat=True))
+
+
+def _announce(pack_name: str, paths: set[str]) -> None:
+    # The flows using the pack re-check their access (flows.packflows).
+    template_pack_changed.send(sender=TemplatePack, pack_name=pack_name, paths=paths)
+
+
 def _require_edit(user, pack: TemplatePack) -> None:
-    if not access.can_edit(user, pack):
+    if not access.can(user, access.CHANGE, pack):
         raise PermissionDenied(f"Only owners of {pack.name} may change it.")
 
 
@@ -145,7 +157,7 @@ def _change_templates(
             diff=audit.templates_diff(before, templates),
             version_number=version.number,
         )
-    recheck_flows(pack)
+    _announce(pack.name, template_paths(pack))
     return version
 
 
@@ -250,7 +262,7 @@ def rollback(pack: TemplatePack, *, user, number: int, request=None) -> PackVers
 def delete_pack(pack: TemplatePack, *, user, request=None) -> None:
     _require_edit(user, pack)
     name = pack.name
-    flows = list(flows_using_pack(pack))
+    paths = template_paths(pack)
     with transaction.atomic():
         audit.record(
             pack_name=name,
@@ -262,17 +274,16 @@ def delete_pack(pack: TemplatePack, *, user, request=None) -> None:
         )
         TemplatePack.objects.filter(pk=pack.pk).update(current_version=None)
         pack.delete()
-    recheck_flows(None, flows=flows)
+    _announce(name, paths)
     logger.info("template pack %s deleted by %s", name, user)
 
 
 def set_acl(pack: TemplatePack, *, user, entries: list[dict], request=None) -> None:
     """Replace the ACL. entries: [{"role": "owner"|"reader", "user"|"group": name}]."""
-    from portal.templatepacks.acl import apply_acl
 
     _require_edit(user, pack)
     before, after = apply_acl(pack, entries, user=user, request=request)
-    recheck_flows(pack)
+    _announce(pack.name, template_paths(pack))
     logger.info("ACL of %s changed by %s: %s → %s", pack.name, user, before, after)
 
 

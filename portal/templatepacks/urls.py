@@ -17,7 +17,6 @@ urlpatterns = [
     path("<str:name>/delete/", views.pack_delete, name="delete"),
     path("<str:name>/versions/<int:number>/", views.pack_version, name="version"),
     path("<str:name>/compare/", views.pack_compare, name="compare"),
-    path("<str:name>/flows/", views.pack_flows, name="flows"),
     path("<str:name>/versions/<int:number>/rollback/", views.pack_rollback, name="rollback"),
     path("<str:name>/new-template/", views.template_edit, name="template-create"),
     path("<str:name>/templates/<path:path>", views.template_detail, name="template"),

@@ -6,7 +6,6 @@ from __future__ import annotations
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
@@ -22,7 +21,7 @@ HISTORY_ON_DETAIL = 10
 
 
 def _pack(request: HttpRequest, name: str) -> TemplatePack:
-    return get_object_or_404(TemplatePack.objects.visible_to(request.user), name=name)
+    return get_object_or_404(TemplatePack.objects.restrict(request.user), name=name)
 
 
 def _to_detail(pack: TemplatePack) -> HttpResponse:
@@ -31,7 +30,7 @@ def _to_detail(pack: TemplatePack) -> HttpResponse:
 
 @login_required
 def pack_list(request: HttpRequest) -> HttpResponse:
-    packs = TemplatePack.objects.visible_to(request.user).select_related("current_version", "created_by")
+    packs = TemplatePack.objects.restrict(request.user).select_related("current_version", "created_by")
     # Packs the user cannot read are listed by name with whom to ask, so a
     # new user finds the template they were told about and can request it.
     others = TemplatePack.objects.exclude(pk__in=packs.values("pk")).prefetch_related(
@@ -98,7 +97,7 @@ def pack_create(request: HttpRequest) -> HttpResponse:
 @login_required
 def pack_detail(request: HttpRequest, name: str) -> HttpResponse:
     pack = _pack(request, name)
-    can_edit = access.can_edit(request.user, pack)
+    can_edit = access.can(request.user, access.CHANGE, pack)
     entries = acl_entries(pack)
     context = {
         "pack": pack,
@@ -108,7 +107,6 @@ def pack_detail(request: HttpRequest, name: str) -> HttpResponse:
         "acl": entries,
         "acl_form": AclForm(initial=AclForm.initial_for(entries)) if can_edit else None,
         "events": _history(pack)[:HISTORY_ON_DETAIL],
-        "flows": services.flows_using_pack(pack).count(),
         "access_requests": access_requests.open_requests(pack) if can_edit else None,
     }
     return render(request, "templatepacks/pack_detail.html", context)
@@ -143,7 +141,7 @@ def pack_version(request: HttpRequest, name: str, number: int) -> HttpResponse:
         "version": version,
         "templates": JobTemplate.objects.filter(version=version).only("path").order_by("path"),
         "versions": versions.versions_of(pack),
-        "can_edit": access.can_edit(request.user, pack),
+        "can_edit": access.can(request.user, access.CHANGE, pack),
     }
     return render(request, "templatepacks/pack_version.html", context)
 
@@ -166,15 +164,6 @@ def pack_compare(request: HttpRequest, name: str) -> HttpResponse:
     old, new = _version(pack, int(numbers["from"])), _version(pack, int(numbers["to"]))
     context["comparison"] = versions.compare(old, new)
     return render(request, "templatepacks/pack_compare.html", context)
-
-
-@login_required
-def pack_flows(request: HttpRequest, name: str) -> HttpResponse:
-    """The flows behind the pack page's "Used by N flows", a page at a time."""
-    pack = _pack(request, name)
-    flows = services.flows_using_pack(pack).order_by("flow_group", "flow_name")
-    page = Paginator(flows, 25).get_page(request.GET.get("page"))
-    return render(request, "templatepacks/pack_flows.html", {"pack": pack, "page": page})
 
 
 @login_required
@@ -205,7 +194,7 @@ def template_detail(request: HttpRequest, name: str, path: str) -> HttpResponse:
         template = get_object_or_404(templates, version__number=int(version))
     else:
         template = get_object_or_404(templates, version_id=pack.current_version_id)
-    context = {"pack": pack, "template": template, "can_edit": access.can_edit(request.user, pack)}
+    context = {"pack": pack, "template": template, "can_edit": access.can(request.user, access.CHANGE, pack)}
     return render(request, "templatepacks/template_detail.html", context)
 
 
@@ -234,7 +223,7 @@ def template_edit(request: HttpRequest, name: str, path: str | None = None) -> H
         else:
             messages.success(request, f"Saved as version {version.number}.")
             return _to_detail(pack)
-    elif request.method == "GET" and not access.can_edit(request.user, pack):
+    elif request.method == "GET" and not access.can(request.user, access.CHANGE, pack):
         messages.info(request, "You can read this pack but only its owners can change it.")
     status = 400 if request.method == "POST" else 200
     return render(
@@ -283,6 +272,6 @@ def pack_delete(request: HttpRequest, name: str) -> HttpResponse:
         services.delete_pack(pack, user=request.user, request=request)
         messages.success(request, f"Template pack {name} deleted; its history is kept.")
         return redirect("templatepacks:list")
-    if not access.can_edit(request.user, pack):
+    if not access.can(request.user, access.CHANGE, pack):
         raise PermissionDenied(f"Only owners of {pack.name} may delete it.")
     return render(request, "templatepacks/pack_confirm_delete.html", {"pack": pack})

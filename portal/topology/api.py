@@ -9,22 +9,18 @@ from django.db.models import Prefetch
 from django.shortcuts import get_object_or_404
 from django.urls import path
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
-from rest_framework import exceptions, mixins, permissions, serializers, status, viewsets
+from rest_framework import exceptions, mixins, serializers, status, viewsets
 from rest_framework.response import Response
 
+from portal.accounts.access import StaffOrReadOnly
 from portal.api_errors import Conflict
 from portal.api_fields import StrictCharField, StringMapField
 from portal.topology import access, services
 from portal.topology.models import Capability, DataNode, SpecExecutor
 
 
-class IsStaffOrReadOnly(permissions.BasePermission):
+class TopologyStaffOrReadOnly(StaffOrReadOnly):
     message = "Only staff can change the topology."
-
-    def has_permission(self, request, view) -> bool:
-        if not (request.user and request.user.is_authenticated):
-            return False
-        return request.method in permissions.SAFE_METHODS or request.user.is_staff
 
 
 def api_error(error: DjangoValidationError, api_names: dict[str, str]) -> exceptions.ValidationError:
@@ -106,7 +102,7 @@ def _pairs(validated: dict) -> list[tuple[str, str]] | None:
 
 
 class _ByName(viewsets.GenericViewSet):
-    permission_classes = [IsStaffOrReadOnly]
+    permission_classes = [TopologyStaffOrReadOnly]
     lookup_field = "name"
     lookup_value_regex = r"[A-Za-z0-9_.-]{1,128}"
 

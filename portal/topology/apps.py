@@ -6,5 +6,7 @@ class TopologyConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        # Connects the compiler to flow and topology catalog events.
-        from portal.topology import receivers  # noqa: F401
+        # Models are ready only now; the access rule of the topology catalog.
+        from portal.topology import rules
+
+        rules.register()

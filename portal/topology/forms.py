@@ -6,7 +6,7 @@ from __future__ import annotations
 from django import forms
 from django.core.exceptions import ValidationError
 
-from portal.flows.formfields import parse_property_lines
+from portal.property_lines import parse_property_lines
 from portal.topology import nodefields
 from portal.topology.models import DataNode, SpecExecutor
 

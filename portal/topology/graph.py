@@ -10,11 +10,12 @@ import threading
 import uuid
 from dataclasses import dataclass, field
 
-from portal.topology.models import Capability, DataNode, SpecExecutor
+from portal.topology.models import Capability, DataNode, SpecExecutor, TopologyRevision
 
 # Health penalty, the third ranking key after hops and cost. UNHEALTHY
-# executors are not routed through at all.
-HEALTH_PENALTY = {"HEALTHY": 0, "UNKNOWN": 1, "DEGRADED": 2}
+# executors are not routed through at all. BUSY (every job thread running a
+# live job) is no fault: it ranks as HEALTHY, so a busy flip moves no route.
+HEALTH_PENALTY = {"HEALTHY": 0, "BUSY": 0, "UNKNOWN": 1, "DEGRADED": 2}
 
 
 @dataclass(frozen=True)
@@ -144,7 +145,6 @@ def current_snapshot() -> TopologySnapshot:
 
     One query reads the revision token; the index is rebuilt only when it moved.
     """
-    from portal.topology.models import TopologyRevision
 
     row = TopologyRevision.objects.filter(pk=1).values_list("token", "number").first()
     if row is None:

@@ -27,7 +27,10 @@ from typing import Any
 import yaml
 from django.core.exceptions import ValidationError
 from django.db import transaction
+from pyhocon import ConfigFactory
+from pyparsing import ParseBaseException
 
+from portal.templatepacks.hocon import PARSE_LOCK
 from portal.topology import services
 from portal.topology.models import DataNode, SpecExecutor
 
@@ -90,11 +93,6 @@ def _parse(path: Path) -> tuple[dict, str]:
             line = error.problem_mark.line + 1 if error.problem_mark else None
             raise TopologyFileError(path, [(line, f"not valid YAML: {error.problem}")]) from None
     else:
-        from pyhocon import ConfigFactory
-        from pyparsing import ParseBaseException
-
-        from portal.templatepacks.hocon import PARSE_LOCK
-
         try:
             with PARSE_LOCK:
                 data = ConfigFactory.parse_string(text).as_plain_ordered_dict()

@@ -13,6 +13,7 @@ from django.contrib.auth.models import Group
 from django.core.exceptions import ValidationError
 from django.db import models
 
+from portal.topology.reach import node_problems
 from portal.topology.validators import (
     MASTERS_FOR_TECHNOLOGY,
     spark_master_kind,
@@ -53,7 +54,6 @@ class DataNode(models.Model):
 
     def clean(self) -> None:
         # The portal's own database and secrets are never a data node (docs/security.md).
-        from portal.topology.reach import node_problems
 
         if isinstance(self.properties, dict):
             problems = node_problems(self.kind, self.properties)
@@ -103,8 +103,13 @@ class SpecExecutor(models.Model):
         K8S = "k8s", "Kubernetes"
 
     class Health(models.TextChoices):
+        """BUSY: consumed, but every job thread runs a live job, so new jobs
+        wait. It routes as HEALTHY (busy is no fault), so a flip between the
+        two is no topology change and recompiles no flow (issue #18)."""
+
         UNKNOWN = "UNKNOWN", "unknown"
         HEALTHY = "HEALTHY", "healthy"
+        BUSY = "BUSY", "busy"
         DEGRADED = "DEGRADED", "degraded"
         UNHEALTHY = "UNHEALTHY", "unhealthy"
 
@@ -155,6 +160,11 @@ class SpecExecutor(models.Model):
                 {"spark_master": f"{self.spark_master!r} does not fit technology {str(self.technology)!r}."}
             )
 
+    @staticmethod
+    def routing_health(status: str) -> str:
+        """The health the compiler sees: BUSY routes as HEALTHY."""
+        return SpecExecutor.Health.HEALTHY if status == SpecExecutor.Health.BUSY else status
+
     @property
     def usable(self) -> bool:
         """The compiler only routes through enabled executors that are not known unhealthy."""
@@ -193,40 +203,3 @@ class TopologyRevision(models.Model):
 
     def __str__(self) -> str:
         return str(self.token)
-
-
-class CompiledJobDag(models.Model):
-    """The latest compiled job DAG of a flow (CompiledFlow.to_dict()), read by
-    `GET /api/flowconfigs/{group}/{name}/jobs` and the orchestrator."""
-
-    flow = models.OneToOneField("flows.FlowConfig", on_delete=models.CASCADE, related_name="compiled_dag")
-    status = models.CharField(max_length=16)
-    dag = models.JSONField(default=dict)
-    topology_token = models.UUIDField(null=True, blank=True)
-    # TopologyRevision.number the verdict was compiled against (see flows.refresh).
-    revision = models.BigIntegerField(default=0)
-    compiled_at = models.DateTimeField(auto_now=True)
-
-    def __str__(self) -> str:
-        return f"{self.flow} ({self.status})"
-
-
-class CompiledHop(models.Model):
-    """One hop of a flow's stored DAG, indexed: a topology change finds the
-    flows it can affect (the ones routed over a changed edge, executor or
-    data node) with an index lookup instead of reading every flow."""
-
-    flow = models.ForeignKey("flows.FlowConfig", on_delete=models.CASCADE, related_name="compiled_hops")
-    source = models.CharField(max_length=128)
-    destination = models.CharField(max_length=128)
-    executor = models.CharField(max_length=128)
-
-    class Meta:
-        indexes = [
-            models.Index(fields=["source", "destination"], name="compiledhop_edge"),
-            models.Index(fields=["executor"], name="compiledhop_executor"),
-            models.Index(fields=["destination"], name="compiledhop_destination"),
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.flow_id}: {self.source} → {self.destination} on {self.executor}"

@@ -17,12 +17,14 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.db.models import F, ProtectedError, Q
 from django.utils import timezone
 
 from portal.topology import access
+from portal.topology.loader import sync_topology_file
 from portal.topology.models import Capability, DataNode, SpecExecutor, TopologyRevision
 from portal.topology.signals import topology_catalog_changed
 
@@ -284,15 +286,17 @@ def remove_capability(capability: Capability) -> None:
 
 
 def record_health(name: str, status: str, message: str = "", *, heartbeat: bool = True) -> SpecExecutor:
-    """A worker heartbeat or a health monitor verdict. Only a change of status
-    is a topology change (it can change routing); heartbeats alone are not."""
+    """A worker heartbeat or a health monitor verdict. Only a change of the
+    health the compiler sees is a topology change (it can change routing);
+    heartbeats alone are not, nor is HEALTHY ↔ BUSY (both route alike)."""
     if status not in SpecExecutor.Health.values:
         raise ValidationError(
             {"health_status": f"{status!r} is not one of {', '.join(SpecExecutor.Health.values)}."}
         )
     with transaction.atomic():
         executor = SpecExecutor.objects.select_for_update().get(name=name)
-        changed = executor.health_status != status
+        routing = SpecExecutor.routing_health
+        changed = routing(executor.health_status) != routing(status)
         executor.health_status, executor.health_message = status, message
         if heartbeat:
             executor.last_heartbeat = timezone.now()
@@ -304,7 +308,6 @@ def record_health(name: str, status: str, message: str = "", *, heartbeat: bool 
 
 def load_topology_file(path: str | Path) -> dict[str, int]:
     """Sync the topology from a YAML/HOCON file (idempotent); see topology.loader."""
-    from portal.topology.loader import sync_topology_file
 
     return sync_topology_file(Path(path))
 
@@ -312,7 +315,6 @@ def load_topology_file(path: str | Path) -> dict[str, int]:
 def load_configured_topology() -> dict[str, int] | None:
     """Start-up hook for the web and scheduler processes: sync TOPOLOGY_FILE
     when it is set. Raises TopologyFileError (file:line: reason) on a bad file."""
-    from django.conf import settings
 
     path = getattr(settings, "TOPOLOGY_FILE", "")
     return load_topology_file(path) if path else None

@@ -7,7 +7,6 @@ from portal.topology import views
 app_name = "topology"
 urlpatterns = [
     path("", views.overview, name="overview"),
-    path("compile-preview/", views.compile_preview, name="compile_preview"),
     path("source-picker/", views.source_picker, name="source_picker"),
     path("executors/new/", views.executor_create, name="executor_create"),
     path("executors/<str:name>/", views.executor_detail, name="executor"),

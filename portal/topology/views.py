@@ -4,18 +4,19 @@ anything. Thin: forms parse, topology.services validates and saves."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import wraps
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.exceptions import ValidationError
 from django.db.models import Prefetch
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django.views.decorators.vary import vary_on_headers
 
-from portal.topology import access, connections, picker, services
+from portal.accounts import access
+from portal.topology import access as node_access
+from portal.topology import connections, picker, services
 from portal.topology.forms import CapabilityForm, DataNodeForm, SpecExecutorForm
 from portal.topology.models import Capability, DataNode, SpecExecutor
 from portal.topology.svg import topology_svg
@@ -23,18 +24,9 @@ from portal.topology.svg import topology_svg
 CAPABILITIES = Prefetch("capabilities", queryset=Capability.objects.select_related("source", "destination"))
 
 
-def staff_required(view: Callable) -> Callable:
-    """Signed-in non-staff get 403 (the topology is public to them, so a 404
-    would hide nothing); anonymous users go to the login page."""
-
-    @login_required
-    @wraps(view)
-    def wrapper(request: HttpRequest, *args, **kwargs) -> HttpResponse:
-        if not request.user.is_staff:
-            raise PermissionDenied("Only staff can change the topology.")
-        return view(request, *args, **kwargs)
-
-    return wrapper
+# Signed-in non-staff get 403 (the topology is public to them, so a 404 would
+# hide nothing); anonymous users go to the login page.
+staff_required = access.staff_required("Only staff can change the topology.")
 
 
 @login_required
@@ -214,30 +206,6 @@ def datanode_delete(request: HttpRequest, name: str) -> HttpResponse:
     return render(request, "topology/confirm_delete.html", context, status=409 if error else 200)
 
 
-@login_required
-@require_POST
-def compile_preview(request: HttpRequest) -> HttpResponse:
-    """The flow form's dry-run compile as an htmx fragment: the whole form is
-    posted (`hx-include`), nothing is saved, errors come back in the fragment."""
-    from portal.flows.compiler import compile_flow
-    from portal.flows.forms import FlowConfigForm
-    from portal.flows.models import FlowConfig
-
-    form = FlowConfigForm(request.POST)
-    compiled, errors = None, []
-    if form.is_valid():
-        flow = FlowConfig(owner=request.user, **form.flow_data())
-        try:
-            flow.full_clean(validate_unique=False)
-        except ValidationError as error:
-            errors = error.messages
-        else:
-            compiled = compile_flow(flow, user=request.user)
-    else:
-        errors = [f"{field}: {' '.join(messages)}" for field, messages in form.errors.items()]
-    return render(request, "topology/partials/compile_preview.html", {"compiled": compiled, "errors": errors})
-
-
 # --- a data node's page: Test connection and discovery ----------------------------------
 
 
@@ -246,7 +214,8 @@ def _usable_node(request: HttpRequest, name: str) -> DataNode:
     user learns nothing about what lies behind a node not granted to them."""
     node = get_object_or_404(DataNode, name=name)
     if not (
-        access.may_use(request.user, name, access.READ) or access.may_use(request.user, name, access.WRITE)
+        node_access.may_use(request.user, name, node_access.READ)
+        or node_access.may_use(request.user, name, node_access.WRITE)
     ):
         raise Http404("No such data node.")
     return node

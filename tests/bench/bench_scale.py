@@ -195,10 +195,10 @@ def generate(flows: int, jobs: int, events: int) -> dict:
             "INSERT INTO orchestration_jobexecution (execution_id, job_name, job_group, hop_index, executor, queue, "
             "spark_master, parents, spec, status, status_rank, attempt, retries, max_retries, cancel_requested, "
             "message, processed_count, low_watermark, high_watermark, spark_ui_url, progress, task_states, "
-            "log_excerpt, driver_log_excerpt, worker, started_at, ended_at) "
+            "log_excerpt, driver_log_excerpt, worker, redeliveries, started_at, ended_at) "
             "SELECT e.id, e.flow_group || '.' || e.flow_name || '.' || h.hop || '-hop', e.flow_group, h.hop, "
             "'spark-local-ingest', 'executor.spark-local-ingest', 'local[*]', '[]', '{}', e.status, 0, 1, 0, 0, "
-            "false, '', 1000, '', '', '', '{}', '[]', '', '', '', e.started_at, e.ended_at "
+            "false, '', 1000, '', '', '', '{}', '[]', '', '', '', 0, e.started_at, e.ended_at "
             "FROM orchestration_flowexecution e CROSS JOIN (VALUES (1), (2)) AS h(hop)"
         )
     _copy(

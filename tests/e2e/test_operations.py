@@ -9,8 +9,8 @@ import re
 import pytest
 from playwright.sync_api import expect
 
+from portal.events.models import Event
 from portal.flows.models import FlowConfig
-from portal.monitoring.models import Event
 from portal.orchestration.models import FlowExecution, JobStatus
 from portal.topology.models import SpecExecutor
 from tests.e2e import ui

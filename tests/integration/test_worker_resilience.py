@@ -91,7 +91,9 @@ def test_a_worker_rides_out_a_broker_outage_and_the_same_process_runs_the_next_j
     assert published_ids(tmp_path / "lake" / "it" / "numbers-to-lake") == list(range(1, 41))
 
 
-def test_a_job_that_exits_or_is_interrupted_fails_and_the_worker_stays_whole(tmp_path, stack_env, stack_dir):
+def test_a_job_that_exits_or_is_interrupted_fails_and_the_worker_stays_whole(
+    tmp_path, stack_env, stack_dir, client
+):
     """One consumer thread: a job that calls sys.exit() on import and one
     that raises KeyboardInterrupt each fail at once with their message, and
     the same single thread then runs a healthy job."""
@@ -112,6 +114,15 @@ def test_a_job_that_exits_or_is_interrupted_fails_and_the_worker_stays_whole(tmp
     job = exited.jobs.get()
     assert (exited.status, job.status, job.attempt) == (ExecutionStatus.FAILED, JobStatus.FAILED, 1)
     assert "SystemExit" in job.message and "exiting_source refuses to load" in job.message, job.message
+    # Its log holds the message and the traceback, and its log page shows them first (#19 point 4).
+    assert "exiting_source.py" in job.log_excerpt, job.log_excerpt  # a frame of the traceback
+    assert job.log_excerpt.rstrip().endswith("SystemExit: exiting_source refuses to load"), job.log_excerpt
+    client.force_login(exited.flow.owner)
+    page = client.get(
+        reverse("orchestration:job_log", args=["it", "exits", exited.execution_id, job.job_name])
+    ).content.decode()
+    error = page.split('data-test="attempt-error"')[1].split("</section>")[0]
+    assert "Why attempt 1 failed" in error and "Traceback (most recent call last):" in error
     job = interrupted_run.jobs.get()
     assert (job.status, job.attempt) == (JobStatus.FAILED, 1)
     assert job.message.startswith("KeyboardInterrupt: stop right there"), job.message
@@ -175,11 +186,15 @@ def test_health_tells_busy_wedged_and_free_threads_apart(tmp_path, stack_env, st
         assert _health("ingest")[1] == "1 worker(s) consuming it.wedge with 1 free job thread(s)."
         flow = make_flow(name="deaf", **{"block.until.file": str(unblock)})
         execution = services.run_now(flow, user=flow.owner)
-        wait_until(lambda: _health("ingest")[1].startswith("Busy"), 90, "the executor to say it is busy")
+        wait_until(lambda: _health("ingest")[0] == "BUSY", 90, "the executor to say it is busy")
         assert _health("ingest") == (
-            "HEALTHY",
-            "Busy: all 1 usable job thread(s) consuming it.wedge are running jobs; new jobs wait.",
+            "BUSY",
+            "All 1 usable job thread(s) consuming it.wedge are running jobs; new jobs wait.",
         )
+        page = client.get(reverse("topology:executor", args=["ingest"])).content.decode()
+        assert 'badge busy">busy<' in page and "used by the compiler" in page
+        dashboard = client.get(reverse("monitoring:dashboard")).content.decode()
+        assert 'badge busy">busy<' in dashboard and "new jobs wait" in dashboard
 
         services.kill(execution, user=flow.owner)
         wait_until(lambda: _health("ingest")[0] == "UNHEALTHY", 30, "the wedged thread to be reported")

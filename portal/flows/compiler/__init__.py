@@ -16,6 +16,7 @@ from typing import Any
 from portal.flows.compiler.paths import Hop, search
 from portal.flows.compiler.plans import COMPILED, FAILED, PENDING, CompiledFlow, JobSpecPlan
 from portal.flows.compiler.templates import required_attributes, resolve_flow_templates
+from portal.topology.access import READ, WRITE, NodeAccess
 from portal.topology.graph import TopologySnapshot, current_snapshot
 
 __all__ = ["COMPILED", "FAILED", "PENDING", "CompiledFlow", "JobSpecPlan", "compile_flow", "job_name"]
@@ -53,27 +54,33 @@ def _owner(flow: Any) -> Any:
     return flow.owner if getattr(flow, "owner_id", None) else None
 
 
-def _check_grants(jobs: list[JobSpecPlan], owner: Any) -> None:
+def _check_grants(jobs: list[JobSpecPlan], owner: Any, access: Any = None) -> None:
     """The owner reads the source and writes every node the flow publishes into (grants,
     topology.access); each refusal is an error of the job. A compile with no owner at all (a bare
     FlowConfig in code) is left to the worker, which checks the grants of the saved flow's owner."""
     if owner is None:
         return
-    from portal.topology.access import READ, WRITE, refusal
 
+    access = access if access is not None else NodeAccess(owner)
     for job in jobs:
         checks = [(job.destination_node, WRITE)]
         if not job.parents:
             checks.insert(0, (job.source_node, READ))
-        job.errors.extend(reason for node, action in checks if (reason := refusal(owner, node, action)))
+        job.errors.extend(reason for node, action in checks if (reason := access.refusal(node, action)))
 
 
 def compile_flow(
-    flow: Any, *, topology: TopologySnapshot | None = None, user: Any = None, loader: Any = None
+    flow: Any,
+    *,
+    topology: TopologySnapshot | None = None,
+    user: Any = None,
+    loader: Any = None,
+    access: Any = None,
 ) -> CompiledFlow:
     """Compile a (saved or unsaved) FlowConfig. `user` is whose pack access
     counts for templates; the flow's owner by default. `loader`, a
-    TemplateLoader for that user, is shared by a batch of compiles."""
+    TemplateLoader for that user, and `access`, the owner's NodeAccess, are
+    shared by a batch of compiles."""
     snapshot = topology if topology is not None else current_snapshot()
     compiled = CompiledFlow(
         flow_group=flow.flow_group,
@@ -133,7 +140,7 @@ def compile_flow(
             job.serves_destinations.append(destination)
             parent_name = job.job_name
     compiled.jobs = sorted(jobs.values(), key=lambda job: (job.hop_index, job.job_name))
-    _check_grants(compiled.jobs, user if user is not None else _owner(flow))
+    _check_grants(compiled.jobs, user if user is not None else _owner(flow), access)
     if not compiled.jobs:  # nothing to attach template errors to: report them for the flow
         compiled.errors.extend(resolution.errors)
     return compiled

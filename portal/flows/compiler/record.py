@@ -17,10 +17,10 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from portal.flows.compiler import FAILED, CompiledFlow, compile_flow
-from portal.flows.models import FlowConfig
+from portal.flows.compiler.templates import BatchTemplates
+from portal.flows.models import CompiledHop, CompiledJobDag, FlowConfig
 from portal.flows.services import set_compilation
 from portal.topology.graph import TopologySnapshot, current_snapshot
-from portal.topology.models import CompiledHop, CompiledJobDag
 
 logger = logging.getLogger(__name__)
 
@@ -40,9 +40,15 @@ def _write_hops(flow_id: int, old: set[tuple[str, str, str]], new: set[tuple[str
     )
 
 
-def _compile(flow: FlowConfig, snapshot: TopologySnapshot, loader: Any = None) -> CompiledFlow | None:
+def _compile(
+    flow: FlowConfig, snapshot: TopologySnapshot, batch: BatchTemplates | None = None
+) -> CompiledFlow | None:
     try:
-        return compile_flow(flow, topology=snapshot, loader=loader)
+        if batch is None:
+            return compile_flow(flow, topology=snapshot)
+        return compile_flow(
+            flow, topology=snapshot, loader=batch.loader_for(flow.owner), access=batch.access_for(flow.owner)
+        )
     except Exception:
         logger.exception("compiling flow %s failed", flow)
         return None
@@ -108,8 +114,6 @@ def record_batch(flows: Iterable[FlowConfig], snapshot: TopologySnapshot) -> dic
     older recompile cannot overwrite it afterwards). The writes are a few
     bulk statements per batch, not a few per flow. Returns counts of
     `changed`, `unchanged` and `stale` (a newer revision already stored)."""
-    from portal.flows.compiler.templates import BatchTemplates
-
     flows = list(flows)
     counts = {"changed": 0, "unchanged": 0, "stale": 0}
     stored = {
@@ -127,7 +131,7 @@ def record_batch(flows: Iterable[FlowConfig], snapshot: TopologySnapshot) -> dic
         if old is not None and old.revision > snapshot.number:
             counts["stale"] += 1
             continue
-        compiled = _compile(flow, snapshot, templates.loader_for(flow.owner))
+        compiled = _compile(flow, snapshot, templates)
         if compiled is None:
             status, message, dag = FAILED, INTERNAL_ERROR, None
         else:

@@ -7,6 +7,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from portal.keys.properties import WRAPPED_KEY_PROPERTY, looks_encrypted
+from portal.pipeline.schema import user_property_problems
+from portal.templatepacks.resolution import TemplateLoader, TemplateResolutionError, resolve_with
+from portal.topology.access import NodeAccess
+
 REQUIRED_KEY = "gobblin.template.required_attributes"
 # Attributes a template declares secret: the flow must give them as ENC(...).
 ENCRYPTED_KEY = "gobblin.template.encrypted_attributes"
@@ -30,16 +35,22 @@ def encrypted_attributes(properties: dict[str, Any]) -> set[str]:
 
 
 class BatchTemplates:
-    """One TemplateLoader per owner for a batch of compiles (a recompile
-    batch runs in one transaction): each owner's pack access and templates
-    are read once per batch instead of once per flow."""
+    """One TemplateLoader and one NodeAccess per owner for a batch of
+    compiles (a recompile batch runs in one transaction): each owner's pack
+    access, templates and data-node grants are read once per batch instead of
+    once per flow."""
 
     def __init__(self) -> None:
         self._loaders: dict[Any, Any] = {}
+        self._access: dict[Any, Any] = {}
+
+    def access_for(self, user: Any) -> Any:
+        key = getattr(user, "pk", None)
+        if key not in self._access:
+            self._access[key] = NodeAccess(user)
+        return self._access[key]
 
     def loader_for(self, user: Any) -> Any:
-        from portal.templatepacks.resolution import TemplateLoader
-
         key = getattr(user, "pk", None)
         if key not in self._loaders:
             self._loaders[key] = TemplateLoader(user)
@@ -54,7 +65,6 @@ def declared_encrypted_attributes(flow: Any, user: Any, loader: Any = None) -> s
     declared = encrypted_attributes(flow.properties)
     if not flow.template_uri_list:
         return declared
-    from portal.templatepacks.resolution import TemplateLoader, TemplateResolutionError
 
     loader = loader if loader is not None else TemplateLoader(user)
     for uri in flow.template_uri_list:
@@ -69,7 +79,6 @@ def declared_encrypted_attributes(flow: Any, user: Any, loader: Any = None) -> s
 
 def clear_encrypted_attributes(flow: Any, user: Any, declared: set[str] | None = None) -> list[str]:
     """Declared-encrypted attributes that the flow gives in clear (not ENC(...))."""
-    from portal.keys.properties import looks_encrypted
 
     if declared is None:
         declared = declared_encrypted_attributes(flow, user)
@@ -89,8 +98,6 @@ def template_problems(resolved: dict[str, Any], flow_properties: dict[str, Any])
     """What the templates themselves may not give (the keys the flow did not set): node-owned
     keys, classes outside the allowed packages, secrets in clear, and any ENC(...) value or
     wrapped key: a secret belongs to its owner, and a template is shared (docs/security.md)."""
-    from portal.keys.properties import WRAPPED_KEY_PROPERTY, looks_encrypted
-    from portal.pipeline.schema import user_property_problems
 
     given = {k: v for k, v in resolved.items() if k not in flow_properties}
     problems = [f"template: {p}" for p in user_property_problems(given, looks_encrypted, where="a template")]
@@ -107,16 +114,6 @@ def resolve_flow_templates(flow: Any, user: Any, loader: Any = None) -> Resoluti
     uris = flow.template_uri_list
     if not uris:
         return Resolution(properties=dict(flow.properties))
-    try:
-        from portal.templatepacks.resolution import TemplateLoader, resolve_with
-        from portal.templatepacks.services import TemplateResolutionError
-    except ImportError:
-        return Resolution(
-            properties=dict(flow.properties),
-            errors=[
-                "Template resolution is not available (portal.templatepacks.services.resolve_templates)."
-            ],
-        )
     try:
         loader = loader if loader is not None else TemplateLoader(user)
         resolved = resolve_with(loader, uris, dict(flow.properties))

@@ -6,9 +6,10 @@ from __future__ import annotations
 from django import template
 from django.urls import reverse
 
-from portal.monitoring import history
+from portal.events.links import execution_path
+from portal.monitoring import history, subscriptions
 from portal.monitoring.charts import format_count, format_duration
-from portal.monitoring.services import execution_path
+from portal.pipeline.watermarks import value_of
 
 register = template.Library()
 
@@ -58,7 +59,6 @@ def flow_chart(flow_group: str, flow_name: str) -> dict:
 @register.filter
 def watermark_value(watermark: str | None) -> str:
     """The plain value of a watermark (a look-back one shows its value, not its hashes)."""
-    from portal.pipeline.watermarks import value_of
 
     return value_of(watermark) or ""
 
@@ -66,8 +66,6 @@ def watermark_value(watermark: str | None) -> str:
 @register.inclusion_tag("monitoring/partials/flow_subscription.html", takes_context=True)
 def flow_subscription(context, flow) -> dict:
     """The flow page's "Your subscription" card: `{% flow_subscription flow %}`."""
-    from portal.monitoring import subscriptions
-
     subscription = subscriptions.subscription_of(context["request"].user, flow)
     return {
         "flow": flow,
@@ -80,8 +78,6 @@ def flow_subscription(context, flow) -> dict:
 @register.inclusion_tag("monitoring/partials/my_subscriptions.html", takes_context=True)
 def my_subscriptions(context) -> dict:
     """The profile's list of the user's subscriptions: `{% my_subscriptions %}`."""
-    from portal.monitoring import subscriptions
-
     found = subscriptions.subscriptions_of(context["request"].user)
     return {
         "rows": [(subscription, subscriptions.describe(subscription)) for subscription in found],
@@ -91,6 +87,4 @@ def my_subscriptions(context) -> dict:
 
 @register.filter
 def masked_webhook(url: str) -> str:
-    from portal.monitoring.subscriptions import masked_webhook as mask
-
-    return mask(url)
+    return subscriptions.masked_webhook(url)

@@ -7,10 +7,9 @@ import pytest
 from portal.flows import refresh
 from portal.flows import services as flow_services
 from portal.flows.compiler import compile_flow
-from portal.flows.models import FlowConfig
+from portal.flows.models import CompiledJobDag, FlowConfig
 from portal.topology import services
 from portal.topology.graph import TopologySnapshot
-from portal.topology.models import CompiledJobDag
 from tests.factories import FlowConfigFactory
 from tests.unit.topology.helpers import executor, nodes
 

@@ -86,12 +86,10 @@ def test_flow_form_compile_preview_fragment_saves_nothing(owner, demo_topology):
     client = Client()
     client.force_login(owner)
     form = {"flow_group": "demo", "flow_name": "f", "source": "landing", "destinations_text": "archive"}
-    response = client.post("/topology/compile-preview/", form, HTTP_HX_REQUEST="true")
+    response = client.post("/flows/new/?part=compile", form, HTTP_HX_REQUEST="true")
     assert response.status_code == 200
     html = response.content.decode()
     assert "demo.f.2-lake-to-archive" in html and "executor.replicate" in html
-    bad = client.post(
-        "/topology/compile-preview/", {**form, "schedule": "61 * * * *"}, HTTP_HX_REQUEST="true"
-    )
+    bad = client.post("/flows/new/?part=compile", {**form, "schedule": "61 * * * *"}, HTTP_HX_REQUEST="true")
     assert 'class="errors"' in bad.content.decode()
     assert not FlowConfig.objects.exists()

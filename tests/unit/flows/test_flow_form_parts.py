@@ -262,12 +262,3 @@ def test_compile_preview_never_shows_a_typed_secret(browser, topology_nodes):
     html = preview(browser, **{"secret-0-key": "db.password", "secret-0-value": "hunter2"}).content.decode()
     assert "hunter2" not in html
     assert "db.password=ENC(…)" in html
-
-
-def test_the_topology_compile_preview_still_takes_this_form(browser, topology_nodes):
-    response = htmx(
-        browser,
-        "/topology/compile-preview/",
-        {"flow_group": "sales", "flow_name": "orders", "source": "pg-sales", "destinations": ["lake"]},
-    )
-    assert "<code>sales.orders.1-pg-sales-to-lake</code>" in response.content.decode()

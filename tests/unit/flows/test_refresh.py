@@ -10,10 +10,10 @@ from django.test.utils import CaptureQueriesContext
 from portal.flows import refresh
 from portal.flows import services as flow_services
 from portal.flows.compiler.record import record_batch
-from portal.flows.models import FlowConfig, FlowRefresh
+from portal.flows.models import CompiledHop, CompiledJobDag, FlowConfig, FlowRefresh
 from portal.topology import services
 from portal.topology.graph import current_snapshot
-from portal.topology.models import CompiledHop, CompiledJobDag, SpecExecutor
+from portal.topology.models import SpecExecutor
 from tests.unit.topology.helpers import executor, nodes
 
 pytestmark = pytest.mark.django_db
@@ -105,6 +105,20 @@ def test_a_health_flip_that_changes_no_route_changes_no_flow(catalog):
 
     services.record_health("e3", "HEALTHY", "heartbeat")  # UNKNOWN → HEALTHY: e3 is still the only way
 
+    assert queued() == set()
+    assert dict(CompiledJobDag.objects.values_list("flow__flow_name", "compiled_at")) == before
+
+
+def test_a_busy_executor_routes_as_healthy_so_its_flips_change_no_flow(catalog):
+    services.record_health("e3", "HEALTHY", "heartbeat")
+    revision = services.current_revision()
+    before = dict(CompiledJobDag.objects.values_list("flow__flow_name", "compiled_at"))
+
+    services.record_health("e3", "BUSY", "all job threads run jobs")
+    services.record_health("e3", "HEALTHY", "a thread is free")
+    services.record_health("e3", "BUSY", "all job threads run jobs")
+
+    assert services.current_revision() == revision
     assert queued() == set()
     assert dict(CompiledJobDag.objects.values_list("flow__flow_name", "compiled_at")) == before
 

@@ -49,6 +49,17 @@ def test_cli_round_trip_and_the_portal_decrypts_it(tmp_path, owner, master_key_f
     assert decrypt_properties(properties)["source.conn.password"] == SECRET
     assert client.decrypt(key, value) == SECRET
 
+    # Bound to the key's owner as the portal lists it: the portal accepts it in the owner's flows.
+    bound = run(
+        "-m", "portal.keys.client", "encrypt", "--key-file", str(key_file), "--owner", wrapped.binding,
+        stdin=SECRET,
+    )  # fmt: skip
+    assert bound.returncode == 0, bound.stderr
+    assert client.owner_of(bound.stdout.strip()) == f"user:{owner.pk}"
+    properties["source.conn.password"] = bound.stdout.strip()
+    assert decrypt_properties(properties)["source.conn.password"] == SECRET
+    assert services.owner_problems(owner, properties) == []
+
 
 def test_the_helper_is_one_file_that_needs_no_django(tmp_path):
     shutil.copy(ROOT / "portal" / "keys" / "client.py", tmp_path / "flowport_client.py")

@@ -245,3 +245,35 @@ def test_a_data_node_secret_decrypts_with_the_node_s_own_wrapped_key(master, job
         decrypt_properties(properties, ring=master)
     assert failure.value.property_key == "flowport.hop.source.password"
     assert_leaks_nothing(failure.value, "node-secret", node_key, flow_key)
+
+
+def test_a_value_is_bound_to_its_owner_as_authenticated_data():
+    key = client.generate_key()
+    value = client.encrypt(key, "s3cret", "group:7")
+    assert client.owner_of(value) == "group:7" and client.decrypt(key, value) == "s3cret"
+    raw = bytearray(base64.b64decode(value[4:-1]))
+    raw[-30] ^= 1  # the ciphertext
+    with pytest.raises(client.EncryptedValueError) as tampered:
+        client.decrypt(key, f"ENC({base64.b64encode(bytes(raw)).decode()})")
+    assert tampered.value.code == "tampered"
+    owner_edit = bytearray(base64.b64decode(value[4:-1]))
+    owner_edit[12] = ord("8")  # group:7 -> group:8
+    forged = f"ENC({base64.b64encode(bytes(owner_edit)).decode()})"
+    assert client.owner_of(forged) == "group:8"
+    with pytest.raises(client.EncryptedValueError) as rebound:
+        client.decrypt(key, forged)
+    assert rebound.value.code == "tampered"
+
+
+def test_a_version_1_value_has_no_owner_and_still_decrypts():
+    key = client.generate_key()
+    legacy = client.encrypt(key, "old")
+    assert base64.b64decode(legacy[4:-1])[0] == 1
+    assert client.owner_of(legacy) is None and client.decrypt(key, legacy) == "old"
+
+
+@pytest.mark.parametrize("owner", ["alice", "user:", "user:0", "team:3", "user:1 ", "group:-2"])
+def test_an_owner_that_is_not_user_or_group_id_is_refused(owner):
+    with pytest.raises(client.EncryptedValueError) as refused:
+        client.encrypt(client.generate_key(), "x", owner)
+    assert refused.value.code == "malformed_owner"

@@ -10,7 +10,7 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from portal.monitoring.services import raise_event
+from portal.events.services import raise_event
 from portal.orchestration.models import Action, OutboxMessage, WorkerHeartbeat
 from portal.topology.models import SpecExecutor
 from tests.unit.monitoring.conftest import make_execution

@@ -7,10 +7,12 @@ import socket
 from datetime import timedelta
 
 import pytest
+from django.urls import reverse
 from django.utils import timezone
 
+from portal.events.models import Event
 from portal.monitoring import health
-from portal.monitoring.models import Event, HealthCheck
+from portal.monitoring.models import HealthCheck
 from portal.orchestration.capacity import Capacity
 from portal.orchestration.models import WorkerHeartbeat
 from portal.orchestration.workers import DEPARTED_AFTER, beat, prune_departed_workers, sweep_silent_executors
@@ -149,3 +151,35 @@ def test_only_one_scheduler_probes_a_target_per_interval(settings, tmp_path):
     assert HealthCheck.objects.get(key="broker").checked_at == checked
     health.check_infrastructure(now + timedelta(seconds=31))
     assert HealthCheck.objects.get(key="broker").checked_at > checked
+
+
+def test_a_busy_executor_is_up_and_raises_no_event(executor, signed_in):
+    """BUSY is shown (dashboard, executor page) but is no fault: the monitor
+    counts it up and raises nothing as jobs start and end."""
+    beat("host-a:1", ["executor.local"], timezone.now(), IDLE)
+    health.check_executors()
+    beat("host-a:1", ["executor.local"], timezone.now(), Capacity(True, 2, busy=2, gone=0, wedged=[]))
+    assert health.check_executors() == 1
+    assert HealthCheck.objects.get(key="executor:local").status == "UP"
+    dashboard = (
+        signed_in.get(reverse("monitoring:dashboard"))
+        .content.decode()
+        .split('id="dash-health"')[1]
+        .split("</section>")[0]
+    )
+    assert '<span class="badge busy">busy</span>' in dashboard and "new jobs wait" in dashboard
+    page = signed_in.get(reverse("topology:executor", args=["local"])).content.decode()
+    assert '<span class="badge busy">busy</span>' in page and "used by the compiler" in page
+    beat("host-a:1", ["executor.local"], timezone.now(), IDLE)
+    health.check_executors()
+    assert _events("executor.") == []
+
+
+def test_a_degraded_executor_that_comes_back_busy_has_recovered(executor):
+    health.check_executors()
+    SpecExecutor.objects.filter(pk=executor.pk).update(health_status="DEGRADED", health_message="no broker")
+    health.check_executors()
+    beat("host-a:1", ["executor.local"], timezone.now(), Capacity(True, 2, busy=2, gone=0, wedged=[]))
+    health.check_executors()
+    assert _events("executor.") == [("executor.degraded", "WARNING"), ("executor.recovered", "INFO")]
+    assert "is usable (busy) again" in Event.objects.get(kind="executor.recovered").message

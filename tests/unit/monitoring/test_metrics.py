@@ -9,8 +9,8 @@ from django.urls import reverse
 from django.utils import timezone
 from prometheus_client.parser import text_string_to_metric_families
 
+from portal.events.services import raise_event
 from portal.monitoring.models import HealthCheck
-from portal.monitoring.services import raise_event
 from portal.orchestration.models import Action, OutboxMessage, WorkerHeartbeat
 from portal.topology.models import SpecExecutor
 from tests.unit.monitoring.conftest import make_execution

@@ -14,9 +14,9 @@ import pytest
 from django.core import mail
 from django.utils import timezone
 
-from portal.monitoring import sinks
-from portal.monitoring.models import Event
-from portal.monitoring.services import raise_event
+from portal.events import sinks
+from portal.events.models import Event
+from portal.events.services import raise_event
 
 pytestmark = pytest.mark.django_db
 

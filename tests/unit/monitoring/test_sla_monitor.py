@@ -8,10 +8,10 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from portal.events.models import Event
+from portal.events.services import raise_event
 from portal.monitoring import monitors
-from portal.monitoring.models import Event
 from portal.monitoring.monitors import check_failed_executions, check_flow_slas, expectation, run_monitors
-from portal.monitoring.services import raise_event
 from portal.orchestration.models import Action
 from tests.factories import FlowConfigFactory
 from tests.unit.monitoring.conftest import finished_run, make_execution

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 from aiosmtpd.controller import Controller
 
-from portal.monitoring import sinks
+from portal.events import sinks
+from portal.events.services import raise_event
 from portal.monitoring.models import Subscription
-from portal.monitoring.services import raise_event
 from tests.factories import UserFactory
 from tests.ports import free_port
 

@@ -14,9 +14,10 @@ import pytest
 from django.core import mail
 from django.db import transaction
 
-from portal.monitoring import sinks
-from portal.monitoring.models import Event, Subscription
-from portal.monitoring.services import raise_event
+from portal.events import sinks
+from portal.events.models import Event
+from portal.events.services import raise_event
+from portal.monitoring.models import Subscription
 from portal.orchestration.orchestrator import reevaluate_execution
 from tests.conftest import api_client_for
 from tests.factories import FlowConfigFactory, UserFactory

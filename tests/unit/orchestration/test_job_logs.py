@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import pytest
 from django.test import Client
+from django.utils.timezone import now
 
 from portal.orchestration.joblogs import DRIVER_EXCERPT_CHARS, JobLog, driver_log_path
+from portal.orchestration.models import JobExecution, JobState
 from tests.factories import FlowConfigFactory
 from tests.unit.orchestration.factories import FlowExecutionFactory, JobExecutionFactory
 
@@ -140,3 +142,51 @@ def test_an_attempt_that_never_ran_is_not_found(browser, job, attempt):
 def test_an_unknown_job_is_not_found(browser, job):
     e = job.execution
     assert browser.get(f"/executions/sales/orders/{e.execution_id}/jobs/nope/log/").status_code == 404
+
+
+def test_a_failed_attempt_logs_its_message_and_traceback_masked(job):
+    log = JobLog(job.execution.execution_id, job.job_name, 2)
+    log.hide({"hunter2-secret"})
+    try:
+        raise ConnectionError("refused for password hunter2-secret")
+    except ConnectionError as exc:
+        log.outcome("FAILED", "ConnectionError: refused for password hunter2-secret", exc)
+    text = log.path.read_text()
+    first, *rest = text.splitlines()
+    assert first.endswith("ERROR failed: ConnectionError: refused for password ********")
+    assert rest[0] == "Traceback (most recent call last):"
+    assert rest[-1] == "ConnectionError: refused for password ********"
+    assert "hunter2-secret" not in text
+
+
+def test_the_log_page_puts_the_error_first(job, browser):
+    JobExecution.objects.filter(pk=job.pk).update(status="FAILED", message="1 of 1 task(s) failed: boom")
+    job.refresh_from_db()
+    log = write_logs(job, 2, "attempt 2 on host-a; previous watermarks: none", "Running task 0.0")
+    log.task_state(
+        {
+            "task_id": "t0",
+            "dataset_urn": "orders",
+            "status": "FAILED",
+            "error": "ValueError: boom",
+            "traceback": 'Traceback (most recent call last):\n  File "task.py", line 9\nValueError: boom',
+        }
+    )
+    log.outcome("FAILED", "1 of 1 task(s) failed: boom")
+    log.write("a later INFO line")
+
+    page = browser.get(log_url(job)).content.decode()
+    error = page.split('data-test="attempt-error"')[1].split("</section>")[0]
+    assert "Why attempt 2 failed" in error and "1 of 1 task(s) failed: boom" in error
+    assert "File &quot;task.py&quot;, line 9" in error and "ERROR failed: 1 of 1 task(s) failed" in error
+    assert "previous watermarks" not in error and "a later INFO line" not in error
+    assert page.index('data-test="attempt-error"') < page.index("Worker log")
+
+
+def test_an_earlier_failed_attempt_shows_its_own_error_and_a_success_none(job, browser):
+    JobState.objects.create(job=job, attempt=1, status="FAILED", message="lease lapsed", started_at=now())
+    JobState.objects.create(job=job, attempt=2, status="COMMITTED", message="ok", started_at=now())
+    write_logs(job, 1, "attempt 1", "x")
+    write_logs(job, 2, "attempt 2", "y")
+    assert "Why attempt 1 failed" in browser.get(log_url(job, 1)).content.decode()
+    assert 'data-test="attempt-error"' not in browser.get(log_url(job, 2)).content.decode()

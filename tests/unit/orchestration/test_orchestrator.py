@@ -9,7 +9,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from portal.monitoring.models import Event
+from portal.events.models import Event
 from portal.orchestration import executor, services, statestore
 from portal.orchestration.actions import enqueue_for, process_actions
 from portal.orchestration.models import (

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 
-from portal.monitoring.models import Event
+from portal.events.models import Event
 from portal.orchestration import commitstore, executor, publish, recovery
 from portal.orchestration.commitstore import CommitStepStore, store_name_for
 from portal.orchestration.models import (

@@ -9,7 +9,8 @@ import pytest
 from django.core.exceptions import ValidationError
 from django.utils import timezone
 
-from portal.monitoring.models import Event
+from portal.events.models import Event
+from portal.flows.policies import validate
 from portal.orchestration import joblogs
 from portal.orchestration.models import (
     CommitStepRecord,
@@ -22,7 +23,6 @@ from portal.orchestration.models import (
     JobExecution,
     OutboxMessage,
 )
-from portal.orchestration.policies import validate
 from portal.orchestration.retention import prune_history, prune_once
 from tests.factories import FlowConfigFactory
 from tests.unit.orchestration.factories import FlowExecutionFactory, JobExecutionFactory

@@ -8,7 +8,8 @@ import pytest
 from django.urls import reverse
 
 from portal.flows import services as flow_services
-from portal.orchestration import statestore
+from portal.orchestration import recovery, statestore
+from portal.orchestration.commitstore import CommitStepStore, store_name_for
 from portal.orchestration.models import DatasetState
 from tests.conftest import api_client_for
 from tests.factories import FlowConfigFactory
@@ -105,3 +106,62 @@ def test_adoption_is_refused_when_the_flow_has_state_of_its_own(owner):
     assert response.status_code == 409
     assert "already has state of its own for orders" in str(response.json())
     assert previous(again) == {"orders": "3"}
+
+
+def spec_of(flow, execution_id: int) -> dict:
+    return {
+        "flow_id": flow.pk,
+        "flow_group": flow.flow_group,
+        "flow_name": flow.flow_name,
+        "job_name": JOB,
+        "execution_id": execution_id,
+        "properties": {},
+    }
+
+
+def crash_after_writing_steps(flow, watermark: str, execution_id: int) -> None:
+    """A run of `flow` wrote its commit steps and died before running them."""
+    step = {
+        "type": "high_watermark",
+        "flow_id": flow.pk,
+        "flow_group": flow.flow_group,
+        "flow_name": flow.flow_name,
+        "job_name": JOB,
+        "dataset_urn": "orders",
+        "value": watermark,
+        "execution_id": execution_id,
+    }
+    CommitStepStore().put_all(store_name_for(spec_of(flow, execution_id)), "orders", [step])
+
+
+def test_a_deleted_flows_unfinished_commit_steps_never_run_for_a_re_created_one(owner, outsider):
+    """Recovery of the new flow's first run would otherwise finish (publish)
+    the deleted flow's last commit, and its dataset could never commit again."""
+    first = FlowConfigFactory(flow_group="sales", flow_name="orders", owner=owner)
+    crash_after_writing_steps(first, "100", 1)
+    first_id = first.pk
+    flow_services.delete_flow(first)
+
+    second = FlowConfigFactory(flow_group="sales", flow_name="orders", owner=outsider)
+    report = recovery.recover(spec_of(second, 2))
+
+    assert report.datasets == {}
+    assert previous(second) == {}
+    assert not DatasetState.objects.exists()  # olivia's watermark was not checked in by oscar's run
+    assert CommitStepStore().exists(f"sales/orders/{JOB}#{first_id}", "orders")  # kept for staff
+    # The new flow commits the same dataset on its own.
+    crash_after_writing_steps(second, "7", 2)
+    assert recovery.recover(spec_of(second, 3)).recovered.keys() == {"orders"}
+    assert previous(second) == {"orders": "7"}
+
+
+def test_adopted_state_brings_its_unfinished_commit_steps(owner):
+    first = FlowConfigFactory(flow_group="sales", flow_name="orders", owner=owner)
+    run_checks_in(first, "100", 1)
+    crash_after_writing_steps(first, "150", 2)
+    flow_services.delete_flow(first)
+    again = FlowConfigFactory(flow_group="sales", flow_name="orders", owner=owner)
+
+    assert adopt(owner, again).status_code == 200
+    assert recovery.recover(spec_of(again, 3)).recovered.keys() == {"orders"}
+    assert previous(again) == {"orders": "150"}

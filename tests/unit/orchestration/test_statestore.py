@@ -18,7 +18,7 @@ from portal.pipeline.commit_steps import CommitStep
 from tests.unit.tables import assert_cells_name_their_columns, cells_by_label
 
 # The page URLs, mounted as portal/urls.py will mount them (see state_urls).
-urlpatterns = [*portal.urls.urlpatterns, path("state/", include("portal.orchestration.state_urls"))]
+urlpatterns = [*portal.urls.urlpatterns, path("state/", include("portal.monitoring.state_urls"))]
 
 KEY = {"flow_group": "sales", "flow_name": "orders", "job_name": "sales_orders_hop1"}
 

@@ -1,5 +1,6 @@
 """Executor health tells the truth about its workers (issue #24): HEALTHY
-only while a worker consumes the queue with a usable job thread; a worker
+only while a worker consumes the queue with a free job thread, BUSY while
+all its threads run jobs; a worker
 without a broker, with busy, gone or wedged threads says so in its row and
 in the executor's health message at its next beat."""
 
@@ -58,23 +59,28 @@ def test_a_consuming_worker_with_a_free_thread_makes_its_executor_healthy(execut
     )
 
 
-def test_all_threads_busy_is_said_without_changing_the_topology(executor):
-    """Busy is no fault: the status stays HEALTHY (a status change would
-    recompile every flow), the message says the jobs wait."""
+def test_all_threads_busy_is_its_own_state_that_changes_no_route(executor):
+    """Busy is no fault but no free capacity either: BUSY, the message says
+    the jobs wait; it routes as HEALTHY, so the flip is no topology change."""
     beat("host-a:1", [QUEUE], timezone.now(), idle())
     revision = current_revision()
     beat("host-a:1", [QUEUE], timezone.now(), Capacity(True, 2, busy=2, gone=0, wedged=[]))
     assert health(executor) == (
-        SpecExecutor.Health.HEALTHY,
-        f"Busy: all 2 usable job thread(s) consuming {QUEUE} are running jobs; new jobs wait.",
+        SpecExecutor.Health.BUSY,
+        f"All 2 usable job thread(s) consuming {QUEUE} are running jobs; new jobs wait.",
     )
+    assert executor.usable
     assert current_revision() == revision
     # Half the threads gone, the other busy: still running jobs, said so.
     beat("host-a:1", [QUEUE], timezone.now(), Capacity(True, 2, busy=1, gone=1, wedged=[]))
     status, message = health(executor)
-    assert status == SpecExecutor.Health.HEALTHY
-    assert message.startswith(f"Busy: all 1 usable job thread(s) consuming {QUEUE} are running jobs")
+    assert status == SpecExecutor.Health.BUSY
+    assert message.startswith(f"All 1 usable job thread(s) consuming {QUEUE} are running jobs")
     assert "Troubled workers: host-a:1: 1 of 2 job thread(s) gone" in message
+    # A thread frees up: HEALTHY again, still no topology change.
+    beat("host-a:1", [QUEUE], timezone.now(), idle())
+    assert health(executor)[0] == SpecExecutor.Health.HEALTHY
+    assert current_revision() == revision
 
 
 def test_a_worker_without_its_broker_is_not_consuming(executor):

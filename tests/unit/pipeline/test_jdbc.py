@@ -170,6 +170,10 @@ def test_failure_in_the_middle_range_keeps_the_watermark_at_the_last_completed_r
         ("20", "30", "CANCELLED"),
     ]
     assert "CAST_INVALID_INPUT" in states[1]["error"]
+    # The attempt's log gets the whole traceback: where in the task, and the JVM's error.
+    assert states[1]["traceback"].startswith("Traceback (most recent call last):")
+    assert "in run\n" in states[1]["traceback"] and "CAST_INVALID_INPUT" in states[1]["traceback"]
+    assert states[0]["traceback"] is None and states[2]["traceback"] is None
     assert states[0]["multi_work_unit"]["size"] == 3
     assert marks["ranged"] == "10"
     assert sorted(r.id for r in read(spark, tmp_path / "lake" / "ranged").collect()) == list(range(1, 11))

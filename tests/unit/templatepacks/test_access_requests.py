@@ -33,7 +33,7 @@ def test_granting_makes_the_user_a_reader_through_the_audited_acl(client, pack, 
     client.force_login(owner)
     response = client.post(f"/packs/{P}/access-requests/{asked.pk}/", {"decision": "grant"})
     assert response.status_code == 302
-    assert access.can_read(outsider, pack)
+    assert access.can(outsider, access.VIEW, pack)
     asked.refresh_from_db()
     assert (asked.granted, asked.decided_by) == (True, owner)
     latest = PackAuditEvent.objects.filter(pack_name=P, action="acl").first()
@@ -48,7 +48,7 @@ def test_declining_leaves_the_acl_as_it_was_and_the_user_may_ask_again(client, p
     client.force_login(owner)
     acl_changes = PackAuditEvent.objects.filter(pack_name=P, action="acl").count()
     client.post(f"/packs/{P}/access-requests/{asked.pk}/", {"decision": "decline"})
-    assert not access.can_read(outsider, pack)
+    assert not access.can(outsider, access.VIEW, pack)
     assert PackAuditEvent.objects.filter(pack_name=P, action="acl").count() == acl_changes
     assert _ask(client, outsider).status_code == 302
     assert PackAccessRequest.objects.filter(decided_at__isnull=True).count() == 1
@@ -75,4 +75,4 @@ def test_only_owners_answer_requests(client, pack, outsider, reader, who, status
     assert response.status_code == status
     asked.refresh_from_db()
     assert asked.decided_at is None
-    assert not access.can_read(outsider, pack)
+    assert not access.can(outsider, access.VIEW, pack)

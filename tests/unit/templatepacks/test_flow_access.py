@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.core.exceptions import ValidationError
 
 from portal.flows.models import FlowConfig
+from portal.flows.packflows import flows_using_pack
 from portal.templatepacks import services
 from tests.factories import FlowConfigFactory
 
@@ -15,7 +16,7 @@ def test_flows_using_pack_finds_pack_and_fs_uris(pack, reader, outsider):
     direct = FlowConfigFactory(owner=reader, template_uris=URI)
     by_path = FlowConfigFactory(owner=reader, template_uris="FS:///ingest/jdbc.template")
     FlowConfigFactory(owner=outsider, template_uris="")
-    assert set(services.flows_using_pack(pack)) == {direct, by_path}
+    assert set(flows_using_pack(pack.name, services.template_paths(pack))) == {direct, by_path}
 
 
 def test_removing_a_reader_flags_their_flow_and_restoring_unflags_it(pack, owner, reader):

@@ -16,6 +16,9 @@ from django.db import transaction
 
 from portal.flows import services as flow_services
 from portal.flows.models import FlowConfig
+from portal.templatepacks import services as packs
+from portal.templatepacks.models import TemplatePack
+from portal.topology.services import load_topology_file
 
 DEMO_FLOW = {
     "flow_group": "demo",
@@ -71,8 +74,6 @@ def write_sample_orders(folder: Path, rows: int = 200) -> None:
 
 def load_pack(owner) -> None:
     """The demo template pack, made through the pack service so it is audited like any other."""
-    from portal.templatepacks import services as packs
-    from portal.templatepacks.models import TemplatePack
 
     if TemplatePack.objects.filter(name=DEMO_PACK).exists():
         return
@@ -105,8 +106,6 @@ class Command(BaseCommand):
         self.stdout.write(f"  Demo admin: admin / {password}{note}")
 
     def _load_topology(self) -> None:
-        from portal.topology.services import load_topology_file
-
         path = getattr(settings, "TOPOLOGY_FILE", "") or str(
             Path(__file__).resolve().parents[3] / "topology" / "demo_topology.yaml"
         )

@@ -1,39 +1,46 @@
-"""Flows that use a pack's templates, re-checked whenever the pack changes,
-so a flow whose owner lost access (or whose template vanished) is flagged
-FAILED with a clear message and will not run."""
+"""Flows that use a pack's templates, re-checked whenever the pack changes
+(templatepacks.signals, connected in FlowsConfig.ready), so a flow whose
+owner lost access (or whose template vanished) is flagged FAILED with a clear
+message and will not run."""
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
+from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db.models import Q, QuerySet
+from django.dispatch import receiver
 
 from portal.flows.models import FlowConfig
-from portal.templatepacks.models import JobTemplate, TemplatePack
+from portal.flows.services import set_compilation
+from portal.templatepacks.resolution import validate_template_uris_for
+from portal.templatepacks.signals import template_pack_changed
 
 logger = logging.getLogger(__name__)
 ACCESS_PREFIX = "Template access: "
 
 
-def flows_using_pack(pack: TemplatePack) -> QuerySet[FlowConfig]:
+def flows_using_pack(pack_name: str, paths: Iterable[str]) -> QuerySet[FlowConfig]:
     """Flows naming the pack (pack://<name>/…) or a path it holds (FS:///<path>)."""
-    condition = Q(template_uris__contains=f"pack://{pack.name}/")
-    paths = set(JobTemplate.objects.filter(version__pack=pack).values_list("path", flat=True))
-    for path in paths:
+    condition = Q(template_uris__contains=f"pack://{pack_name}/")
+    for path in set(paths):
         condition |= Q(template_uris__icontains=f"fs:///{path}")
     return FlowConfig.objects.filter(condition).select_related("owner")
 
 
-def recheck_flows(pack: TemplatePack | None, *, flows: list[FlowConfig] | None = None) -> list[FlowConfig]:
+@receiver(template_pack_changed, dispatch_uid="flows.recheck_pack_flows")
+def recheck_on_pack_change(sender: Any, pack_name: str, paths: Iterable[str], **kwargs: Any) -> None:
+    recheck_flows(flows_using_pack(pack_name, paths))
+
+
+def recheck_flows(flows: Iterable[FlowConfig]) -> list[FlowConfig]:
     """Flag flows that can no longer use their templates; un-flag (back to
     PENDING, for the compiler) flows this check had flagged that now pass.
     Returns the flows flagged."""
-    from portal.flows.services import set_compilation
-    from portal.templatepacks.resolution import validate_template_uris_for
-
     flagged = []
-    for flow in flows if flows is not None else flows_using_pack(pack):
+    for flow in flows:
         try:
             validate_template_uris_for(flow.owner, flow.template_uri_list)
         except ValidationError as error:

@@ -5,19 +5,15 @@ pulls, so moving one by hand can skip or repeat data."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from functools import wraps
-
 from django import forms
 from django.contrib import messages
-from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.db.models import Q
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods
 
+from portal.accounts import access
 from portal.monitoring import history as monitoring_history
 from portal.orchestration import statestore
 from portal.orchestration.models import CommitStoreDataset, DatasetState
@@ -26,17 +22,8 @@ from portal.pipeline.watermarks import value_of
 HISTORY_PAGE = 50
 
 
-def staff_required(view: Callable) -> Callable:
-    """Anonymous users go to the login page; signed-in non-staff get 403."""
-
-    @login_required
-    @wraps(view)
-    def wrapper(request: HttpRequest, *args, **kwargs) -> HttpResponse:
-        if not request.user.is_staff:
-            raise PermissionDenied("Only staff can see and reset watermarks.")
-        return view(request, *args, **kwargs)
-
-    return wrapper
+# Anonymous users go to the login page; signed-in non-staff get 403.
+staff_required = access.staff_required("Only staff can see and reset watermarks.")
 
 
 class ResetForm(forms.Form):

@@ -8,7 +8,8 @@ import logging
 
 from django.db import IntegrityError, transaction
 
-from portal.monitoring.models import Event
+from portal.events import sinks
+from portal.events.models import Event
 
 logger = logging.getLogger("portal.events")
 
@@ -43,13 +44,6 @@ def raise_event(
 
 def _kick_sinks() -> None:
     try:
-        from portal.monitoring.sinks import kick
-
-        kick()
+        sinks.kick()
     except Exception:  # forwarding is best effort; the event is stored
         logger.exception("could not wake the event sinks")
-
-
-def execution_path(flow_group: str, flow_name: str, execution_id: int | str) -> str:
-    """The execution page (served by the orchestration app)."""
-    return f"/executions/{flow_group}/{flow_name}/{execution_id}/"

@@ -1,4 +1,5 @@
-"""Per-flow and per-job run policies read from properties, Gobblin's keys
+"""Per-flow and per-job run policies read from a flow's properties (owned by
+the flow catalog, obeyed by orchestration), Gobblin's keys
 where Gobblin has them, with the service defaults from settings. `validate`
 is called when a flow is saved, so a bad value is a 400 naming the key, not a
 surprise at run time."""

@@ -3,7 +3,7 @@ Mounted by portal/urls.py under `state/`."""
 
 from django.urls import path
 
-from portal.orchestration import state_views
+from portal.monitoring import state_views
 
 app_name = "state"
 urlpatterns = [

@@ -16,6 +16,7 @@ import threading
 import urllib.error
 import urllib.request
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from urllib.parse import urlsplit
 
@@ -25,9 +26,8 @@ from django.db import close_old_connections
 from django.db.models import Q
 from django.utils import timezone
 
-from portal.monitoring import subscriptions
-from portal.monitoring.models import Event, Subscription
-from portal.monitoring.services import execution_path
+from portal.events.links import execution_path
+from portal.events.models import Event
 
 logger = logging.getLogger(__name__)
 
@@ -96,15 +96,25 @@ class _NoRedirects(urllib.request.HTTPRedirectHandler):
 _opener = urllib.request.build_opener(_NoRedirects)
 
 
+_webhook_checks: list[Callable[[str], None]] = []  # see register_webhook_check
+
+
+def register_webhook_check(check: Callable[[str], None]) -> None:
+    """A check every listener's webhook URL passes again just before sending
+    (monitoring: http(s) and MONITORING_WEBHOOK_ALLOWED_HOSTS, which may have
+    changed since the URL was saved); it raises to refuse."""
+    _webhook_checks.append(check)
+
+
 def send_webhook(event: Event, url: str | None = None) -> None:
-    """To the operator's MONITORING_WEBHOOK_URL, or to `url` (a subscriber's,
-    checked again against the allowed hosts: the setting may have changed)."""
+    """To the operator's MONITORING_WEBHOOK_URL, or to a listener's `url`."""
     if url is None:
         url = settings.MONITORING_WEBHOOK_URL
         if urlsplit(url).scheme not in ("http", "https"):
             raise ValueError("MONITORING_WEBHOOK_URL must be an http(s) URL")
     else:
-        subscriptions.validate_webhook_url(url)
+        for check in _webhook_checks:
+            check(url)
     body = json.dumps(event_payload(event)).encode()
     request = urllib.request.Request(  # noqa: S310 - scheme checked above
         url,
@@ -114,6 +124,31 @@ def send_webhook(event: Event, url: str | None = None) -> None:
     )
     with _opener.open(request, timeout=settings.MONITORING_SINK_TIMEOUT_SECONDS) as response:
         response.read(1024)
+
+
+@dataclass(frozen=True)
+class Listeners:
+    """People an app above registers for events (monitoring: users' flow
+    subscriptions), served by the same sender, queue and bookkeeping as the
+    operator's sinks. `kinds`: the event kinds they may want; `present`: is
+    anyone listening at all (cheap); `targets`: one event's deliveries by name
+    (a name accepted once is never sent again)."""
+
+    kinds: tuple[str, ...]
+    present: Callable[[], bool]
+    targets: Callable[[Event], dict[str, Callable[[], None]]]
+
+
+_listeners: list[Listeners] = []
+
+
+def register_listeners(listeners: Listeners) -> None:
+    """Called once from an AppConfig.ready (events imports no app above it)."""
+    _listeners.append(listeners)
+
+
+def _listening() -> list[Listeners]:
+    return [listeners for listeners in _listeners if listeners.present()]
 
 
 def configured_sinks() -> dict[str, Callable[[Event], None]]:
@@ -144,27 +179,28 @@ def _claim(event: Event, now: datetime) -> bool:
 
 def _targets(event: Event, sinks: dict[str, Callable[[Event], None]]) -> dict[str, Callable[[], None]]:
     """Who gets this event: the operator's sinks (above the severity floor)
-    and the flow's subscribers (for the kinds they chose)."""
+    and the registered listeners (a flow's subscribers, for the kinds they chose)."""
     targets: dict[str, Callable[[], None]] = {}
     if event.severity in _severities():
         targets.update({name: (lambda send=send: send(event)) for name, send in sinks.items()})
-    targets.update(subscriptions.targets_for(event, send_email, send_webhook))
+    for listeners in _listeners:
+        targets.update(listeners.targets(event))
     return targets
 
 
 def deliver_pending_events(now: datetime | None = None, limit: int = BATCH) -> int:
     """Send undelivered recent events to every configured sink and to the
-    flow's subscribers; returns how many were delivered everywhere. Safe to
+    registered listeners; returns how many were delivered everywhere. Safe to
     call from several processes."""
     sinks = configured_sinks()
-    anyone_subscribed = Subscription.objects.exists()
-    if not sinks and not anyone_subscribed:
+    listening = _listening()
+    if not sinks and not listening:
         return 0
     now = now or timezone.now()
     recent = now - timedelta(seconds=settings.MONITORING_SINK_MAX_AGE_SECONDS)
     wanted = Q(severity__in=_severities()) if sinks else Q(pk__in=[])
-    if anyone_subscribed:
-        wanted |= Q(kind__in=subscriptions.SUBSCRIBABLE_KINDS)
+    for listeners in listening:
+        wanted |= Q(kind__in=listeners.kinds)
     due = (
         Event.objects.filter(
             delivered_at__isnull=True,
@@ -228,7 +264,7 @@ def kick() -> None:
     """Wake this process's sender (started on first use; a forked child gets
     its own). Returns at once."""
     global _thread, _thread_pid
-    if not configured_sinks() and not Subscription.objects.exists():
+    if not configured_sinks() and not _listening():
         return
     with _lock:
         if _thread is None or _thread_pid != os.getpid() or not _thread.is_alive():

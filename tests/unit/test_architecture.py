@@ -1,0 +1,169 @@
+"""The house has one-way stairs (docs/architecture.md): an app imports only
+the apps below it (or beside it, without a cycle), and an import hidden in a
+function says why. Read from the source with `ast`, so an import added
+anywhere, even one that only runs on a rare path, fails here."""
+
+from __future__ import annotations
+
+import ast
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+PORTAL = Path(__file__).resolve().parents[2] / "portal"
+
+# From the bottom up. Apps on one layer may import each other, never in a cycle.
+LAYERS: list[set[str]] = [
+    # The Spark runtime (no Django) and the project's shared helpers.
+    {"pipeline", "api_errors", "api_fields", "api_parsers", "broker", "bulk", "celery", "redis_transport"},
+    {"property_lines"},
+    {"accounts", "events"},
+    {"templatepacks", "topology", "keys"},
+    {"flows"},
+    {"orchestration"},
+    {"monitoring", "restli"},
+    # The project: the URL map, settings and the handlers that answer for every app.
+    {"urls", "settings", "wsgi", "errors", "middleware"},
+]
+LAYER = {unit: number for number, units in enumerate(LAYERS) for unit in units}
+
+# Imports up the stairs that are allowed, each with its reason.
+EXCEPTIONS = {
+    # `python -m portal.pipeline run` decrypts a JobSpec with the keys modules that
+    # need no Django (master, properties, client, wrapping).
+    ("pipeline", "keys"),
+}
+
+
+@dataclass(frozen=True)
+class Import:
+    path: Path
+    line: int
+    target: str  # the dotted module imported
+    in_function: bool
+    reason_given: bool
+
+
+def _unit(module: str) -> str | None:
+    """`portal.flows.models` → `flows`; None outside the portal package."""
+    parts = module.split(".")
+    if parts[0] != "portal" or len(parts) < 2:
+        return None
+    return parts[1]
+
+
+def _module_of(path: Path) -> str:
+    return ".".join(path.relative_to(PORTAL.parent).with_suffix("").parts)
+
+
+def _imports(path: Path, source: str | None = None) -> list[Import]:
+    source = path.read_text() if source is None else source
+    lines = source.splitlines()
+    tree = ast.parse(source)
+    found: list[Import] = []
+
+    def visit(node: ast.AST, function: ast.AST | None) -> None:
+        for child in ast.iter_child_nodes(node):
+            inner = child if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef) else function
+            if isinstance(child, ast.Import | ast.ImportFrom):
+                if isinstance(child, ast.Import):
+                    targets = [alias.name for alias in child.names]
+                elif child.level:  # relative: resolve against this module's package
+                    package = _module_of(path).split(".")[: -child.level]
+                    targets = [".".join([*package, *([child.module] if child.module else [])])]
+                else:
+                    targets = [child.module or ""]
+                # A reason is a comment on the import's line or the line above it.
+                near = lines[max(0, child.lineno - 2) : child.end_lineno]
+                reason = any("#" in text for text in near)
+                ready = (
+                    isinstance(function, ast.FunctionDef)
+                    and function.name == "ready"
+                    and path.name == "apps.py"
+                )
+                for target in targets:
+                    found.append(
+                        Import(path, child.lineno, target, function is not None and not ready, reason)
+                    )
+            visit(child, inner)
+
+    visit(tree, None)
+    return found
+
+
+def _portal_files() -> list[Path]:
+    return [path for path in sorted(PORTAL.rglob("*.py")) if "migrations" not in path.parts]
+
+
+def _app_imports() -> list[tuple[str, str, Import]]:
+    edges = []
+    for path in _portal_files():
+        source_unit = path.relative_to(PORTAL).parts[0].removesuffix(".py")
+        if source_unit == "__init__":
+            continue
+        for found in _imports(path):
+            target_unit = _unit(found.target)
+            if target_unit is not None and target_unit != source_unit:
+                edges.append((source_unit, target_unit, found))
+    return edges
+
+
+def test_every_app_and_project_module_has_a_layer():
+    units = {path.relative_to(PORTAL).parts[0].removesuffix(".py") for path in _portal_files()}
+    assert units - {"__init__"} <= set(LAYER), (
+        f"give these a layer: {sorted(units - set(LAYER) - {'__init__'})}"
+    )
+
+
+def _upward(edges: list[tuple[str, str, Import]]) -> list[str]:
+    return [
+        f"{found.path.relative_to(PORTAL.parent)}:{found.line} ({source} imports {found.target})"
+        for source, target, found in edges
+        if LAYER[target] > LAYER[source] and (source, target) not in EXCEPTIONS
+    ]
+
+
+def test_no_app_imports_one_above_it():
+    upward = _upward(_app_imports())
+    assert upward == [], "imports up the stairs:\n" + "\n".join(upward)
+
+
+def test_apps_on_one_layer_import_each_other_without_a_cycle():
+    graph: dict[str, set[str]] = defaultdict(set)
+    for source, target, _found in _app_imports():
+        graph[source].add(target)
+    cycles = []
+    for start in graph:
+        # Depth-first from each app: coming back to it is a cycle.
+        stack, seen = [(start, [start])], set()
+        while stack:
+            unit, trail = stack.pop()
+            for nxt in graph.get(unit, ()):
+                if nxt == start:
+                    cycles.append(" → ".join([*trail, start]))
+                elif nxt not in seen:
+                    seen.add(nxt)
+                    stack.append((nxt, [*trail, nxt]))
+    assert cycles == []
+
+
+def test_imports_inside_functions_say_why():
+    hidden = [
+        f"{found.path.relative_to(PORTAL.parent)}:{found.line} imports {found.target}"
+        for path in _portal_files()
+        if path.relative_to(PORTAL).parts[0] != "pipeline"  # the Spark runtime loads Spark lazily
+        for found in _imports(path)
+        if found.in_function and _unit(found.target) is not None and not found.reason_given
+    ]
+    assert hidden == [], "a function-level import needs a comment saying why:\n" + "\n".join(hidden)
+
+
+def test_the_checks_see_an_upward_import_and_a_silent_hidden_one():
+    probe = PORTAL / "orchestration" / "probe.py"
+    source = "from portal.monitoring import health\n\ndef f():\n    from portal.flows import services\n"
+    found = _imports(probe, source)
+    assert [(item.line, item.target, item.in_function, item.reason_given) for item in found] == [
+        (1, "portal.monitoring", False, False),
+        (4, "portal.flows", True, False),
+    ]
+    assert _upward([("orchestration", "monitoring", found[0])]) != []
