@@ -4,7 +4,8 @@
 #   usage: scripts/install-system-deps.sh run|test
 set -euo pipefail
 mode=${1:-run}
-packages=(libldap2-dev libsasl2-dev default-jre-headless libpostgresql-jdbc-java)
+# JDBC drivers of the dialects Flowport speaks (portal/pipeline/dialects.py): PostgreSQL, MySQL/MariaDB, SQLite.
+packages=(libldap2-dev libsasl2-dev default-jre-headless libpostgresql-jdbc-java libmariadb-java libxerial-sqlite-jdbc-java)
 # javac builds the one-pass fork's jar (scripts/build-pipeline-jar.sh); any JDK 17+ on PATH will do.
 command -v javac >/dev/null 2>&1 || packages+=(default-jdk-headless)
 if [ "$mode" = test ]; then

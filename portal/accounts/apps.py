@@ -5,8 +5,12 @@ class AccountsConfig(AppConfig):
     name = "portal.accounts"
 
     def ready(self) -> None:
-        # Registers the ldap_error receiver that notices directory outages.
+        # Registers the ldap_error receiver that notices directory outages, and
+        # the API tokens' access rule (models are ready only now).
         from portal.accounts import (
             backends,  # noqa: F401
+            rules,
             schema,  # noqa: F401  (OpenAPI auth descriptions)
         )
+
+        rules.register()

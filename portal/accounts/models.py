@@ -10,6 +10,8 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
+from portal.accounts.access import AccessQuerySet
+
 TOKEN_PREFIX_LENGTH = 8
 
 
@@ -19,7 +21,7 @@ def hash_token(key: str) -> str:
     return hashlib.sha256(key.encode()).hexdigest()
 
 
-class ApiTokenQuerySet(models.QuerySet):
+class ApiTokenQuerySet(AccessQuerySet):
     def active(self) -> ApiTokenQuerySet:
         now = timezone.now()
         return self.filter(revoked_at__isnull=True).filter(

@@ -9,6 +9,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ValidationError
 from django.utils import timezone
 
+from portal.accounts import access
 from portal.accounts.models import ApiToken, hash_token
 
 logger = logging.getLogger(__name__)
@@ -56,7 +57,7 @@ def authenticate_key(key: str) -> ApiToken | None:
 
 def revoke_token(user: AbstractBaseUser, token_id: int) -> ApiToken:
     """Only the token's own user revokes it; anyone else's id is a DoesNotExist."""
-    token = ApiToken.objects.get(pk=token_id, user=user)
+    token = ApiToken.objects.restrict(user, access.CHANGE).get(pk=token_id)
     if token.revoked_at is None:
         token.revoked_at = timezone.now()
         token.save(update_fields=["revoked_at"])

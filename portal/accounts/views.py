@@ -29,7 +29,7 @@ def _profile(
 ) -> HttpResponse:
     context = {
         "form": form,
-        "tokens": ApiToken.objects.filter(user=request.user),
+        "tokens": ApiToken.objects.restrict(request.user),
         "new_key": new_key,
         "groups": request.user.groups.order_by("name"),
     }

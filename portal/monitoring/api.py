@@ -89,6 +89,7 @@ class SubscriptionViewSet(
 
     serializer_class = SubscriptionSerializer
     permission_classes = [permissions.IsAuthenticated]
+    lookup_url_kwarg = "subscription_id"
 
     def get_queryset(self):
         if getattr(self, "swagger_fake_view", False):  # the schema generator has no user
@@ -141,5 +142,5 @@ _detail = SubscriptionViewSet.as_view({"get": "retrieve", "patch": "partial_upda
 
 urlpatterns = [
     path("subscriptions", _list, name="subscription-list"),
-    path("subscriptions/<int:pk>", _detail, name="subscription-detail"),
+    path("subscriptions/<int:subscription_id>", _detail, name="subscription-detail"),
 ]

@@ -41,9 +41,12 @@ from portal.orchestration.publish import commit
 from portal.orchestration.recovery import exclude_datasets, recover
 from portal.orchestration.submit import run_submitted, uses_spark_submit
 from portal.pipeline import run_job
+from portal.pipeline.delivery import Delivery, delivery, failure_summary
+from portal.pipeline.errors import ConfigError
 from portal.pipeline.logtag import tag_thread
 from portal.pipeline.publisher import cleanup_task_output
 from portal.pipeline.taskstate import SUCCEEDED
+from portal.pipeline.watermarks import value_of
 
 logger = logging.getLogger(__name__)
 
@@ -152,19 +155,39 @@ class JobHeartbeat:
             return {}
 
 
-def _summarise(states: list[dict[str, Any]]) -> dict[str, Any]:
-    processed = sum(int(s.get("records_extracted") or 0) for s in states)
+def _summarise(
+    spec: dict[str, Any], states: list[dict[str, Any]], committed: list[str] | None = None
+) -> dict[str, Any]:
+    """The job's status figures: what was delivered (rows published by the datasets in `committed`,
+    whose commit finished) and the watermarks checked in, not what was extracted."""
     lows: dict[str, str] = {}
-    highs: dict[str, str] = {}
-    for state in states:
-        urn = state["dataset_urn"]
-        lows.setdefault(urn, state.get("low_watermark") or "")
-        highs[urn] = state.get("actual_high_watermark") or ""
+    for state in sorted(states, key=lambda s: (s.get("work_unit") or {}).get("range_index", 0)):
+        lows.setdefault(state["dataset_urn"], value_of(state.get("low_watermark")) or "")
+    try:
+        figures = delivery(spec, states, committed) if states else Delivery()
+    except ConfigError:  # a bad job.commit.policy: the job fails on it; nothing was delivered
+        figures = Delivery(read=sum(int(s.get("records_extracted") or 0) for s in states))
 
     def one(values: dict[str, str]) -> str:
+        if not values:
+            return ""
         return next(iter(values.values())) if len(values) == 1 else json.dumps(values, sort_keys=True)
 
-    return {"processed_count": processed, "low_watermark": one(lows), "high_watermark": one(highs)}
+    return {
+        "processed_count": figures.delivered,
+        "records_read": figures.read,
+        "records_rejected": figures.rejected,
+        "low_watermark": one(lows),
+        "high_watermark": one(figures.watermarks),
+    }
+
+
+def _figures(summary: dict[str, Any]) -> str:
+    """``10 record(s) delivered (12 read, 2 rejected)``."""
+    return (
+        f"{summary['processed_count']:,} record(s) delivered ({summary['records_read']:,} read, "
+        f"{summary['records_rejected']:,} rejected)"
+    )
 
 
 def _activate(spark: Any, log_tag: str) -> Callable[[], None]:
@@ -319,7 +342,7 @@ def _run(
         else:
             states = run_job(spark, run_spec, cancel_event=cancel, on_task_state=log.task_state)
     states = [s for s in states if s["dataset_urn"] not in skipped]
-    summary = _summarise(states)
+    summary = _summarise(spec, states, committed=[])  # nothing delivered until the commit
     if run_spec is not None and not submitted:
         # The last heartbeat's figures would otherwise stay, e.g. 0.475 on a committed job.
         summary["progress"] = heartbeat.progress()
@@ -347,6 +370,7 @@ def _run(
         cleanup_task_output(spec)  # else the unfinished steps still need it
     log.write(f"commit steps executed per dataset: { {u: c.executed for u, c in sorted(commits.items())} }")
 
+    summary.update(_summarise(spec, states, committed=[u for u, c in commits.items() if c.done]))
     failed = [s for s in states if s["status"] != SUCCEEDED]
     notes = []
     if recovery.recovered:
@@ -364,9 +388,7 @@ def _run(
         if len(unfinished) > 1:
             problem = f"{len(unfinished)} dataset commits failed ({', '.join(unfinished)}); first: {problem}"
     elif failed:
-        problem = (
-            f"{len(failed)} of {len(states)} task(s) failed: {failed[0].get('error') or failed[0]['status']}"
-        )
+        problem = failure_summary(failed, len(states))
     elif skipped and not states:
         problem = (
             "Nothing ran: every dataset of the job was skipped. " + recovery.skipped[min(skipped)].message
@@ -374,5 +396,5 @@ def _run(
     fields = {"task_states": states, **summary, **log.fields()}
     if problem:
         return _finish(job, attempt, run_state, JobStatus.FAILED, " ".join([problem, *notes]), log, **fields)
-    message = " ".join([f"{len(states)} task(s), {summary['processed_count']:,} record(s).", *notes])
+    message = " ".join([f"{len(states)} task(s), {_figures(summary)}.", *notes])
     return _finish(job, attempt, run_state, JobStatus.COMMITTED, message, log, **fields)

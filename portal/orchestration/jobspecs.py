@@ -11,7 +11,8 @@ paths:
 * later hops — a replication hop: it reads what its parent published
   (`source.files.path` = the parent's publish dir, format = the parent's
   writer format) and copies it as is, so the flow's extract, converter,
-  quality and fork keys apply to the first hop only;
+  quality and fork keys apply to the first hop only; after a fork it copies
+  branch 0 (its files, `*-b0.*`, in its format);
 * every hop — a `files` destination publishes to
   `<node path>/<flowGroup>/<flowName>` (`data.publisher.final.dir`, or
   `.N` for each branch of a fork), always; a `jdbc` destination sets
@@ -31,7 +32,8 @@ from typing import Any
 
 from django.conf import settings
 
-from portal.pipeline.schema import NODE, owner_of
+from portal.pipeline.properties import is_branch_scoped
+from portal.pipeline.schema import NODE, base_key, owner_of
 
 FILES_SOURCE = "portal.pipeline.sources.files.FileSource"
 JDBC_SOURCE = "portal.pipeline.sources.jdbc.JdbcSource"
@@ -85,7 +87,14 @@ def bind_hop(plan: dict[str, Any], parents: list[dict[str, Any]], *, final: bool
         props["source.class"] = FILES_SOURCE
         if parent_dir:
             props["source.files.path"] = parent_dir
-        props["source.files.format"] = parent["properties"].get("writer.output.format", "parquet")
+        fmt = parent["properties"].get("writer.output.format", "parquet")
+        if _branches(parent["properties"]) > 1:
+            # A forked parent published every branch to one folder: the next hop copies branch 0.
+            fmt = parent["properties"].get("writer.output.format.0", fmt)
+            props = {k: v for k, v in props.items() if not (is_branch_scoped(k) and base_key(k) != k)}
+            props["source.files.glob"] = "*-b0.*"
+            props["writer.output.format"] = fmt
+        props["source.files.format"] = fmt
     else:
         kind, conn = _node(props, "source")
         if kind == "files":

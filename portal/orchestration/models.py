@@ -168,7 +168,11 @@ class JobExecution(models.Model):
     lease_until = models.DateTimeField(null=True, blank=True)
     cancel_requested = models.BooleanField(default=False)
     message = models.TextField(blank=True)
+    # While the job runs: rows read so far. Once it finished: rows delivered (published by the
+    # commit), with the rows read and rejected beside it; high_watermark is the committed one.
     processed_count = models.BigIntegerField(default=0)
+    records_read = models.BigIntegerField(default=0)
+    records_rejected = models.BigIntegerField(default=0)
     low_watermark = models.TextField(blank=True)
     high_watermark = models.TextField(blank=True)
     spark_ui_url = models.CharField(max_length=300, blank=True)

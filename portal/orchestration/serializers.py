@@ -70,9 +70,21 @@ class JobStatusSerializer(serializers.Serializer):
     executionEndTime = EpochMillisField(source="ended_at")
     executionStatus = JobStatusField(source="status")
     message = serializers.CharField(read_only=True)
-    processedCount = serializers.IntegerField(source="processed_count", read_only=True)
+    processedCount = serializers.IntegerField(
+        source="processed_count",
+        read_only=True,
+        help_text="Rows delivered (published by the commit) once the job finished; rows read so far while it runs.",
+    )
+    recordsRead = serializers.IntegerField(source="records_read", read_only=True, help_text="Rows extracted.")
+    recordsRejected = serializers.IntegerField(
+        source="records_rejected", read_only=True, help_text="Rows failed by row quality policies."
+    )
     lowWatermark = serializers.CharField(source="low_watermark", read_only=True)
-    highWatermark = serializers.CharField(source="high_watermark", read_only=True)
+    highWatermark = serializers.CharField(
+        source="high_watermark",
+        read_only=True,
+        help_text="The watermark the commit checked in (the previous one when nothing was committed).",
+    )
     hopIndex = serializers.IntegerField(source="hop_index", read_only=True)
     parents = serializers.ListField(child=serializers.CharField(), read_only=True)
     executor = serializers.CharField(read_only=True, help_text="The SpecExecutor the job is bound to.")

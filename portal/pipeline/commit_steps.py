@@ -12,10 +12,13 @@ the remaining steps and a second complete run changes nothing.
   overwritten); neither present -> CommitConflictError (the task output was lost).
 * ``jdbc_publish`` (:class:`JdbcPublishCommitStep`): appends the rows of the staging table(s) to the
   target table and records a marker row keyed by (execution id, job, dataset, branch) in the marker
-  table, in ONE PostgreSQL transaction, then drops the staging tables in it.  verify: the marker
+  table, in ONE PostgreSQL transaction, then drops the staging tables in it (MySQL/MariaDB and SQLite
+  destinations: :mod:`portal.pipeline.jdbc_targets`).  verify: the marker
   exists (with the same target and row count -> True; otherwise CommitConflictError).  The password
   is not in the step: ``password_property`` names the job property holding it, and
-  ``from_dict(data, properties)`` resolves it.
+  ``from_dict(data, properties)`` resolves it.  With ``merge_keys`` (``writer.jdbc.write.mode=upsert``
+  on ``extract.primary.key.fields``) the rows are upserted on the keys instead of appended
+  (``ON CONFLICT`` / ``ON DUPLICATE KEY``), the latest by ``merge_order`` winning within a run.
 * ``high_watermark``: executed by the state store on the orchestration side — register its class
   with :func:`register_step_type`; ``from_dict`` refuses unknown types.
 """
@@ -29,7 +32,9 @@ from typing import Any, ClassVar
 from psycopg import sql
 
 from portal.pipeline import fs, pgconn
+from portal.pipeline.dialects import POSTGRESQL
 from portal.pipeline.errors import CommitConflictError, ConfigError
+from portal.pipeline.jdbc_targets import JdbcTarget
 
 _REGISTRY: dict[str, type[CommitStep]] = {}
 
@@ -133,6 +138,8 @@ class JdbcPublishCommitStep(CommitStep):
         "rows",
         "execution_id",
         "job_name",
+        "merge_keys",
+        "merge_order",
     )
 
     def __init__(self, data: Mapping[str, Any], password: str | None = None) -> None:
@@ -156,6 +163,10 @@ class JdbcPublishCommitStep(CommitStep):
 
     def _connect(self) -> Any:
         return pgconn.connect(self.data["url"], self.data["user"], self.password)
+
+    def _merge(self) -> tuple[list[str], str | None]:
+        """Upsert keys (empty: append) and the column whose latest value wins within a run."""
+        return list(self.data.get("merge_keys") or []), self.data.get("merge_order")
 
     def _key(self) -> tuple[int, str, str, int]:
         d = self.data
@@ -184,13 +195,42 @@ class JdbcPublishCommitStep(CommitStep):
             f"but this step publishes {self.data['rows']} row(s) into {self.data['target_table']}"
         )
 
+    def _other_dialect(self) -> JdbcTarget | None:
+        """MySQL/MariaDB and SQLite destinations publish through :mod:`portal.pipeline.jdbc_targets`."""
+        url = str(self.data["url"])
+        return (
+            None if url.startswith("jdbc:postgresql:") else JdbcTarget(url, self.data["user"], self.password)
+        )
+
     def verify(self) -> bool:
+        target = self._other_dialect()
+        if target is not None:
+            with target.connect() as conn:
+                marker = target.marker(conn, self.data["marker_table"], self._key())
+                if marker is not None and self._same(marker):
+                    for staging in self.data["staging_tables"]:  # left by a crash after the commit
+                        target.drop(conn, staging)
+                    return True
+                return False
         with self._connect() as conn:
             marker = self._marker(conn)
             return marker is not None and self._same(marker)
 
     def execute(self) -> None:
         d = self.data
+        target = self._other_dialect()
+        if target is not None:
+            done = target.publish(
+                d["marker_table"],
+                d["target_table"],
+                list(d["staging_tables"]),
+                d["rows"],
+                self._key(),
+                merge=self._merge(),
+            )
+            if done is not None:
+                self._same(done)
+            return
         marker_table = pgconn.table_ident(d["marker_table"])
         target = pgconn.table_ident(d["target_table"])
         with self._connect() as conn, conn.transaction():
@@ -211,7 +251,11 @@ class JdbcPublishCommitStep(CommitStep):
                 if conn.execute("SELECT to_regclass(%s)", (staging,)).fetchone()[0] is None:
                     raise CommitConflictError(f"staging table {staging} is gone and no publish marker exists")
                 staging_ident = pgconn.table_ident(staging)
+                keys, order = self._merge()
+                new = conn.execute("SELECT to_regclass(%s)", (d["target_table"],)).fetchone()[0] is None
                 conn.execute(sql.SQL("CREATE TABLE IF NOT EXISTS {} (LIKE {})").format(target, staging_ident))
+                if keys and new:
+                    conn.execute(POSTGRESQL.unique_index(d["target_table"], keys))
                 columns = [
                     r[0]
                     for r in conn.execute(
@@ -219,13 +263,8 @@ class JdbcPublishCommitStep(CommitStep):
                     ).description
                     or []
                 ]
-                column_list = sql.SQL(", ").join(sql.Identifier(c) for c in columns)
-                cur = conn.execute(
-                    sql.SQL("INSERT INTO {} ({}) SELECT {} FROM {}").format(
-                        target, column_list, column_list, staging_ident
-                    )
-                )
-                total += cur.rowcount
+                total += conn.execute(sql.SQL("SELECT count(*) FROM {}").format(staging_ident)).fetchone()[0]
+                conn.execute(POSTGRESQL.move_rows(d["target_table"], staging, columns, keys, order))
                 conn.execute(sql.SQL("DROP TABLE {}").format(staging_ident))
             if d["rows"] is not None and total != int(d["rows"]):
                 raise CommitConflictError(
@@ -255,9 +294,6 @@ class CommitSequence:
         dataset_urn: str = "",
     ) -> CommitSequence:
         return cls([CommitStep.from_dict(s, properties) for s in steps], dataset_urn)
-
-    def to_dicts(self) -> list[dict[str, Any]]:
-        return [s.to_dict() for s in self.steps]
 
     def run(self) -> int:
         """Execute every step not yet done; returns how many were executed."""

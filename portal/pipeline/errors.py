@@ -28,10 +28,6 @@ class ForkBranchMismatchError(PipelineError):
     """A fork operator's schema/record decisions do not have one entry per branch."""
 
 
-class SchemaIncompatibleError(PipelineError):
-    """The source schema changed in a way the previous run's consumers cannot read."""
-
-
 class QualityCheckError(PipelineError):
     """A FAIL row policy or FAILED task policy did not pass."""
 

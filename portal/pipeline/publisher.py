@@ -108,6 +108,18 @@ def _existing_key(props: Properties, key: str) -> str | None:
     return None
 
 
+def _merge(bprops: Properties) -> dict[str, Any]:
+    """Upsert keys of a JDBC branch (``writer.jdbc.write.mode=upsert``): ``extract.primary.key.fields``,
+    the latest row of a run by the first ``extract.delta.fields`` winning."""
+    if (bprops.get("writer.jdbc.write.mode") or "append").lower() != "upsert":
+        return {}
+    order = bprops.get_list("extract.delta.fields")
+    return {
+        "merge_keys": bprops.get_list("extract.primary.key.fields"),
+        "merge_order": order[0] if order else None,
+    }
+
+
 def plan_commit(
     jobspec: dict[str, Any] | JobSpec, task_states: list[dict[str, Any]]
 ) -> dict[str, list[dict[str, Any]]]:
@@ -141,6 +153,7 @@ def plan_commit(
                             "rows": 0,
                             "execution_id": spec.execution_id,
                             "job_name": spec.job_name,
+                            **_merge(bprops),
                         },
                     )
                     step["staging_tables"].append(branch["staging_table"])

@@ -1,12 +1,13 @@
 """Create the SparkSession the pipeline runs on.
 
-One helper so the worker, the CLI, the tests and the benchmark all get the same settings: the
-PostgreSQL JDBC driver and Flowport's own jar (the one-pass fork's file format, when built) on the
-classpath, the FAIR scheduler (tasks and fork branches run as concurrent Spark jobs from threads and
-should share the cores), UTC as session time zone (so timestamp watermarks mean the same thing
-everywhere), and for ``local`` masters a small shuffle partition count (the default 200 only adds
-overhead) and this process's own Python for the Python workers, so a UDF in a custom source or
-converter imports what the driver imports (Spark's default, ``python3`` on PATH, lacks the
+One helper so the worker, the CLI, the tests and the benchmark all get the same settings: the JDBC
+drivers of every dialect (:mod:`portal.pipeline.dialects`) and Flowport's own jar (the one-pass
+fork's file format, when built) on the classpath, the FAIR scheduler (tasks and fork branches run as
+concurrent Spark jobs from threads and should share the cores), UTC as session time zone (so
+timestamp watermarks mean the same thing everywhere), standard Parquet timestamps (microseconds,
+UTC-adjusted; not INT96), and for ``local`` masters a small shuffle partition count (the default 200
+only adds overhead) and this process's own Python for the Python workers, so a UDF in a custom
+source or converter imports what the driver imports (Spark's default, ``python3`` on PATH, lacks the
 virtualenv).
 """
 
@@ -18,15 +19,13 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from portal.pipeline import onepass
-
-DEFAULT_JDBC_JAR = "/usr/share/java/postgresql.jar"
+from portal.pipeline import dialects, onepass
 
 
 def spark_jars(configured: str | None = None) -> list[str]:
-    """The JDBC driver and Flowport's jar (those that exist), then the jars an executor's Spark
+    """The dialects' JDBC drivers and Flowport's jar (those that exist), then the jars an executor's Spark
     configuration lists: an executor adding a jar does not drop Flowport's."""
-    ours = [os.environ.get("POSTGRES_JDBC_JAR", DEFAULT_JDBC_JAR), onepass.jar_path()]
+    ours = [*dialects.driver_jars(), onepass.jar_path()]
     listed = [jar.strip() for jar in (configured or "").split(",")]
     return list(dict.fromkeys(j for j in [*ours, *listed] if j and (j in listed or os.path.exists(j))))
 
@@ -43,6 +42,9 @@ def get_or_create_spark(
     settings: dict[str, Any] = {
         "spark.scheduler.mode": "FAIR",
         "spark.sql.session.timeZone": "UTC",
+        # Standard Parquet timestamps (INT64 microseconds, isAdjustedToUTC) instead of legacy INT96,
+        # so pyarrow, DuckDB or Trino read the instants with their UTC marker.
+        "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
         "spark.ui.showConsoleProgress": "false",
     }
     if master.startswith("local"):

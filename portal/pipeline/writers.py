@@ -30,6 +30,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import math
+import re
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any
@@ -39,7 +40,9 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from portal.pipeline import fs, pgconn
+from portal.pipeline.dialects import dialect_for
 from portal.pipeline.errors import ConfigError
+from portal.pipeline.jdbc_targets import JdbcTarget
 from portal.pipeline.jobspec import JobSpec
 from portal.pipeline.loader import load_class
 from portal.pipeline.properties import Properties
@@ -169,8 +172,10 @@ class FileDataWriter(DataWriter):
         """Move the data files Spark wrote under ``staged`` to this branch's task output."""
         fs.delete(self.output_dir)
         files = []
+        forked = (self.props.get_int("fork.branches", 1) or 1) > 1
         for info in fs.list_files(staged):
-            dst = fs.join(self.output_dir, info.relative)
+            relative = branch_file_name(info.relative, self.ctx.branch_index) if forked else info.relative
+            dst = fs.join(self.output_dir, relative)
             fs.rename(info.path, dst)
             files.append({"path": dst, "size": info.size})
         fs.delete(staged)
@@ -179,6 +184,18 @@ class FileDataWriter(DataWriter):
     def abort(self) -> None:
         fs.delete(self.staging_dir)
         fs.delete(self.output_dir)
+
+
+def branch_file_name(relative: str, branch: int) -> str:
+    """``part-0-c000.snappy.parquet`` -> ``part-0-c000-b1.snappy.parquet``: the name the one-pass fork
+    gives, so every branch's files are told apart when branches publish to the same folder (and a
+    next hop can read one branch with ``source.files.glob``)."""
+    folder, _, name = relative.rpartition("/")
+    if re.search(r"-b\d+\.", name):
+        return relative
+    stem, dot, extension = name.partition(".")
+    renamed = f"{stem}-b{branch}{dot}{extension}"
+    return f"{folder}/{renamed}" if folder else renamed
 
 
 def staging_table_name(target: str, jobspec: JobSpec, task_id: str, branch: int) -> str:
@@ -201,11 +218,21 @@ class JdbcDataWriter(DataWriter):
         self.url = props.require("writer.jdbc.url")
         self.table = props.require("writer.jdbc.table")
         self.staging_table = staging_table_name(self.table, ctx.jobspec, ctx.task_id, ctx.branch_index)
+        mode = (props.get("writer.jdbc.write.mode") or "append").lower()
+        if mode not in ("append", "upsert"):
+            raise ConfigError(
+                f"{props.describe('writer.jdbc.write.mode')} must be append or upsert, got '{mode}'"
+            )
+        if mode == "upsert" and not props.get_list("extract.primary.key.fields"):
+            raise ConfigError(
+                f"{props.describe('writer.jdbc.write.mode')}: upsert needs extract.primary.key.fields (the merge keys)"
+            )
 
     def _options(self) -> dict[str, str]:
+        dialect = dialect_for(self.url, "writer.jdbc.url")
         options = {
-            "url": self.url,
-            "driver": self.props.get("writer.jdbc.driver", "org.postgresql.Driver") or "",
+            "url": dialect.spark_url(self.url),
+            "driver": self.props.get("writer.jdbc.driver") or dialect.driver,
         }
         user = self.props.get("writer.jdbc.username")
         password = self.props.get("writer.jdbc.password")
@@ -217,12 +244,33 @@ class JdbcDataWriter(DataWriter):
         return options
 
     def write(self, df: DataFrame) -> WriteResult:
+        mode = "overwrite"
+        dialect = dialect_for(self.url, "writer.jdbc.url")
+        if dialect.own_ddl:  # SQLite: the table is made here, in the dialect's types
+            target = JdbcTarget(
+                self.url, self.props.get("writer.jdbc.username"), self.props.get("writer.jdbc.password")
+            )
+            target.create(
+                self.staging_table,
+                [(f.name, dialect.column_type(f.dataType) or "TEXT") for f in df.schema.fields],
+            )
+            mode = "append"
         df.write.format("jdbc").options(**self._options()).option("dbtable", self.staging_table).mode(
-            "overwrite"
+            mode
         ).save()
         return WriteResult(staging_table=self.staging_table)
 
     def abort(self) -> None:
+        if not self.url.startswith("jdbc:postgresql:"):
+            try:
+                target = JdbcTarget(
+                    self.url, self.props.get("writer.jdbc.username"), self.props.get("writer.jdbc.password")
+                )
+                with target.connect() as conn:
+                    target.drop(conn, self.staging_table)
+            except Exception:  # noqa: S110 - best effort; a leftover staging table is harmless
+                pass
+            return
         try:
             conn = pgconn.connect(
                 self.url, self.props.get("writer.jdbc.username"), self.props.get("writer.jdbc.password")

@@ -57,6 +57,15 @@ class DataNode(models.Model):
 
         if isinstance(self.properties, dict):
             problems = node_problems(self.kind, self.properties)
+            url = self.properties.get("url")
+            if self.kind == "jdbc" and isinstance(url, str) and url:
+                from portal.pipeline.dialects import dialect_for
+                from portal.pipeline.errors import ConfigError
+
+                try:  # Flowport speaks only the databases it has a SQL dialect for
+                    dialect_for(url, "url")
+                except ConfigError as error:
+                    problems = {**problems, "url": str(error).removeprefix("url: ")}
             if problems:
                 raise ValidationError(
                     {"properties": [f"{key}: {reason}" for key, reason in sorted(problems.items())]}

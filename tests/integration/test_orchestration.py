@@ -4,17 +4,20 @@ process, the Redis broker, a real Celery worker and real Spark."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 from django.contrib.auth import get_user_model
 
 from portal.flows import services as flow_services
 from portal.orchestration import services
 from portal.orchestration.models import DatasetState, ExecutionStatus, FlowExecution, JobExecution, JobStatus
+from portal.orchestration.serializers import JobStatusSerializer
 from portal.topology import services as topology
 from tests.integration.conftest import INGEST_QUEUE, REPLICATE_QUEUE
 from tests.integration.stack import wait_until
@@ -47,6 +50,8 @@ def lake(tmp_path) -> Path:
 
 def make_flow(destination: str = "lake", schedule: str = "", name: str = "", **properties: str):
     props = {"source.class": SOURCE, "writer.output.format": "json", "numbers.per.run": "10", **properties}
+    if "fork.branches" in properties:  # each branch names its own format
+        props.pop("writer.output.format")
     return flow_services.create_flow(
         owner=User.objects.get_or_create(username="olivia")[0],
         data={
@@ -205,3 +210,85 @@ def test_a_cron_flow_runs_at_its_tick(lake, worker, scheduler):
     )
     assert execution.scheduled_at == next_minute
     assert finished(execution).status == ExecutionStatus.COMMITTED, execution.message
+
+
+def test_a_fork_into_a_files_destination_publishes_each_branch_in_its_format(lake, worker, scheduler):
+    flow = make_flow(
+        name="forked",
+        **{
+            "fork.branches": "2",
+            "writer.output.format.0": "parquet",
+            "writer.output.format.1": "csv",
+        },
+    )
+    execution = finished(services.run_now(flow, user=flow.owner))
+    assert execution.status == ExecutionStatus.COMMITTED, execution.message
+    job = execution.jobs.get()
+    assert job.status == JobStatus.COMMITTED and job.processed_count == 10, job.message
+    published = lake / "lake" / "it" / "forked"
+    parquet = sorted(published.rglob("*.parquet"))
+    csv = sorted(published.rglob("*.csv"))
+    assert parquet and csv, sorted(p.name for p in published.rglob("*"))
+    ids = sorted(i for p in parquet for i in pq.read_table(p).column("id").to_pylist())
+    assert ids == list(range(1, 11))
+    rows = [line for p in csv for line in p.read_text().splitlines() if line and line != "id"]
+    assert sorted(int(r) for r in rows) == list(range(1, 11))
+
+
+def test_a_forked_first_hop_feeds_the_next_hop_its_first_branch(lake, worker, scheduler):
+    flow = make_flow(
+        "archive",
+        name="forked-twice",
+        **{"fork.branches": "2", "writer.output.format.0": "parquet", "writer.output.format.1": "csv"},
+    )
+    execution = finished(services.run_now(flow, user=flow.owner))
+    assert execution.status == ExecutionStatus.COMMITTED, execution.message
+    copied = sorted((lake / "archive" / "it" / "forked-twice").rglob("*.parquet"))
+    assert sorted(i for p in copied for i in pq.read_table(p).column("id").to_pylist()) == list(range(1, 11))
+
+
+def _people(lake: Path) -> None:
+    folder = lake / "landing" / "people"
+    folder.mkdir(parents=True)
+    (folder / "a.csv").write_text("id,name\n1,ann\n2,\n3,cid\n")
+    (folder / "b.csv").write_text("id,name\n4,\n5,\n6,fay\n")
+    os.utime(folder / "a.csv", (time.time() - 60, time.time() - 60))
+
+
+def _checked_people_flow(name: str, policy_type: str):
+    return make_flow(
+        name=name,
+        **{
+            "source.class": "portal.pipeline.sources.files.FileSource",
+            "source.files.format": "csv",
+            "source.files.workunit.max.files": "1",  # two ranges, one per file
+            "qualitychecker.row.policies": "NotNullPolicy",
+            "qualitychecker.row.policy.types": policy_type,
+            "qualitychecker.row.notnull.fields": "name",
+        },
+    )
+
+
+def test_a_run_that_committed_nothing_reports_nothing_delivered_and_every_failed_row(lake, worker, scheduler):
+    _people(lake)
+    flow = _checked_people_flow("people-checked", "FAIL")
+    execution = finished(services.run_now(flow, user=flow.owner), timeout=300)
+    job = execution.jobs.get()
+    assert job.status == JobStatus.FAILED
+    assert "failed on 3 record(s) in 2 task(s)" in job.message, job.message
+    assert (job.processed_count, job.records_read, job.records_rejected) == (0, 6, 3)
+    assert job.high_watermark == ""  # nothing checked in: no watermark yet
+    status = JobStatusSerializer(job).data
+    assert (status["processedCount"], status["recordsRead"], status["recordsRejected"]) == (0, 6, 3)
+
+
+def test_rows_sent_to_the_err_file_are_read_and_rejected_but_not_delivered(lake, worker, scheduler):
+    _people(lake)
+    flow = _checked_people_flow("people-err", "ERR_FILE")
+    execution = finished(services.run_now(flow, user=flow.owner), timeout=300)
+    job = execution.jobs.get()
+    assert job.status == JobStatus.COMMITTED, job.message
+    assert (job.processed_count, job.records_read, job.records_rejected) == (3, 6, 3)
+    assert "3 record(s) delivered (6 read, 3 rejected)" in job.message
+    stored = DatasetState.objects.get(job_name=job.job_name, dataset_urn="people").watermark
+    assert job.high_watermark == stored and stored.endswith(":b.csv")

@@ -12,6 +12,9 @@ watermark listed at planning time; files are assumed immutable once written (wri
 rename in).  ``source.files.settle.seconds`` leaves out files modified in the last N seconds, for
 writers that cannot rename.  New files are split into consecutive ranges of at most
 ``source.files.workunit.max.bytes`` (default 1 GiB) / ``source.files.workunit.max.files``.
+Inferred CSV integers are ``bigint`` (as JDBC and JSON give them); ``source.schema`` says otherwise.
+``source.files.glob`` keeps only the files whose name matches (``*-b0.*``: branch 0 of a fork that
+published several branches to one folder).
 
 Backfill bounds (``JobSpec.backfill``) are written in the same form, or shorter: ``<mtime ms>`` alone
 (any number of digits) or an ISO-8601 time (``2024-05-01T00:00:00Z``, naive = UTC) stands for a
@@ -23,10 +26,15 @@ the files modified after the first instant up to and including the second; the f
 from __future__ import annotations
 
 import datetime as dt
+import fnmatch
 import os
 import re
 import time
 from typing import Any
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
 from portal.pipeline import fs
 from portal.pipeline.errors import ConfigError
@@ -113,7 +121,13 @@ class FileSource(Source):
             except ValueError as exc:
                 units.append(WorkUnit(urn, low, None, error=str(exc), payload={"folder": folder}))
                 continue
-            listed = [f for f in fs.list_files(folder) if cutoff is None or f.mtime_ms <= cutoff]
+            pattern = self.props.get("source.files.glob")
+            listed = [
+                f
+                for f in fs.list_files(folder)
+                if (cutoff is None or f.mtime_ms <= cutoff)
+                and (not pattern or fnmatch.fnmatchcase(f.relative.rsplit("/", 1)[-1], pattern))
+            ]
             candidates = sorted(((file_watermark(f), f) for f in listed), key=lambda p: p[0])
             new = [
                 (wm, f)
@@ -181,4 +195,23 @@ class FileSource(Source):
                 reader = reader.option(key[len("source.files.option.") :], self.props[key])
         if schema:
             reader = reader.schema(schema)
-        return Extraction(reader.load(work_unit.payload["files"]))
+        df = reader.load(work_unit.payload["files"])
+        if fmt == "csv" and not schema:
+            df = _wide_integers(df)
+        return Extraction(df)
+
+
+def _wide_integers(df: DataFrame) -> DataFrame:
+    """Inferred CSV integers as bigint, as JSON inference and JDBC ``bigint`` columns give them: the
+    same table read from a CSV drop and from the database lands with one schema."""
+    narrow = (T.ByteType, T.ShortType, T.IntegerType)
+    if not any(isinstance(f.dataType, narrow) for f in df.schema.fields):
+        return df
+    return df.select(
+        *[
+            F.col(f"`{f.name}`").cast("bigint").alias(f.name)
+            if isinstance(f.dataType, narrow)
+            else F.col(f"`{f.name}`")
+            for f in df.schema.fields
+        ]
+    )

@@ -1,4 +1,7 @@
-"""JDBC source (PostgreSQL via Spark's JDBC reader and the PostgreSQL JDBC driver).
+"""JDBC source: PostgreSQL, MySQL/MariaDB and SQLite via Spark's JDBC reader.
+
+The SQL it writes is in the database's own dialect (:mod:`portal.pipeline.dialects`, chosen by the
+URL); the driver class is the node's ``source.jdbc.driver`` or the dialect's.
 
 One dataset per table in ``source.jdbc.tables`` (urn = the table name as written).  Incremental by
 the watermark column ``extract.delta.fields`` (numeric, date or timestamp): a run reads
@@ -17,7 +20,8 @@ At most ``extract.lookback.max.keys`` (default 100000) rows may sit in one windo
 
 Backfill (``JobSpec.backfill``): a listed table reads ``low < column <= min(high, column max)`` with
 ``low``/``high`` written like the column's values (``2024-05-01 00:00:00``, ``2024-05-01``,
-``1500``), split into ``source.jdbc.ranges`` like any run, without look-back (the range is explicit);
+``1500``; a time without an offset is UTC, on a ``timestamptz`` column too), split into
+``source.jdbc.ranges`` like any run, without look-back (the range is explicit);
 tables not listed are not read.  A snapshot table (``extract.is.full``) cannot be backfilled.
 
 The extract of a work unit is staged once to Parquet before branches read it (``Extraction.stage``).
@@ -36,6 +40,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from portal.pipeline import watermarks
+from portal.pipeline.dialects import Dialect, dialect_for, root_cause
 from portal.pipeline.errors import ConfigError, PipelineError
 from portal.pipeline.sources.base import Extraction, Source
 from portal.pipeline.workunits import WorkUnit
@@ -53,28 +58,36 @@ def _ident(name: str, key: str) -> str:
     return name
 
 
-def _quote(value: str) -> str:
-    return "'" + value.replace("'", "''") + "'"
-
-
 class _Kind:
-    """Arithmetic on watermark values of one column type, done on the database's text form."""
+    """Arithmetic on watermark values of one column type, done on the database's text form.
+
+    Timestamps compare as instants: a value without an offset (a ``timestamp without time zone``
+    column, or a bound written ``2013-03-01 05:00:00``) is taken as UTC, so a naive backfill bound
+    works on a ``timestamptz`` column whose text carries an offset. Once any value carried an offset,
+    formatted values carry ``+00:00`` (explicit in the SQL, whatever the session's time zone)."""
 
     def __init__(self, dtype: T.DataType) -> None:
         self.temporal = isinstance(dtype, TEMPORAL)
         self.is_date = isinstance(dtype, T.DateType)
+        self.aware = False
 
     def parse(self, text: str) -> Any:
         if self.is_date:
             return dt.date.fromisoformat(text)
         if self.temporal:
-            return dt.datetime.fromisoformat(text)
+            value = dt.datetime.fromisoformat(text)
+            if value.tzinfo is None:
+                return value.replace(tzinfo=dt.UTC)
+            self.aware = True
+            return value.astimezone(dt.UTC)
         return Decimal(text) if any(c in text for c in ".eE") else int(text)
 
     def format(self, value: Any) -> str:
         if self.is_date:
             return value.isoformat()
         if self.temporal:
+            if value.tzinfo is not None and not self.aware:
+                value = value.astimezone(dt.UTC).replace(tzinfo=None)
             return value.isoformat(sep=" ")
         return str(value)
 
@@ -114,10 +127,14 @@ class _Kind:
 class JdbcSource(Source):
     """See the module docstring for keys and semantics."""
 
+    @property
+    def dialect(self) -> Dialect:
+        return dialect_for(self.props.require("source.jdbc.url"))
+
     def _options(self) -> dict[str, str]:
         options = {
-            "url": self.props.require("source.jdbc.url"),
-            "driver": self.props.get("source.jdbc.driver", "org.postgresql.Driver") or "",
+            "url": self.dialect.spark_url(self.props.require("source.jdbc.url")),
+            "driver": self.props.get("source.jdbc.driver") or self.dialect.driver,
             "fetchsize": self.props.get("source.jdbc.fetchsize", "10000") or "10000",
         }
         user = self.props.get("source.conn.username")
@@ -128,8 +145,9 @@ class JdbcSource(Source):
             options["password"] = password
         return options
 
-    def _read(self, query: str) -> DataFrame:
-        return self.spark.read.format("jdbc").options(**self._options()).option("dbtable", query).load()
+    def _read(self, query: str, **options: str) -> DataFrame:
+        reader = self.spark.read.format("jdbc").options(**self._options(), **options)
+        return reader.option("dbtable", query).load()
 
     def _settings(self) -> dict[str, Any]:
         full = self.props.get_bool("extract.is.full", False)
@@ -154,9 +172,10 @@ class JdbcSource(Source):
     def _table_schema(self, table: str) -> T.StructType:
         try:
             return self._read(f"(SELECT * FROM {table} WHERE 1=0) AS fp_schema").schema  # noqa: S608 - _ident
-        except Exception as exc:
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise PipelineError(f"source.jdbc.tables: cannot read table '{table}': {first[:300]}") from exc
+        except Exception as exc:  # the root cause, e.g. the driver class missing from the classpath
+            raise PipelineError(
+                f"source.jdbc.tables: cannot read table '{table}': {root_cause(exc)[:300]}"
+            ) from exc
 
     def get_work_units(self) -> list[WorkUnit]:
         settings = self._settings()
@@ -195,11 +214,13 @@ class JdbcSource(Source):
             raise ConfigError(f"partition column '{part}' of '{table}' must be an existing numeric column")
         select = []
         if delta:
-            select += [f"CAST(min({delta}) AS text) AS wm_min", f"CAST(max({delta}) AS text) AS wm_max"]
+            text = self.dialect.cast_text
+            select += [f"{text(f'min({delta})')} AS wm_min", f"{text(f'max({delta})')} AS wm_max"]
         if part:
             select += [f"min({part}) AS k_min", f"max({part}) AS k_max"]
         columns = ", ".join(select) or "1 AS one"
-        stats = self._read(f"(SELECT {columns} FROM {table}) AS fp_stats").first()  # noqa: S608 - _ident
+        as_text = {"customSchema": "wm_min STRING, wm_max STRING"} if delta else {}  # SQLite says NUMERIC
+        stats = self._read(f"(SELECT {columns} FROM {table}) AS fp_stats", **as_text).first()  # noqa: S608
         info = stats.asDict() if stats else {}
         base = {"table": table, "k_min": info.get("k_min"), "k_max": info.get("k_max")}
         if info.get("k_min") is not None:
@@ -267,6 +288,8 @@ class JdbcSource(Source):
         if wm_max is None:
             return [WorkUnit(table, low, low, empty=True, payload=payload)]
         upper = wm_max if kind.parse(wm_max) <= values["high"] else kind.format(values["high"])
+        if low is not None:  # the column's own form: '... 05:00:00+00:00' on a timestamptz column
+            low = kind.format(values["low"])
         start = low if low is not None else wm_min
         if kind.parse(upper) < kind.parse(wm_min) or (low is not None and kind.parse(upper) <= values["low"]):
             return [WorkUnit(table, low, low, empty=True, payload=payload)]
@@ -287,20 +310,25 @@ class JdbcSource(Source):
         table, delta = p["table"], s["delta"]
         where = []
         extra_cols = ""
+        quote = self.dialect.literal
         if not p.get("full"):
             lower = p.get("read_lower", p.get("lower"))
             if lower is not None:
-                where.append(f"{delta} > {_quote(lower)}")
-            where.append(f"{delta} <= {_quote(p['upper'])}")
+                where.append(f"{delta} > {quote(lower)}")
+            where.append(f"{delta} <= {quote(p['upper'])}")
             if s["lookback"]:
                 extra_cols = (
-                    f", CAST({delta} AS text) AS fp_wm_text,"
-                    f" ({delta} > {_quote(p['window_start'])}) AS fp_in_window"
+                    f", {self.dialect.cast_text(delta)} AS fp_wm_text,"
+                    f" CASE WHEN {delta} > {quote(p['window_start'])} THEN 1 ELSE 0 END AS fp_in_window"
                 )
         condition = " WHERE " + " AND ".join(where) if where else ""
-        # identifiers validated by _ident, values quoted by _quote
+        # identifiers validated by _ident, values quoted by the dialect
         query = f"(SELECT t.*{extra_cols} FROM {table} t{condition}) AS fp_wu"  # noqa: S608
         reader = self.spark.read.format("jdbc").options(**self._options()).option("dbtable", query)
+        if self.dialect.read_as:
+            custom = self.dialect.custom_schema(self._table_schema(table))
+            if custom:
+                reader = reader.option("customSchema", custom)
         if s["partition"] and p.get("k_min") is not None and p["k_max"] > p["k_min"]:
             parts = (
                 self.props.get_int("source.jdbc.num.partitions") or self.spark.sparkContext.defaultParallelism
@@ -331,7 +359,7 @@ class JdbcSource(Source):
 
         return Extraction(
             hashed,
-            metrics={"fp_seen": F.collect_set(F.when(F.col("fp_in_window"), F.col("fp_hash")))},
+            metrics={"fp_seen": F.collect_set(F.when(F.col("fp_in_window") == 1, F.col("fp_hash")))},
             keep=keep,
             helper_columns=["fp_hash", "fp_wm_text", "fp_in_window"],
             finish=finish,

@@ -52,9 +52,11 @@ def running(flow):
         started_at=T0,
         ended_at=T0 + timedelta(minutes=1),
         processed_count=120,
+        records_read=130,
+        records_rejected=10,
         low_watermark="100",
         high_watermark="220",
-        message="1 task(s), 120 record(s).",
+        message="1 task(s), 120 record(s) delivered (130 read, 10 rejected).",
         log_excerpt="2026-03-01T12:00:01Z task 0 orders SUCCEEDED: 120 extracted <b>\n",
     )
     JobExecutionFactory(
@@ -194,7 +196,7 @@ def test_the_execution_page_shows_the_job_dag_by_hop(browser, running):
     # each job's facts
     assert "x1" in page and "x2" in page
     assert "(1 of 3 retries used)" in page
-    assert "120 records" in page
+    assert '<dt>Delivered</dt><dd>120 records <small class="muted">(130 read, 10 rejected)</small>' in page
     assert "<code>100</code> → <code>220</code>" in page
     assert '<progress max="100" value="75"' in page  # the heartbeat's fraction
     assert '<progress max="100" value="100"' in page  # committed
@@ -203,7 +205,7 @@ def test_the_execution_page_shows_the_job_dag_by_hop(browser, running):
         '<pre class="log" tabindex="0">2026-03-01T12:00:01Z task 0 orders SUCCEEDED: 120 extracted &lt;b&gt;'
         in page
     )
-    assert "1 task(s), 120 record(s)." in page
+    assert "1 task(s), 120 record(s) delivered (130 read, 10 rejected)." in page
 
 
 def test_the_page_polls_while_running_and_the_last_refresh_stops_it(browser, running):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 import os
+import subprocess
 from collections.abc import Iterator
 from typing import Any
 from urllib.parse import urlsplit
@@ -59,3 +60,26 @@ def pg(pg_database: dict[str, Any]) -> Iterator[psycopg.Connection]:
     """An autocommit connection to the test database."""
     with psycopg.connect(**pg_database["conninfo"], autocommit=True) as conn:
         yield conn
+
+
+MYSQL_HOST = os.environ.get("PIPELINE_TEST_MYSQL_HOST", "127.0.0.1")
+MYSQL_PORT = int(os.environ.get("PIPELINE_TEST_MYSQL_PORT", "3306"))
+MYSQL_DB = f"{_SUITE_DB}_pipeline_mysql"
+
+
+def mysql(sql: str, database: str = "") -> str:
+    """Run SQL with the MariaDB client (root, no password, as on the test machine); fails loudly."""
+    argv = ["mysql", "-h", MYSQL_HOST, "-P", str(MYSQL_PORT), "-uroot", "-N", "-B", "-e", sql]
+    done = subprocess.run([*argv, database] if database else argv, capture_output=True, text=True, timeout=60)
+    if done.returncode:
+        raise AssertionError(
+            f"MariaDB at {MYSQL_HOST}:{MYSQL_PORT} refused {sql[:80]!r}: {done.stderr.strip()}"
+        )
+    return done.stdout
+
+
+@pytest.fixture(scope="session")
+def mysql_database() -> dict[str, Any]:
+    """A fresh MariaDB database for the session (the real server; no skip when it is down)."""
+    mysql(f"DROP DATABASE IF EXISTS `{MYSQL_DB}`; CREATE DATABASE `{MYSQL_DB}`")
+    return {"url": f"jdbc:mariadb://{MYSQL_HOST}:{MYSQL_PORT}/{MYSQL_DB}", "user": "root", "db": MYSQL_DB}

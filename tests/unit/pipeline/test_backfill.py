@@ -126,6 +126,38 @@ def test_jdbc_backfill_reads_the_explicit_range_and_leaves_the_watermark_alone(
     assert sorted(r.id for r in read(spark, tmp_path / "lake" / "bf_a").collect()) == list(range(1, 31))
 
 
+def test_a_backfill_written_as_the_docs_show_works_on_a_timestamptz_column(
+    spark: SparkSession, pg: psycopg.Connection, pg_database: dict[str, Any], tmp_path: Path
+) -> None:
+    """Bounds without an offset are UTC: ``2013-03-01 05:00:00`` on a ``timestamptz`` column."""
+    pg.execute("DROP TABLE IF EXISTS flights_tz")
+    pg.execute("CREATE TABLE flights_tz (id bigint PRIMARY KEY, dep timestamptz)")
+    with pg.cursor() as cur:  # one flight an hour, 2013-03-01 00:00 .. 09:00 UTC
+        cur.executemany(
+            "INSERT INTO flights_tz VALUES (%s, %s)",
+            [(h, dt.datetime(2013, 3, 1, h, tzinfo=dt.UTC)) for h in range(10)],
+        )
+    props = _props(pg_database, tmp_path, "flights_tz", **{"extract.delta.fields": "dep"})
+    job = spec(
+        tmp_path,
+        props,
+        backfill={"flights_tz": {"low": "2013-03-01 02:00:00", "high": "2013-03-01 05:00:00"}},
+    )
+    states = run_job(spark, job)
+    assert [s["status"] for s in states] == ["SUCCEEDED"], states[0]["error"]
+    assert states[0]["records_extracted"] == 3  # 03:00, 04:00, 05:00 UTC
+    publish(job, states, {})
+    assert sorted(r.id for r in read(spark, tmp_path / "lake" / "flights_tz").collect()) == [3, 4, 5]
+    # An offset in the bound is honoured too: 07:00+02:00 is 05:00 UTC.
+    job = spec(
+        tmp_path,
+        props,
+        execution_id=2,
+        backfill={"flights_tz": {"low": "2013-03-01T04:00:00+02:00", "high": "2013-03-01 07:00:00+02:00"}},
+    )
+    assert [s["records_extracted"] for s in run_job(spark, job)] == [3]
+
+
 def test_jdbc_backfill_errors_name_the_urn_and_write_no_watermark(
     spark: SparkSession, pg: psycopg.Connection, pg_database: dict[str, Any], tmp_path: Path
 ) -> None:

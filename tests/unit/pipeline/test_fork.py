@@ -12,7 +12,7 @@ from portal.pipeline import run_job
 from portal.pipeline.fork import ForkOperator
 from portal.pipeline.publisher import plan_commit
 
-from .helpers import NOW, read, run_and_publish, spec, write_csv
+from .helpers import NOW, data_files, read, run_and_publish, spec, write_csv
 
 HEADER = "id,country,name,ssn,qty"
 ROWS = ["1,NO,ann,,1", "2,SE,bob,123,2", "3,DE,cid,,3", "4,NO,dan,456,4"]
@@ -88,6 +88,41 @@ def test_three_branches_with_their_own_converters_checkers_and_formats(
     assert "full_name" in b2.columns and b2.count() == 4
     err = read(spark, branches["orc_clean"]["err_dir"], "json").collect()
     assert sorted(r.id for r in err) == [1, 3]
+
+
+def test_branches_sharing_a_folder_are_told_apart_and_a_next_hop_reads_one(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """A fork into a files node publishes every branch to the flow's one folder (as the portal binds
+    it); each file names its branch, so the next hop copies branch 0 alone."""
+    _landing(tmp_path)
+    lake = str(tmp_path / "lake")
+    props = _props(
+        tmp_path,
+        **{
+            "fork.operator.class": "portal.pipeline.fork.RouteByFieldForkOperator",
+            "fork.branches": "2",
+            "fork.route.field": "country",
+            "fork.route.values.0": "NO",
+            "fork.route.values.1": "*",
+            "fork.one.pass": "false",  # the re-read path names its files too
+            "data.publisher.final.dir.0": lake,
+            "data.publisher.final.dir.1": lake,
+        },
+    )
+    assert run_and_publish(spark, spec(tmp_path, props), {})[0]["status"] == "SUCCEEDED"
+    names = [p.name for p in data_files(tmp_path / "lake" / "people")]
+    assert names and all("-b0." in n or "-b1." in n for n in names), names
+
+    copy = {
+        "source.class": "portal.pipeline.sources.files.FileSource",
+        "source.files.path": lake,
+        "source.files.format": "parquet",
+        "source.files.glob": "*-b0.*",
+        "data.publisher.final.dir": str(tmp_path / "archive"),
+    }
+    assert run_and_publish(spark, spec(tmp_path, copy, job_name="copy"), {})[0]["status"] == "SUCCEEDED"
+    assert sorted(r.id for r in read(spark, tmp_path / "archive" / "people").collect()) == [1, 4]
 
 
 def test_route_by_field_sends_each_record_to_its_branch(spark: SparkSession, tmp_path: Path) -> None:

@@ -86,6 +86,19 @@ def test_patch_replaces_capabilities_and_disables(staff_api):
     assert "cannot change" in rename.json()["name"][0]
 
 
+def test_a_jdbc_node_must_name_a_database_flowport_has_a_dialect_for(staff_api):
+    refused = staff_api.post(
+        "/api/datanodes",
+        {"name": "ora", "kind": "jdbc", "properties": {"url": "jdbc:oracle:thin:@db:1521/x"}},
+        format="json",
+    )
+    assert refused.status_code == 400
+    assert "no SQL dialect for 'oracle'" in str(refused.json()["properties"]), refused.json()
+    for name, url in (("maria", "jdbc:mariadb://db:3306/nyc"), ("lite", "jdbc:sqlite:/srv/data/nyc.db")):
+        body = {"name": name, "kind": "jdbc", "properties": {"url": url, "driver": "org.mariadb.jdbc.Driver"}}
+        assert staff_api.post("/api/datanodes", body, format="json").status_code == 201
+
+
 def test_data_node_crud_and_delete_in_use_is_409(staff_api):
     response = staff_api.post(
         "/api/datanodes",

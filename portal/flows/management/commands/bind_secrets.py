@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
-from portal.keys.binding import bind_legacy_values
+from portal.flows.binding import bind_legacy_values
 from portal.keys.errors import MasterKeyError
 
 

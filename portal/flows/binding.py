@@ -2,7 +2,8 @@
 to their key's owner: each is decrypted in memory and encrypted again, bound
 to the owner the flow owner holds the key through (`services.binding_for`).
 Run once after upgrading (`manage.py bind_secrets`); running it again changes
-nothing. A version 1 value decrypts in any flow whose owner holds its key —
+nothing. The flow catalog's (it rewrites flows through flows.services), with
+the keys app's crypto. A version 1 value decrypts in any flow whose owner holds its key —
 with a key shared by a group, in every member's flows — so until it is bound
 it is its key's, not its owner's."""
 
@@ -13,6 +14,8 @@ from dataclasses import dataclass, field
 
 from django.core.exceptions import ValidationError
 
+from portal.flows import services as flow_services
+from portal.flows.models import FlowConfig
 from portal.keys import client, wrapping
 from portal.keys.errors import EncryptionError
 from portal.keys.master import get_ring
@@ -56,9 +59,6 @@ def _bound_properties(flow, report: BindReport) -> dict[str, str] | None:
 
 def bind_legacy_values() -> BindReport:
     """Bind every flow's version 1 values (see the module docstring)."""
-    from portal.flows import services as flow_services
-    from portal.flows.models import FlowConfig
-
     report = BindReport()
     flows = FlowConfig.objects.filter(properties__has_key=WRAPPED_KEY_PROPERTY).select_related("owner")
     for flow in flows.order_by("pk").iterator():

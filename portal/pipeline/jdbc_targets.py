@@ -1,0 +1,185 @@
+"""Publishing into a MySQL/MariaDB or SQLite destination table, exactly once.
+
+The ``jdbc_publish`` commit step (:mod:`portal.pipeline.commit_steps`) moves a branch's staging
+table(s) into the target table and records a publish marker keyed by (execution, job, dataset,
+branch), so a second run of the step sees the marker and changes nothing. PostgreSQL does it in one
+transaction through psycopg; this module does the same for the other dialects:
+
+* SQLite (stdlib ``sqlite3``): DDL is transactional, so everything, the staging table's drop
+  included, is one ``BEGIN IMMEDIATE`` transaction (which also serialises concurrent publishers).
+* MySQL/MariaDB (PyMySQL): DDL commits implicitly, so the marker and target tables are created
+  first, then the rows and the marker go in one InnoDB transaction under ``GET_LOCK``; the staging
+  tables are dropped after the commit (a crash in between leaves them, and the step's ``verify``
+  drops them once it sees the marker).
+
+With merge keys (``writer.jdbc.write.mode=upsert`` on ``extract.primary.key.fields``) the rows are
+upserted (:meth:`~portal.pipeline.dialects.Dialect.move_rows`) and a target created here gets a
+unique index on the keys. The marker counts the rows staged.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+from collections.abc import Iterator, Sequence
+from typing import Any
+from urllib.parse import parse_qs, urlparse
+
+from portal.pipeline.dialects import MYSQL, SQLITE, Dialect, dialect_for
+from portal.pipeline.errors import CommitConflictError
+
+Key = tuple[int, str, str, int]
+
+
+class JdbcTarget:
+    """A DB-API connection to one destination database, in its dialect."""
+
+    def __init__(self, url: str, user: str | None, password: str | None) -> None:
+        self.url, self.user, self.password = url, user, password
+        self.dialect: Dialect = dialect_for(url, "writer.jdbc.url")
+
+    @contextlib.contextmanager
+    def connect(self) -> Iterator[Any]:
+        if self.dialect is SQLITE:
+            path = self.url[len("jdbc:sqlite:") :].split("?")[0]
+            conn: Any = sqlite3.connect(path.removeprefix("file:"), isolation_level=None, timeout=30)
+        else:
+            import pymysql
+
+            parsed = urlparse(self.url[len("jdbc:") :])
+            params = {k: v[-1] for k, v in parse_qs(parsed.query).items()}
+            conn = pymysql.connect(
+                host=parsed.hostname or "localhost",
+                port=parsed.port or 3306,
+                database=(parsed.path or "/").lstrip("/") or None,
+                user=self.user or params.get("user") or "",
+                password=self.password or params.get("password") or "",
+                autocommit=True,
+            )
+        try:
+            yield conn
+        finally:
+            conn.close()
+
+    def _sql(self, statement: str) -> str:
+        """Statements are written with ``?`` placeholders; PyMySQL wants ``%s``."""
+        return statement.replace("?", "%s") if self.dialect is MYSQL else statement
+
+    def _run(self, conn: Any, statement: str, args: Sequence[Any] = ()) -> Any:
+        cur = conn.cursor()
+        cur.execute(self._sql(statement), tuple(args))
+        return cur
+
+    def exists(self, conn: Any, table: str) -> bool:
+        if self.dialect is SQLITE:
+            row = self._run(
+                conn, "SELECT 1 FROM sqlite_master WHERE type='table' AND name=?", (table,)
+            ).fetchone()
+        else:
+            schema, _, name = table.rpartition(".")
+            row = self._run(
+                conn,
+                "SELECT 1 FROM information_schema.tables WHERE table_schema=COALESCE(NULLIF(?, ''), DATABASE()) "
+                "AND table_name=?",
+                (schema, name),
+            ).fetchone()
+        return row is not None
+
+    def marker(self, conn: Any, marker_table: str, key: Key) -> tuple[str, int] | None:
+        if not self.exists(conn, marker_table):
+            return None
+        row = self._run(
+            conn,
+            f"SELECT target_table, rows_published FROM {self.dialect.quote(marker_table)} "  # noqa: S608
+            "WHERE execution_id=? AND job_name=? AND dataset_urn=? AND branch=?",
+            key,
+        ).fetchone()
+        return (row[0], int(row[1])) if row else None
+
+    def create(self, table: str, columns: list[tuple[str, str]]) -> None:
+        """(Re)create ``table`` with these (name, type) columns: SQLite's driver fails Spark's own
+        "does the table exist?" probe, so the writer creates its staging table here and appends."""
+        q = self.dialect.quote
+        with self.connect() as conn:
+            self.drop(conn, table)
+            self._run(conn, f"CREATE TABLE {q(table)} ({', '.join(f'{q(n)} {t}' for n, t in columns)})")
+
+    def drop(self, conn: Any, table: str) -> None:
+        self._run(conn, f"DROP TABLE IF EXISTS {self.dialect.quote(table)}")
+
+    def publish(
+        self,
+        marker_table: str,
+        target: str,
+        staging_tables: list[str],
+        rows: int | None,
+        key: Key,
+        merge: tuple[list[str], str | None] = ([], None),
+    ) -> tuple[str, int] | None:
+        """Move the staging rows and write the marker; returns an existing marker instead (done)."""
+        q = self.dialect.quote
+        text = "VARCHAR(255)" if self.dialect is MYSQL else "TEXT"
+        with self.connect() as conn:
+            self._run(
+                conn,
+                f"CREATE TABLE IF NOT EXISTS {q(marker_table)} (execution_id BIGINT NOT NULL, "
+                f"job_name {text} NOT NULL, dataset_urn {text} NOT NULL, branch INT NOT NULL, "
+                f"target_table {text} NOT NULL, rows_published BIGINT NOT NULL, "
+                "published_at TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP, "
+                "PRIMARY KEY (execution_id, job_name, dataset_urn, branch))",
+            )
+            keys, order = merge
+            created = self.exists(conn, target)
+            if self.dialect is MYSQL:
+                for staging in staging_tables[:1]:
+                    if self.exists(conn, staging):
+                        self._run(conn, f"CREATE TABLE IF NOT EXISTS {q(target)} LIKE {q(staging)}")
+                if keys and not created and self.exists(conn, target):
+                    self._run(conn, self.dialect.unique_index(target, keys))
+                self._run(conn, "SELECT GET_LOCK(?, 60)", (repr(key),))
+                self._run(conn, "START TRANSACTION")
+            else:
+                self._run(conn, "BEGIN IMMEDIATE")
+            try:
+                done = self.marker(conn, marker_table, key)
+                if done is not None:
+                    self._run(conn, "ROLLBACK")
+                    return done
+                total = 0
+                for staging in staging_tables:
+                    if not self.exists(conn, staging):
+                        raise CommitConflictError(
+                            f"staging table {staging} is gone and no publish marker exists"
+                        )
+                    # Identifiers are quoted by the dialect; values go as parameters.
+                    src, dst = q(staging), q(target)
+                    if self.dialect is SQLITE and not self.exists(conn, target):
+                        self._run(conn, f"CREATE TABLE {dst} AS SELECT * FROM {src} WHERE 0")  # noqa: S608
+                        if keys:
+                            self._run(conn, self.dialect.unique_index(target, keys))
+                    probe = f"SELECT * FROM {src} LIMIT 0"  # noqa: S608
+                    columns = [c[0] for c in self._run(conn, probe).description]
+                    total += int(self._run(conn, f"SELECT count(*) FROM {src}").fetchone()[0])  # noqa: S608
+                    self._run(conn, self.dialect.move_rows(target, staging, columns, keys, order))
+                    if self.dialect is SQLITE:
+                        self.drop(conn, staging)
+                if rows is not None and total != int(rows):
+                    raise CommitConflictError(
+                        f"staging tables of {key[2]} hold {total} row(s), expected {rows}; not published"
+                    )
+                self._run(
+                    conn,
+                    f"INSERT INTO {q(marker_table)} (execution_id, job_name, dataset_urn, branch, target_table, "  # noqa: S608
+                    "rows_published) VALUES (?, ?, ?, ?, ?, ?)",
+                    (*key, target, total),
+                )
+                self._run(conn, "COMMIT")
+            except BaseException:
+                self._run(conn, "ROLLBACK")
+                raise
+            finally:
+                if self.dialect is MYSQL:
+                    self._run(conn, "SELECT RELEASE_LOCK(?)", (repr(key),))
+            for staging in staging_tables:  # MySQL: after the commit (DDL would have committed)
+                self.drop(conn, staging)
+        return None
