@@ -85,8 +85,16 @@ test: system-deps-test $(VENV)/.dev-installed $(E2E_NODE) $(PIPELINE_JAR)
 	DATABASE_URL=$${DATABASE_URL:-$(TEST_DATABASE_URL)} CELERY_BROKER_URL=$${CELERY_BROKER_URL:-$(TEST_BROKER_URL)} \
 		$(VENV)/bin/pytest $(PYTEST_ARGS)
 
-bench: system-deps-test $(VENV)/.dev-installed $(PIPELINE_JAR)
-	$(PY) tests/bench/run_all.py
+# bench_extract.py's contenders (dlt, connectorx) live in a virtualenv of their own, never in
+# Flowport's runtime requirements.
+BENCH_VENV := .venv-bench
+$(BENCH_VENV)/.installed: tests/bench/requirements-bench.txt
+	test -x $(BENCH_VENV)/bin/python || python3 -m venv $(BENCH_VENV)
+	$(BENCH_VENV)/bin/pip install -q -r tests/bench/requirements-bench.txt
+	touch $@
+
+bench: system-deps-test $(VENV)/.dev-installed $(PIPELINE_JAR) $(BENCH_VENV)/.installed
+	BENCH_VENV=$(BENCH_VENV) $(PY) tests/bench/run_all.py
 
 clean:
-	rm -rf $(VENV) .venv-lock var test-artifacts $(PIPELINE_JAR)
+	rm -rf $(VENV) .venv-lock $(BENCH_VENV) var test-artifacts $(PIPELINE_JAR)

@@ -1,6 +1,7 @@
 """A SpecExecutor worker process's life signs: a heartbeat row, the health
-of the executors whose queues it consumes, and a warm SparkSession so the
-first job does not pay Spark's start-up."""
+of the executors whose queues it consumes, and a warm SparkSession (with, on
+a local master, its pool of Python workers started) so the first job does not
+pay Spark's start-up."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from django.utils import timezone
 from portal.orchestration import capacity, sparkctx
 from portal.orchestration.actions import process_id
 from portal.orchestration.models import JobExecution, JobStatus, WorkerHeartbeat
+from portal.pipeline.session import warm_up
 from portal.topology.models import SpecExecutor
 from portal.topology.services import record_health
 
@@ -98,7 +100,9 @@ def _warm_up(executors: list[str]) -> None:
         # The first executor's Spark settings make the session (static ones
         # such as the event log cannot change later).
         try:
-            sparkctx.session_for(masters[0], served[0].spark_conf)
+            spark = sparkctx.session_for(masters[0], served[0].spark_conf)
+            if masters[0].startswith("local"):  # a warm pool of Python workers too
+                logger.info("Python worker pool warm in %.1f s", warm_up(spark))
         except Exception:
             logger.exception("could not start the SparkSession for %s", masters[0])
     elif len(masters) > 1:

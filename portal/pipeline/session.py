@@ -8,18 +8,31 @@ timestamp watermarks mean the same thing everywhere), standard Parquet timestamp
 UTC-adjusted; not INT96), and for ``local`` masters a small shuffle partition count (the default 200
 only adds overhead) and this process's own Python for the Python workers, so a UDF in a custom
 source or converter imports what the driver imports (Spark's default, ``python3`` on PATH, lacks the
-virtualenv).
+virtualenv), forked from a daemon that has imported the Arrow reader's
+modules already (:mod:`portal.pipeline.pydaemon`).
 """
 
 from __future__ import annotations
 
 import os
 import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 from pyspark.sql import SparkSession
 
 from portal.pipeline import dialects, onepass
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def _on_python_path(folder: str) -> None:
+    """Spark's Python workers inherit PYTHONPATH: let them import ``portal`` wherever the driver runs."""
+    paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    if folder not in paths:
+        os.environ["PYTHONPATH"] = os.pathsep.join([*paths, folder])
 
 
 def spark_jars(configured: str | None = None) -> list[str]:
@@ -52,6 +65,9 @@ def get_or_create_spark(
         settings["spark.default.parallelism"] = str(os.cpu_count() or 2)
         # PySpark takes the workers' Python from this variable when the SparkContext starts.
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        # Python workers forked warm (portal/pipeline/pydaemon.py), from this checkout.
+        settings["spark.python.daemon.module"] = "portal.pipeline.pydaemon"
+        _on_python_path(str(REPO_ROOT))
     settings.update(conf or {})
     if master:  # under spark-submit (empty master) its --jars are the ones that reach the cluster
         settings["spark.jars"] = ",".join(spark_jars(settings.get("spark.jars")))
@@ -64,3 +80,21 @@ def get_or_create_spark(
     if log_level:
         spark.sparkContext.setLogLevel(log_level)
     return spark
+
+
+def warm_up(spark: SparkSession) -> float:
+    """Start the session's Python worker pool now — one worker per core, forked from the daemon that
+    imported the Arrow reader's modules (:mod:`portal.pipeline.pydaemon`) — so that a worker's first
+    job pays neither; returns the seconds it took.  Nothing to warm where PySpark's Arrow support
+    (pyarrow, pandas) is not installed."""
+    started = time.monotonic()
+    try:
+        parts = spark.sparkContext.defaultParallelism
+        spark.range(0, parts, 1, parts).mapInArrow(_same, "id long").count()
+    except ImportError:
+        pass
+    return time.monotonic() - started
+
+
+def _same(batches: Iterator[Any]) -> Iterator[Any]:
+    yield from batches

@@ -31,9 +31,11 @@ from pyspark.sql import functions as F
 from portal.pipeline import fs, onepass, progress
 from portal.pipeline.converters import Converter, ConverterContext, apply_converters, build_converters
 from portal.pipeline.errors import CancelledError, PipelineError, QualityCheckError
+from portal.pipeline.feed import Feed, reads_twice
 from portal.pipeline.fork import as_column, build_fork_operator, checked
 from portal.pipeline.jobspec import JobSpec
 from portal.pipeline.logtag import tag_thread
+from portal.pipeline.observe import observed
 from portal.pipeline.properties import Properties, branch_names, check_branch_keys
 from portal.pipeline.quality import (
     RowChecker,
@@ -89,28 +91,6 @@ def describe_traceback(exc: BaseException, props: Properties) -> str:
     if len(text) > TRACEBACK_CHARS:
         text = text[:TRACEBACK_CHARS] + f"\n… ({len(text) - TRACEBACK_CHARS:,} more characters)"
     return _mask_secrets(text, props)
-
-
-def observed(obs: Observation, timeout: float = 120.0) -> dict[str, Any]:
-    """Metrics of an Observation without risking a hang.
-
-    ``Observation.get`` blocks until the observed plan ran; when the optimizer pruned the plan (a
-    branch whose route is constant false) the metrics never fill in properly.  Poll the JVM future,
-    and read nothing (all counts 0) when it did not complete or holds no row.
-    """
-    jo = getattr(obs, "_jo", None)
-    if jo is None:
-        return {}
-    deadline = time.time() + timeout
-    future = jo.future()
-    while not future.isCompleted():
-        if time.time() > deadline:
-            return {}
-        time.sleep(0.01)
-    try:
-        return dict(obs.get)
-    except Exception:
-        return {}
 
 
 def _thread_setup(spark: SparkSession, group: str, pool: str, log_tag: str) -> None:
@@ -212,15 +192,81 @@ class TaskRunner:
     # -- the pipeline -------------------------------------------------------------------------------
 
     def _execute(self, ingestion_time: dt.datetime) -> None:
-        job, wu, spec = self.job, self.wu, self.job.jobspec
+        """extract -> convert -> check -> fork -> write, then the counts, verdicts and watermark."""
+        job, wu = self.job, self.wu
         pre = job.props.pre_fork()
         ctx = ConverterContext(wu.task_id, wu.dataset_urn, ingestion_time)
         operator = build_fork_operator(pre)
-        count = operator.get_branches()
+        self._build_branches(pre, operator.get_branches(), ingestion_time, ctx)
+        pre_converters = build_converters(pre, ctx)
+        pre_checker = RowChecker(pre)
+        pre_policies = build_task_policies(pre)  # every branch's and the job's configuration checked
+
+        extraction = job.source.extract(wu)
+        self.extract_dir = fs.join(
+            job.work_dir, "extract", job.jobspec.job_name, str(job.jobspec.execution_id), wu.task_id
+        )
+        feed = Feed(job.spark, extraction, pre_converters, pre_checker, self.extract_dir)
+        schema = extraction.df.drop(*extraction.helper_columns).schema
+        self.state.source_schema = schema.json()
+        previous_schema = parse_schema(job.jobspec.previous_schemas.get(wu.dataset_urn))
+        check = TaskCheckContext(wu.dataset_urn, "pre-fork", schema, previous_schema, None)
+        failure = run_task_policies(pre_policies, check, "before", self.state.quality)
+        if failure:
+            raise QualityCheckError(failure)
+
+        forward = checked(operator, operator.fork_schema(schema), "fork_schema")
+        decisions = checked(operator, operator.fork_data_records(schema), "fork_data_records")
+        routes = [as_column(d) for d in decisions]
+        active = [b for b in self.branches if forward[b.state.index]]
+        for b in self.branches:
+            if not forward[b.state.index]:
+                b.state.status = SKIPPED
+        one_pass = (
+            pre.get_bool("fork.one.pass", True)
+            and not any(b.converters or b.checker.active for b in active)
+            and onepass.eligible(job.spark, [b.writer for b in active])
+        )
+        # A second read of a live table could see different rows than the first: stage the extract
+        # once when this task would read it twice (see portal.pipeline.feed), never otherwise.
+        if extraction.stage and reads_twice(
+            0 if one_pass else len(active), [pre_checker, *self._checkers(active)]
+        ):
+            feed.stage()
+
+        self._fork_and_write(feed, active, routes, decisions, one_pass, previous_schema)
+        self.state.extract_staged = feed.staged
+        failed = [b.state for b in active if b.state.status != SUCCEEDED]
+        if failed:
+            raise PipelineError("; ".join(f"branch {s.index} ({s.name}) failed: {s.error}" for s in failed))
+
+        if active:
+            feed.collect()
+        self.state.records_extracted = feed.records
+        if pre_checker.active and active:
+            reports, rejected, err, fail = pre_checker.outcome(feed.pre_metrics(), "pre", "pre-fork")
+            self.state.quality.extend(reports)
+            self.state.records_rejected = rejected
+            if err:
+                self.state.err_dir = self._err_dir(pre, "pre_fork")
+                pre_checker.err_rows(feed.frame(False)).write.mode("overwrite").json(self.state.err_dir)
+            if fail:
+                raise QualityCheckError(fail)
+        check.records = self.state.records_extracted
+        failure = run_task_policies(pre_policies, check, "after", self.state.quality)
+        if failure:
+            raise QualityCheckError(failure)
+        finish = extraction.finish
+        self.state.actual_high_watermark = finish(feed.metrics) if finish else wu.expected_high_watermark
+        self.state.status = SUCCEEDED
+
+    def _build_branches(
+        self, pre: Properties, count: int, ingestion_time: dt.datetime, ctx: ConverterContext
+    ) -> None:
+        """Every branch's writer, converters and checks, built (so validated) before any data is read."""
+        job, wu, spec = self.job, self.wu, self.job.jobspec
         check_branch_keys(job.props, count)
-        one_pass = pre.get_bool("fork.one.pass", True)
-        names = branch_names(pre, count)
-        for index, name in enumerate(names):
+        for index, name in enumerate(branch_names(pre, count)):
             props = job.props.for_branch(index, count, name)
             writer_ctx = WriterContext(
                 job.spark,
@@ -235,139 +281,64 @@ class TaskRunner:
             )
             writer = build_writer(props, writer_ctx)
             state = BranchState(index, name, format=writer.format, final_dir=writer.final_dir)
+            converters, checker = build_converters(props, ctx), RowChecker(props)
             self.branches.append(
-                _Branch(
-                    state,
-                    props,
-                    build_converters(props, ctx),
-                    RowChecker(props),
-                    build_task_policies(props),
-                    writer,
-                )
+                _Branch(state, props, converters, checker, build_task_policies(props), writer)
             )
         self.state.branches = [b.state for b in self.branches]
-        pre_converters = build_converters(pre, ctx)
-        pre_checker = RowChecker(pre)
-        pre_policies = build_task_policies(pre)
 
-        extraction = job.source.extract(wu)
-        schema = extraction.df.drop(*extraction.helper_columns).schema
-        self.state.source_schema = schema.json()
-        previous_schema = parse_schema(spec.previous_schemas.get(wu.dataset_urn))
-        check = TaskCheckContext(wu.dataset_urn, "pre-fork", schema, previous_schema, None)
-        failure = run_task_policies(pre_policies, check, "before", self.state.quality)
-        if failure:
-            raise QualityCheckError(failure)
-        forward = checked(operator, operator.fork_schema(schema), "fork_schema")
-        decisions = checked(operator, operator.fork_data_records(schema), "fork_data_records")
-        routes = [as_column(d) for d in decisions]
-        # When nothing can drop a row between the extract and the writer, the records are counted
-        # once, at the writer (a plain copy's one branch, or a one-pass fork): every observation is
-        # a per-row aggregation on the pass that reads the data.
-        count_at_writer = (
-            not extraction.stage
-            and extraction.keep is None
-            and not extraction.metrics
-            and not pre_converters
-            and not pre_checker.active
-        )
-        single_count = (
-            count_at_writer
-            and len(self.branches) == 1
-            and decisions[0] is True
-            and not self.branches[0].converters
-            and not self.branches[0].checker.active
-        )
+    @staticmethod
+    def _checkers(branches: list[_Branch]) -> list[RowChecker]:
+        return [b.checker for b in branches]
 
-        # Fresh observations if a one-pass fork is abandoned: an Observation observes one Dataset only.
-        obs = {"extract": Observation(), "pre": Observation()}
-        records = (
-            F.count(F.lit(1)) if extraction.keep is None else F.sum(F.when(extraction.keep, 1).otherwise(0))
-        )
-        extract_metrics = [records.alias("fp_records")] + [c.alias(n) for n, c in extraction.metrics.items()]
-
-        def extracted(observe: bool) -> DataFrame:
-            observe = observe and not single_count
-            df = extraction.df.observe(obs["extract"], *extract_metrics) if observe else extraction.df
-            if extraction.keep is not None:
-                df = df.where(extraction.keep)
-            return df.drop(*extraction.helper_columns)
-
-        metrics: dict[str, Any] = {}
-        if extraction.stage:
-            self.extract_dir = fs.join(
-                job.work_dir, "extract", spec.job_name, str(spec.execution_id), wu.task_id
+    def _fork_and_write(
+        self,
+        feed: Feed,
+        active: list[_Branch],
+        routes: list[Column],
+        decisions: list[Any],
+        one_pass: bool,
+        previous_schema: Any,
+    ) -> None:
+        """Fork the feed to the active branches and write them: in one pass when possible, else each
+        branch its own write (in parallel threads); counts recorded on the pass that reads."""
+        job = self.job
+        if one_pass:
+            seen = self._run_one_pass(
+                active, feed.checker.good(feed.frame(not feed.plain)), routes, previous_schema
             )
-            extracted(True).write.mode("overwrite").parquet(self.extract_dir)
-            metrics.update(observed(obs["extract"]))
-            staged = self.extract_dir
-
-            def base(observe: bool) -> DataFrame:
-                return job.spark.read.parquet(staged)
-        else:
-            base = extracted
-
-        def pre_fork(observe: bool) -> DataFrame:
-            df = pre_checker.tag(apply_converters(base(observe and not extraction.stage), pre_converters))
-            if observe and pre_checker.active:
-                df = df.observe(obs["pre"], *[c.alias(n) for n, c in pre_checker.metrics("pre").items()])
-            return df
-
-        active = [b for b in self.branches if forward[b.state.index]]
-        for b in self.branches:
-            if not forward[b.state.index]:
-                b.state.status = SKIPPED
+            if seen is not None:
+                self.state.fork_feed = "one_pass"
+                if feed.plain:
+                    feed.count_at_writer(seen)
+                return
+            feed.renew()
+            if feed.extraction.stage and len(active) > 1:
+                feed.stage()  # the branches now re-read: see _execute
+        # One branch taking every record unchanged: its written count is the record count.
+        only = active[0] if len(active) == 1 else None
+        counted_by_writer = (
+            only is not None
+            and feed.plain
+            and decisions[only.state.index] is True
+            and not only.converters
+            and not only.checker.active
+        )
         first = active[0] if active else None
 
         def run_branch(branch: _Branch) -> None:
             _thread_setup(job.spark, self.group, self.pool, job.jobspec.log_tag)
-            self._run_branch(
-                branch, pre_fork(branch is first), pre_checker, routes[branch.state.index], previous_schema
-            )
+            frame = feed.frame(branch is first and not counted_by_writer)
+            self._run_branch(branch, frame, feed.checker, routes[branch.state.index], previous_schema)
 
-        fed_once = False
-        transformed = any(b.converters or b.checker.active for b in active)
-        if one_pass and not transformed and onepass.eligible(job.spark, [b.writer for b in active]):
-            fork_input = pre_checker.good(pre_fork(not count_at_writer))
-            seen = self._run_one_pass(active, fork_input, routes, previous_schema)
-            fed_once = seen is not None
-            if fed_once and count_at_writer:
-                metrics["fp_records"] = seen
-            if not fed_once:
-                obs.update(pre=Observation(), extract=Observation())
-        if fed_once:
-            self.state.fork_feed = "one_pass"
-        elif len(active) > 1:
+        if len(active) > 1:
             self.state.fork_feed = "per_branch"
             with ThreadPoolExecutor(max_workers=len(active), thread_name_prefix="fork") as pool:
                 list(pool.map(run_branch, active))
-        elif active:
-            run_branch(active[0])
-
-        failed = [b.state for b in active if b.state.status != SUCCEEDED]
-        if failed:
-            raise PipelineError("; ".join(f"branch {s.index} ({s.name}) failed: {s.error}" for s in failed))
-        if single_count:
-            metrics["fp_records"] = self.branches[0].state.records_written
-        elif not extraction.stage and first is not None and "fp_records" not in metrics:
-            metrics.update(observed(obs["extract"]))
-        self.state.records_extracted = int(metrics.get("fp_records") or 0)
-        if pre_checker.active and first is not None:
-            reports, rejected, err, fail = pre_checker.outcome(observed(obs["pre"]), "pre", "pre-fork")
-            self.state.quality.extend(reports)
-            self.state.records_rejected = rejected
-            if err:
-                self.state.err_dir = self._err_dir(pre, "pre_fork")
-                pre_checker.err_rows(pre_fork(False)).write.mode("overwrite").json(self.state.err_dir)
-            if fail:
-                raise QualityCheckError(fail)
-        check.records = self.state.records_extracted
-        failure = run_task_policies(pre_policies, check, "after", self.state.quality)
-        if failure:
-            raise QualityCheckError(failure)
-        finish = extraction.finish
-        self.state.actual_high_watermark = finish(metrics) if finish else wu.expected_high_watermark
-        self.state.status = SUCCEEDED
+        elif only is not None:
+            run_branch(only)
+            if counted_by_writer:
+                feed.count_at_writer(only.state.records_written)
 
     def _err_dir(self, props: Properties, leaf: str) -> str:
         spec = self.job.jobspec

@@ -16,7 +16,9 @@ failure, secrets masked, or None),
 ``message``), ``source_schema`` (Spark schema JSON of the extract, for the next run's schema check),
 ``err_dir`` (where pre-fork ERR_FILE rows went, or None), ``fork_feed`` (how several branches got
 their records: ``one_pass`` — one read written by every branch, see :mod:`portal.pipeline.onepass` —
-or ``per_branch`` — each branch re-read the bounded extract; None with a single branch).
+or ``per_branch`` — each branch re-read the bounded extract; None with a single branch),
+``extract_staged`` (whether the extract was copied to Parquet before the branches read it: a live
+source this task would have read twice, see :mod:`portal.pipeline.feed`).
 
 A branch dict: ``index``, ``name``, ``status`` (SUCCEEDED / FAILED / CANCELLED / SKIPPED — SKIPPED
 when the fork operator did not forward the schema to it), ``format``, ``records_written``,
@@ -85,6 +87,7 @@ class TaskState:
     source_schema: str | None = None
     err_dir: str | None = None
     fork_feed: str | None = None
+    extract_staged: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

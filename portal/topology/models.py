@@ -13,6 +13,8 @@ from django.contrib.auth.models import Group
 from django.core.exceptions import ValidationError
 from django.db import models
 
+from portal.pipeline.dialects import dialect_for
+from portal.pipeline.errors import ConfigError
 from portal.topology.reach import node_problems
 from portal.topology.validators import (
     MASTERS_FOR_TECHNOLOGY,
@@ -59,9 +61,6 @@ class DataNode(models.Model):
             problems = node_problems(self.kind, self.properties)
             url = self.properties.get("url")
             if self.kind == "jdbc" and isinstance(url, str) and url:
-                from portal.pipeline.dialects import dialect_for
-                from portal.pipeline.errors import ConfigError
-
                 try:  # Flowport speaks only the databases it has a SQL dialect for
                     dialect_for(url, "url")
                 except ConfigError as error:

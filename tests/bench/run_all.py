@@ -3,10 +3,15 @@ print its figures. Benchmarks report ratios against a reference measured in the
 same run; they are not tests and never gate CI.
 
     python tests/bench/run_all.py [name-filter]
+
+bench_extract.py runs its non-Flowport contenders (dlt, connectorx) with the Python of the
+benchmark-only virtualenv ``BENCH_VENV`` (default ``.venv-bench``), which ``make bench`` creates
+from tests/bench/requirements-bench.txt; it stops with that message when the virtualenv is missing.
 """
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -22,7 +27,11 @@ def main(argv: list[str]) -> int:
     for script in scripts:
         print(f"\n=== {script.stem} ===", flush=True)
         started = time.monotonic()
-        result = subprocess.run([sys.executable, str(script)], cwd=HERE.parents[1], check=False)
+        env = {
+            **os.environ,
+            "BENCH_VENV": os.environ.get("BENCH_VENV") or str(HERE.parents[1] / ".venv-bench"),
+        }
+        result = subprocess.run([sys.executable, str(script)], cwd=HERE.parents[1], env=env, check=False)
         print(f"--- {script.stem}: exit {result.returncode} in {time.monotonic() - started:.1f}s", flush=True)
         failures += result.returncode != 0
     return 1 if failures else 0

@@ -24,7 +24,11 @@ Backfill (``JobSpec.backfill``): a listed table reads ``low < column <= min(high
 ``source.jdbc.ranges`` like any run, without look-back (the range is explicit);
 tables not listed are not read.  A snapshot table (``extract.is.full``) cannot be backfilled.
 
-The extract of a work unit is staged once to Parquet before branches read it (``Extraction.stage``).
+PostgreSQL tables are read with COPY into Arrow batches inside the Spark tasks
+(:mod:`portal.pipeline.sources.arrow_pg`; ``source.jdbc.arrow=false`` keeps Spark's JDBC reader,
+which also reads what that reader cannot).  A table is a live source: a second query may see other
+rows, so the extract is marked ``Extraction.stage`` and the runtime stages it once when the task
+would read it twice (:mod:`portal.pipeline.feed`).
 Values in the generated SQL come from the database's own text output; identifiers are validated.
 """
 
@@ -42,6 +46,7 @@ from pyspark.sql import types as T
 from portal.pipeline import watermarks
 from portal.pipeline.dialects import Dialect, dialect_for, root_cause
 from portal.pipeline.errors import ConfigError, PipelineError
+from portal.pipeline.sources import arrow_pg
 from portal.pipeline.sources.base import Extraction, Source
 from portal.pipeline.workunits import WorkUnit
 
@@ -329,17 +334,19 @@ class JdbcSource(Source):
             custom = self.dialect.custom_schema(self._table_schema(table))
             if custom:
                 reader = reader.option("customSchema", custom)
+        slices = None
         if s["partition"] and p.get("k_min") is not None and p["k_max"] > p["k_min"]:
             parts = (
                 self.props.get_int("source.jdbc.num.partitions") or self.spark.sparkContext.defaultParallelism
             )
+            slices = arrow_pg.Slices(s["partition"], p["k_min"], p["k_max"] + 1, parts)
             reader = reader.options(
                 partitionColumn=s["partition"],
                 lowerBound=str(p["k_min"]),
                 upperBound=str(p["k_max"] + 1),
                 numPartitions=str(parts),
             )
-        df = reader.load()
+        df = arrow_pg.read_or_keep(reader.load(), self.props, query, slices)
         if p.get("full") or not s["lookback"]:
             return Extraction(df, stage=True)
         hashed = df.withColumn("fp_hash", F.xxhash64(*[F.col(k) for k in s["keys"]], F.col("fp_wm_text")))

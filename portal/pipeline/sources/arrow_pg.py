@@ -1,0 +1,222 @@
+"""PostgreSQL extraction through COPY into Arrow batches, inside Spark tasks.
+
+Spark's JDBC reader decodes a result set row by row on the JVM.  Here each Spark task reads its
+slice of the work unit's query with PostgreSQL's bulk protocol instead: the ADBC driver
+(``adbc-driver-postgresql``) runs the query as ``COPY (...) TO STDOUT (FORMAT binary)`` and hands
+back Arrow record batches, which ``DataFrame.mapInArrow`` passes to Spark without a per-row step.
+
+Same rows, same types as the JDBC reader.  The schema is the one Spark's JDBC reader derives for the
+query (so both paths give a dataset the same schema), the slices are the ones it would read for
+``partitionColumn``/``lowerBound``/``upperBound``/``numPartitions`` (the first also takes NULL keys,
+the first and last are open-ended), and each column's values are converted as the JDBC reader
+converts them: text for string columns (uuid, json, inet, ... as PostgreSQL prints them, in the
+session time zone the JDBC driver would set), decimals
+rounded half-up to the column's scale, ``timestamp without time zone`` read as wall-clock time in
+the JVM's default zone (``ResultSet.getTimestamp``), ``timestamptz`` as the instant it is.
+
+Fallback: the caller keeps Spark's JDBC reader when :func:`read` returns None: the URL is not
+``jdbc:postgresql://`` or carries parameters libpq does not share, the driver is not installed, a
+column has a type this reader does not convert (arrays, intervals, ...), or
+``source.jdbc.arrow=false``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import itertools
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import parse_qsl, quote, urlencode, urlparse
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import types as T
+
+from portal.pipeline.properties import Properties
+
+# JDBC URL parameters that mean the same to libpq (anything else: keep the JDBC reader).
+_LIBPQ_PARAMS = {
+    "sslmode",
+    "sslrootcert",
+    "sslcert",
+    "sslkey",
+    "connect_timeout",
+    "application_name",
+    "options",
+}
+_SIMPLE = (
+    T.BooleanType,
+    T.ByteType,
+    T.ShortType,
+    T.IntegerType,
+    T.LongType,
+    T.FloatType,
+    T.DoubleType,
+    T.DateType,
+    T.BinaryType,
+    T.TimestampNTZType,
+)
+
+
+def driver_installed() -> bool:
+    return (
+        importlib.util.find_spec("adbc_driver_postgresql") is not None
+        and importlib.util.find_spec("pyarrow") is not None
+    )
+
+
+def libpq_uri(url: str, user: str | None, password: str | None) -> str | None:
+    """The ``postgresql://`` URI of a ``jdbc:postgresql://host[:port]/db[?params]`` URL, or None
+    when it names several hosts or a parameter libpq does not understand the same way."""
+    if not url.startswith("jdbc:postgresql://"):
+        return None
+    parsed = urlparse(url[len("jdbc:") :])
+    params = parse_qsl(parsed.query)
+    if "," in parsed.netloc or any(k not in _LIBPQ_PARAMS | {"user", "password"} for k, _ in params):
+        return None
+    named = dict(params)
+    user, password = user or named.pop("user", None), password or named.pop("password", None)
+    named.pop("user", None), named.pop("password", None)
+    auth = ""
+    if user:
+        auth = quote(user, safe="") + (":" + quote(password, safe="") if password else "") + "@"
+    host = parsed.hostname or "localhost"
+    host = f"[{host}]" if ":" in host else host
+    port = f":{parsed.port}" if parsed.port else ""
+    query = f"?{urlencode(named)}" if named else ""
+    return f"postgresql://{auth}{host}{port}{parsed.path or '/'}{query}"
+
+
+@dataclass(frozen=True)
+class Slices:
+    """Spark's JDBC partitioning of a numeric column: ``count`` slices of ``[lower, upper)``."""
+
+    column: str
+    lower: int
+    upper: int
+    count: int
+
+    def conditions(self) -> list[str]:
+        """The WHERE clause of each slice, as Spark's ``JDBCRelation.columnPartition`` writes them."""
+        count = max(1, min(self.count, self.upper - self.lower))
+        if count == 1:
+            return ["1=1"]
+        stride = _truncated(self.upper, count) - _truncated(self.lower, count)  # Scala's Long division
+        col, bounds = self.column, [self.lower + stride * i for i in range(1, count)]
+        conditions = [f"{col} < {bounds[0]} OR {col} IS NULL"]
+        conditions += [f"{col} >= {a} AND {col} < {b}" for a, b in itertools.pairwise(bounds)]
+        conditions.append(f"{col} >= {bounds[-1]}")
+        return conditions
+
+
+def _truncated(a: int, b: int) -> int:
+    return abs(a) // b * (1 if a >= 0 else -1)
+
+
+def read_or_keep(jdbc: DataFrame, props: Properties, subquery: str, slices: Slices | None) -> DataFrame:
+    """The Arrow reader's DataFrame of ``subquery`` where it can read it (see the module docstring),
+    else ``jdbc`` — Spark's JDBC reader's DataFrame of the same query and slices."""
+    if not props.get_bool("source.jdbc.arrow", True) or not driver_installed():
+        return jdbc
+    uri = libpq_uri(
+        props.get("source.jdbc.url") or "",
+        props.get("source.conn.username"),
+        props.get("source.conn.password"),
+    )
+    if uri is None:
+        return jdbc
+    return read(jdbc.sparkSession, jdbc, subquery, uri, slices) or jdbc
+
+
+def _select(field: T.StructField) -> str | None:
+    """The SQL expression that gives a column as the converter below expects it (None: unsupported)."""
+    name = '"' + field.name.replace('"', '""') + '"'
+    dtype = field.dataType
+    if isinstance(dtype, T.StringType):  # the type's text output, as getString (char(n) keeps its padding)
+        return f"CASE WHEN {name} IS NULL THEN NULL ELSE concat({name}) END AS {name}"
+    if isinstance(dtype, T.DecimalType):  # ROUND_HALF_UP to the scale, as the JDBC reader's setScale
+        return f"CAST(CAST({name} AS numeric({dtype.precision},{dtype.scale})) AS text) AS {name}"
+    if isinstance(dtype, _SIMPLE) or type(dtype) is T.TimestampType:
+        return name
+    return None
+
+
+def read(
+    spark: SparkSession,
+    like: DataFrame,
+    subquery: str,
+    uri: str,
+    slices: Slices | None,
+) -> DataFrame | None:
+    """The rows of ``subquery`` (``(SELECT ...) AS alias``) with ``like``'s schema (the JDBC reader's
+    DataFrame of it), read by one Spark task per slice; None when a column's type is unsupported."""
+    schema = like.schema
+    columns = [_select(f) for f in schema.fields]
+    if any(c is None for c in columns):
+        return None
+    conditions = slices.conditions() if slices else ["1=1"]
+    queries = [f"SELECT {', '.join(columns)} FROM {subquery} WHERE {c}" for c in conditions]  # type: ignore[arg-type]  # noqa: S608
+    jvm_zone = spark.sparkContext._jvm.java.util.TimeZone.getDefault().getID()  # type: ignore[union-attr]
+    reader = _SliceReader(queries, uri, schema.json(), jvm_zone)
+    return spark.range(0, len(queries), 1, len(queries)).mapInArrow(reader, schema)
+
+
+class _SliceReader:
+    """Runs in the Python workers: reads the slices whose numbers arrive, as Arrow batches."""
+
+    def __init__(self, queries: list[str], uri: str, schema_json: str, jvm_zone: str) -> None:
+        self.queries, self.uri, self.schema_json, self.jvm_zone = queries, uri, schema_json, jvm_zone
+
+    def __call__(self, batches: Iterator[Any]) -> Iterator[Any]:
+        import adbc_driver_postgresql.dbapi as adbc
+
+        schema = T.StructType.fromJson(__import__("json").loads(self.schema_json))
+        with adbc.connect(self.uri) as conn, conn.cursor() as cur:
+            # Text forms of time values as the JDBC driver's session gives them.
+            cur.execute("SET TIME ZONE '{}'".format(self.jvm_zone.replace("'", "''")))
+            cur.execute("SET DateStyle = 'ISO'")
+            for batch in batches:
+                for number in batch.column(0).to_pylist():
+                    cur.execute(self.queries[number])
+                    for chunk in cur.fetch_record_batch():
+                        yield _convert(chunk, schema, self.jvm_zone)
+
+
+def _convert(batch: Any, schema: T.StructType, jvm_zone: str) -> Any:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    arrays = []
+    for field, array in zip(schema.fields, batch.columns, strict=True):
+        dtype = field.dataType
+        if isinstance(array.type, pa.ExtensionType):
+            array = array.storage
+        if isinstance(dtype, T.DecimalType):
+            array = pc.cast(array, pa.decimal128(dtype.precision, dtype.scale))
+        elif type(dtype) is T.TimestampType:
+            if array.type.tz is None:  # wall-clock time in the JVM's zone, as getTimestamp reads it
+                array = pc.assume_timezone(array, jvm_zone, ambiguous="earliest", nonexistent="latest")
+            array = array.cast(pa.timestamp("us", tz="UTC"))
+        else:
+            array = array.cast(_arrow_type(dtype))
+        arrays.append(array)
+    return pa.RecordBatch.from_arrays(arrays, names=schema.fieldNames())
+
+
+def _arrow_type(dtype: T.DataType) -> Any:
+    import pyarrow as pa
+
+    simple = {
+        T.BooleanType: pa.bool_(),
+        T.ByteType: pa.int8(),
+        T.ShortType: pa.int16(),
+        T.IntegerType: pa.int32(),
+        T.LongType: pa.int64(),
+        T.FloatType: pa.float32(),
+        T.DoubleType: pa.float64(),
+        T.DateType: pa.date32(),
+        T.BinaryType: pa.binary(),
+        T.StringType: pa.string(),
+        T.TimestampNTZType: pa.timestamp("us"),
+    }
+    return simple[type(dtype)]
