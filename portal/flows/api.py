@@ -49,7 +49,8 @@ class FlowConfigSerializer(serializers.Serializer):
         allow_blank=True,
         required=False,
         default="",
-        help_text="Unix cron (5 fields) or Quartz (6-7 fields, converted); empty = run once.",
+        help_text="Unix cron (5 fields) or Quartz (6-7 fields, converted); empty = run once, as soon as "
+        "it is saved (Gobblin's run-once flow; created with paused=true it waits for Run now).",
     )
     runImmediately = serializers.BooleanField(source="run_immediately", required=False, default=False)
     templateUris = StrictCharField(

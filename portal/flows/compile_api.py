@@ -14,6 +14,7 @@ from rest_framework.views import APIView
 
 from portal.accounts import access
 from portal.api_fields import StringMapField
+from portal.flows import services
 from portal.flows.api import FlowConfigSerializer, api_validation_error
 from portal.flows.compiler import compile_flow
 from portal.flows.models import CompiledJobDag, FlowConfig
@@ -83,7 +84,7 @@ class CompileFlowView(APIView):
             flow.full_clean(validate_unique=False)
         except DjangoValidationError as error:
             raise api_validation_error(error) from None
-        return Response({**compile_flow(flow, user=request.user).to_dict(), "compiledAt": None})
+        return Response({**services.preview(flow, user=request.user).to_dict(), "compiledAt": None})
 
 
 urlpatterns = [

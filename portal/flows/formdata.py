@@ -327,7 +327,7 @@ def describe_schedule(unix: str) -> str:
     "at 09:00 on Monday through Friday". Unusual fields fall back to
     naming the expression; the next run times are the exact answer."""
     if not unix:
-        return "runs once (no schedule)"
+        return "runs once, as soon as it is saved (no schedule)"
     if unix in _ALIAS_TEXT:
         return _ALIAS_TEXT[unix]
     if unix.count(" ") != 4:  # croniter's seven-field form of a Quartz year (flows.schedules)

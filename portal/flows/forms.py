@@ -23,7 +23,8 @@ from django import forms
 from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 from django.forms.utils import ErrorList
 
-from portal.flows import formdata
+from portal.flows import formdata, services
+from portal.flows.compiler import CompiledFlow
 from portal.flows.formfields import (
     ATTRIBUTE_INPUT,
     AttributesField,
@@ -36,9 +37,8 @@ from portal.flows.formfields import (
 from portal.flows.models import FlowConfig
 from portal.flows.services import FlowAlreadyExists
 from portal.keys.properties import ENCRYPTED_MASK, WRAPPED_KEY_PROPERTY, looks_encrypted
+from portal.pipeline.schema import PropertySpec, spec_for
 from portal.property_lines import parse_property_lines
-from portal.templatepacks.services import validate_template_uris_for
-from portal.templatepacks.uris import split_template_uris
 from portal.topology import picker
 
 # What a secret looks like wherever it is not yet encrypted (previews): the
@@ -47,6 +47,16 @@ NOT_YET_ENCRYPTED = ENCRYPTED_MASK
 BLANK_ROWS = 2
 # Fields rendered as a group of inputs (a fieldset with this id: field-<name>).
 GROUPS = ("destinations", "properties", "secrets")
+
+
+def schema_help(spec: PropertySpec) -> str:
+    """A key's description, allowed values and default, as docs/properties.md gives them."""
+    parts = [spec.description]
+    if spec.choices:
+        parts.append(f"One of: {', '.join(spec.choices)}.")
+    if spec.default is not None:
+        parts.append(f"Default: {spec.default}.")
+    return " ".join(parts)
 
 
 class FlowConfigForm(forms.ModelForm):
@@ -114,7 +124,7 @@ class FlowConfigForm(forms.ModelForm):
             ),
             "schedule": (
                 "Unix cron, 5 fields (*/15 * * * *), or Gobblin's Quartz form (0 0/15 * * * ?). "
-                "Empty runs the flow once."
+                "Empty runs the flow once, as soon as it is saved."
             ),
         }
         widgets = {
@@ -137,6 +147,7 @@ class FlowConfigForm(forms.ModelForm):
         self.editing = self.instance.pk is not None
         self.merged_properties: dict[str, str] = {}
         self.attribute_errors: dict[str, list[str]] = {}
+        self.compiled: CompiledFlow | None = None  # what a valid unsaved form compiles to
         self.nodes = formdata.data_nodes()
         source = self.data.get("source", "") if self.is_bound else self.instance.source
         self.fields["source"].widget.choices = formdata.source_choices(self.nodes, source or "")
@@ -194,8 +205,12 @@ class FlowConfigForm(forms.ModelForm):
             else:
                 value = attribute.default
             input_id = attribute_input_id(name)
+            spec = spec_for(name)
             fields.append(
                 {
+                    # The property schema's word on the key, when the template says nothing.
+                    "schema_help": schema_help(spec) if spec and not attribute.description else "",
+                    "choices": list(spec.choices) if spec else [],
                     "attribute": attribute,
                     "input_name": f"{ATTRIBUTE_INPUT}{name}",
                     "id": input_id,
@@ -399,24 +414,22 @@ class FlowConfigForm(forms.ModelForm):
         self.instance.properties = {k: v for k, v in self.merged_properties.items() if v != NOT_YET_ENCRYPTED}
         super()._post_clean()
         self._tidy_model_errors()
-        if self.user is None or "template_uris" in self._errors:
+        if self.user is None or (self.encrypt and not self._errors):
+            # A save that can go ahead: flows.services.validate_flow runs once, in the save (the
+            # view places its errors with add_model_errors). A save refused here already gets
+            # every problem at once. No owner (the topology preview): nothing to check as.
             return
-        uris = split_template_uris(self.cleaned_data.get("template_uris", ""))
-        if not uris:
-            return
-
+        if not self.instance.owner_id:
+            self.instance.owner = self.user
         try:
-            validate_template_uris_for(self.user, uris)
+            self.compiled = services.validate_flow(self.instance, loader=self._template_loader)
         except ValidationError as error:
-            self._update_errors(error)
+            self.add_model_errors(error)
             return
-        missing = formdata.missing_attributes(
-            ",".join(uris), self.merged_properties, self.user, self._template_loader
-        )
-        for name in missing:
-            self.attribute_errors[name] = [f"{name} is required by the chosen template."]
-        if missing:
-            self.add_error("attributes", [f"{name} is required by the chosen template." for name in missing])
+        # The preview lists typed secrets by their placeholder, never their value.
+        typed = {k: v for k, v in self.merged_properties.items() if v == NOT_YET_ENCRYPTED}
+        for job in self.compiled.jobs if typed else ():
+            job.properties.update(typed)
 
     def _tidy_model_errors(self) -> None:
         """model.clean() repeats field errors as form-wide ones, and the key's
@@ -455,9 +468,18 @@ class FlowConfigForm(forms.ModelForm):
         return data
 
     def add_model_errors(self, error: ValidationError) -> None:
-        """Place errors raised by the service next to the field they name."""
-        if hasattr(error, "error_dict"):
-            for field, messages in error.message_dict.items():
-                self.add_error(field if field in self.fields else None, messages)
-        else:
-            self.add_error(None, error.messages)
+        """Place errors raised by flows.services.validate_flow next to the field they name; a
+        required template attribute beside its input. A message already shown is not repeated."""
+        if not hasattr(error, "error_dict"):
+            for message in error.messages:
+                self.add_error_once(NON_FIELD_ERRORS, message)
+            return
+        shown = set(self.template_attributes().names)
+        for field, items in error.error_dict.items():
+            for item in items:
+                message = item.message % item.params if item.params else item.message
+                name = (item.params or {}).get("name")
+                if item.code == services.REQUIRED_ATTRIBUTE and name in shown:
+                    self.attribute_errors.setdefault(name, []).append(message)
+                    field = "attributes"
+                self.add_error_once(field if field in self.fields else NON_FIELD_ERRORS, message)

@@ -1,5 +1,6 @@
-"""Catalog listeners (connected in FlowsConfig.ready): a flow's secrets are
-checked and the flow compiled inside its saving transaction; a topology change only moves the revision
+"""Catalog listeners (connected in FlowsConfig.ready): reactions to a save
+that flows.services.validate_flow accepted before anything was written. The
+flow is compiled inside its saving transaction; a topology change only moves the revision
 there, and the scheduler recompiles the flows it can affect after the commit
 (portal.flows.refresh), so the change commits in milliseconds."""
 
@@ -10,15 +11,7 @@ from typing import Any
 from django.dispatch import receiver
 
 from portal.flows.compiler.record import compile_and_record
-from portal.flows.secrets import validate_flow_secrets
 from portal.flows.signals import flow_catalog_changed
-
-
-@receiver(flow_catalog_changed, dispatch_uid="flows.validate_flow_secrets")
-def validate_flow_secrets_on_change(sender: Any, action: str, flow: Any, **kwargs: Any) -> None:
-    # Connected first: raising rolls the save back before anything is compiled.
-    if action in ("add", "update"):
-        validate_flow_secrets(flow)
 
 
 @receiver(flow_catalog_changed, dispatch_uid="flows.compile_on_flow_change")

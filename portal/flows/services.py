@@ -7,13 +7,21 @@ import logging
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
+from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from portal.flows import groups
+from portal.flows.compiler import CompiledFlow, compile_flow
+from portal.flows.compiler.templates import Resolution, required_attributes, resolve_flow_templates
+from portal.flows.formdata import supplied_by_compiler
 from portal.flows.models import FlowConfig
+from portal.flows.secrets import validate_flow_secrets
 from portal.flows.signals import flow_catalog_changed
+from portal.pipeline.jobcheck import job_property_problems
+from portal.templatepacks.resolution import TemplateLoader
 from portal.templatepacks.services import validate_template_uris_for
+from portal.topology.models import DataNode
 
 logger = logging.getLogger(__name__)
 
@@ -44,13 +52,136 @@ class FlowKeyChange(Exception):
         super().__init__(f"{field} cannot be changed; create a new flow instead.")
 
 
+REQUIRED_ATTRIBUTE = "required_attribute"
+
+
+def _merge(errors: dict[str, list[Any]], error: ValidationError, field: str = "__all__") -> None:
+    for name, items in (
+        error.error_dict if hasattr(error, "error_dict") else {field: error.error_list}
+    ).items():
+        errors.setdefault(name, []).extend(items)
+
+
+def _node_errors(flow: FlowConfig, errors: dict[str, list[Any]]) -> dict[str, str]:
+    """No source, no destination or a name that is no data node: the compiler could find no path.
+    Returns the kind of each named node that exists."""
+    names = [flow.source, *flow.destinations] if flow.source else list(flow.destinations)
+    known = dict(DataNode.objects.filter(name__in=names).values_list("name", "kind"))
+    if not flow.source:
+        errors.setdefault("source", []).append(ValidationError("Choose the data node the data is read from."))
+    elif flow.source not in known:
+        errors.setdefault("source", []).append(ValidationError(f"{flow.source!r} is not a data node."))
+    if not flow.destinations:
+        errors.setdefault("destinations", []).append(
+            ValidationError("Choose at least one destination data node.")
+        )
+    for name in flow.destinations:
+        if name not in known:
+            errors.setdefault("destinations", []).append(ValidationError(f"{name!r} is not a data node."))
+    return known
+
+
+def _missing_attributes(resolution: Resolution) -> list[str]:
+    """Required template attributes neither the templates nor the flow set (minus the hop keys,
+    which the compiler sets)."""
+    required = set(resolution.missing_required) | required_attributes(resolution.properties)
+    return sorted(
+        name for name in required if not resolution.properties.get(name) and not supplied_by_compiler(name)
+    )
+
+
+def required_message(name: str) -> str:
+    return f"{name} is required by the chosen template."
+
+
+def validate_flow(flow: FlowConfig, *, loader: Any = None) -> CompiledFlow:
+    """Everything a save refuses, checked before anything is written, for the form, the API
+    and Rest.li alike: the model's field rules, the data nodes, the templates (readable by the
+    owner, their required attributes set), the secrets (keys app) and every property value and
+    required property the pipeline would refuse (portal.pipeline.schema), job by job of the
+    compiled flow. A flow that can only wait (no path in today's topology) is accepted, PENDING.
+
+    ValidationError({field: [...]}) under model field names; a missing required template
+    attribute has code "required_attribute" and params {"name": ...} so the form can put it
+    beside the attribute's input. Returns the compiled flow (COMPILED or PENDING)."""
+    errors: dict[str, list[Any]] = {}
+    try:
+        flow.full_clean(validate_unique=False, validate_constraints=False)
+    except ValidationError as error:
+        _merge(errors, error)
+    owner = flow.owner if flow.owner_id else None
+    kinds = _node_errors(flow, errors) if "source" not in errors and "destinations" not in errors else {}
+    if "template_uris" not in errors:
+        try:
+            validate_template_uris_for(owner, flow.template_uri_list)
+        except ValidationError as error:
+            _merge(errors, error, "template_uris")
+    if "properties" not in errors:
+        try:
+            validate_flow_secrets(flow)
+        except ValidationError as error:
+            _merge(errors, error, "properties")
+    loader = loader if loader is not None else TemplateLoader(owner)
+    if "template_uris" in errors or "properties" in errors:
+        raise ValidationError(errors)
+    # Independent of the nodes and the schedule, so reported with their problems.
+    resolution = resolve_flow_templates(flow, owner, loader)
+    for name in _missing_attributes(resolution):
+        errors.setdefault("properties", []).append(
+            ValidationError(required_message(name), code=REQUIRED_ATTRIBUTE, params={"name": name})
+        )
+    if errors:
+        raise ValidationError(errors)
+    compiled = compile_flow(flow, user=owner, loader=loader)
+    problems = compile_problems(compiled)
+    if not compiled.jobs:
+        # No path yet (PENDING): the first hop's properties are still known, and judged.
+        hop = {"flowport.hop.source.kind": kinds.get(flow.source, "")}
+        hop["flowport.hop.destination.kind"] = kinds.get(flow.destinations[0], "")
+        problems += job_property_problems({**resolution.properties, **hop})
+    for message in dict.fromkeys(problems):
+        errors.setdefault(_field_of(message, flow), []).append(ValidationError(message))
+    if errors:
+        raise ValidationError(errors)
+    return compiled
+
+
+def compile_problems(compiled: CompiledFlow) -> list[str]:
+    """What makes a compiled flow unable to run: the compiler's errors and, job by job, what the
+    pipeline's property schema refuses. The compile preview shows the same list."""
+    problems = [*compiled.errors]
+    for job in compiled.jobs:
+        problems += job.errors
+        problems += job_property_problems(job.properties, first_hop=not job.parents)
+    return problems
+
+
+def preview(flow: FlowConfig, *, user: Any) -> CompiledFlow:
+    """A dry-run compile that says what the save would: FAILED, with the pipeline's own messages,
+    when a job's properties would be refused (nothing is saved)."""
+    compiled = compile_flow(flow, user=user)
+    known = {*compiled.errors, *(error for job in compiled.jobs for error in job.errors)}
+    compiled.errors += [problem for problem in compile_problems(compiled) if problem not in known]
+    return compiled
+
+
+def _field_of(message: str, flow: FlowConfig) -> str:
+    """The form field a compile problem is about (a grant names the node, a template its URI)."""
+    if "may not read from data node" in message:
+        return "source"
+    if "may not write to data node" in message:
+        return "destinations"
+    if any(uri in message for uri in flow.template_uri_list):
+        return "template_uris"
+    return "properties"
+
+
 def create_flow(*, owner: AbstractBaseUser, data: dict[str, Any]) -> FlowConfig:
     flow = FlowConfig(owner=owner, **{k: v for k, v in data.items() if k in (*KEY_FIELDS, *EDITABLE_FIELDS)})
     if data.get("paused"):  # created switched off, as Airflow's dags_are_paused_at_creation
         flow.paused, flow.paused_at, flow.paused_by = True, timezone.now(), owner.get_username()
-    flow.full_clean(validate_unique=False, validate_constraints=False)
-    validate_template_uris_for(flow.owner, flow.template_uri_list)
-    groups.check(owner, flow.flow_group)
+    groups.check(owner, flow.flow_group)  # who may create here comes before what is created
+    validate_flow(flow)
     try:
         with transaction.atomic():
             groups.claim(owner, flow.flow_group)
@@ -97,8 +228,7 @@ def update_flow(flow: FlowConfig, *, data: dict[str, Any], by: str = "") -> Flow
     for field in EDITABLE_FIELDS:
         if field in data:
             setattr(flow, field, data[field])
-    flow.full_clean(validate_unique=False, validate_constraints=False)
-    validate_template_uris_for(flow.owner, flow.template_uri_list)
+    validate_flow(flow)
     with transaction.atomic():
         flow.save()
         flow_catalog_changed.send(sender=FlowConfig, action="update", flow=flow)

@@ -24,7 +24,6 @@ from django.views.decorators.vary import vary_on_headers
 from portal.accounts import access
 from portal.flows import formdata, refresh, services
 from portal.flows import policies as run_policies
-from portal.flows.compiler import compile_flow
 from portal.flows.filters import FlowConfigFilterSet
 from portal.flows.forms import FlowConfigForm
 from portal.flows.models import FlowConfig, FlowRefresh
@@ -143,7 +142,8 @@ def _form_part(request: HttpRequest, flow: FlowConfig | None, owner, part: str) 
     if part == "attributes":
         form.attribute_errors = {}  # just chosen: nothing typed yet, nothing to blame
         return render(request, "flows/partials/template_part.html", {"form": form})
-    compiled = compile_flow(FlowConfig(owner=owner, **form.flow_data()), user=owner) if valid else None
+    # validate_flow's own compile: the preview says "compiled" only for a flow the save accepts.
+    compiled = form.compiled if valid else None
     errors = [f"{label}: {message}" if label else message for _id, label, message in form.error_summary()]
     context = {"compiled": compiled, "errors": errors}
     return render(request, "flows/partials/compile_preview.html", context)

@@ -11,6 +11,7 @@ its action done, with the execution row locked, so handlers never race.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from datetime import timedelta
 
@@ -84,6 +85,22 @@ def _set_job(job: JobExecution, status: str, message: str | None = None, **field
 # --- LAUNCH ----------------------------------------------------------------------
 
 
+def _skip_tick_of_a_flow_that_cannot_run(flow: FlowConfig, execution: FlowExecution, reason: str) -> None:
+    """A flow that stopped compiling after its save (a topology change) is not run on its ticks:
+    each tick is recorded SKIPPED with the reason, and one event (per flow and reason, not per
+    tick) says the flow cannot run until it is fixed."""
+    _finish(execution, ExecutionStatus.SKIPPED, f"Not run: the flow cannot run: {reason}")
+    digest = hashlib.sha256(reason.encode()).hexdigest()[:16]
+    raise_event(
+        "flow.cannot_run",
+        f"{flow} cannot run; its scheduled ticks are skipped until it is fixed: {reason}",
+        dedupe_key=f"flow.cannot_run:{flow.pk}:{digest}",
+        flow_group=flow.flow_group,
+        flow_name=flow.flow_name,
+        execution_id=execution.execution_id,
+    )
+
+
 @handles(ActionKind.LAUNCH)
 def launch(action: Action) -> None:
     execution = _locked_execution(action)
@@ -103,6 +120,9 @@ def launch(action: Action) -> None:
         # Waits for a topology change (see receivers), recorded, not dropped.
         execution.message = "Waiting for the topology: " + "; ".join(compiled.pending_reasons)
         execution.save(update_fields=["message"])
+        return
+    if compiled.status != COMPILED and execution.trigger == FlowExecution.Trigger.SCHEDULE:
+        _skip_tick_of_a_flow_that_cannot_run(flow, execution, compiled.message)
         return
     if compiled.status != COMPILED:
         _finish(execution, ExecutionStatus.FAILED, f"Compilation failed: {compiled.message}")

@@ -1,4 +1,5 @@
-"""The scheduler as a catalog listener: a flow saved with runImmediately
+"""The scheduler as a catalog listener: a flow saved with runImmediately, or
+without a schedule (Gobblin's run-once flow: no schedule = run once, now),
 runs now; a topology change gives executions waiting for a path another try."""
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ from portal.topology.signals import topology_catalog_changed
 @receiver(flow_catalog_changed, dispatch_uid="orchestration.run_immediately")
 def run_immediately(sender: Any, action: str, flow: Any, **kwargs: Any) -> None:
     # A paused flow is switched off: saving it starts nothing (Run now still does).
-    if action in ("add", "update") and flow.run_immediately and not flow.paused:
+    runs_now = flow.run_immediately or not flow.schedule  # no schedule: run once, now (Gobblin)
+    if action in ("add", "update") and runs_now and not flow.paused:
         create_execution(flow, FlowExecution.Trigger.RUN_IMMEDIATELY, requested_by=flow.owner.get_username())
 
 

@@ -24,8 +24,19 @@ import re
 from collections.abc import Iterator, Mapping
 
 from portal.pipeline.errors import ConfigError, MissingPropertyError
+from portal.pipeline.schema import (
+    BOOL,
+    BRANCH_SCOPED_PREFIXES,
+    CHOICE,
+    INT,
+    MAPPING,
+    NUMBER,
+    PropertySpec,
+    missing_message,
+    parse_value,
+    spec_for,
+)
 
-BRANCH_SCOPED_PREFIXES = ("converter.", "qualitychecker.", "writer.", "data.publisher.")
 WRITER_ONLY_PREFIXES = ("writer.", "data.publisher.")
 CLASS_LIST_KEYS = frozenset(
     {
@@ -37,8 +48,6 @@ CLASS_LIST_KEYS = frozenset(
     }
 )
 _SUFFIX = re.compile(r"^(?P<base>.+)\.(?P<index>\d+)$")
-_TRUE = {"true", "yes", "1", "on"}
-_FALSE = {"false", "no", "0", "off", ""}
 
 
 def is_branch_scoped(key: str) -> bool:
@@ -114,37 +123,43 @@ class Properties(Mapping[str, str]):
     def require(self, key: str) -> str:
         value = self.get(key)
         if value is None:
-            raise MissingPropertyError(f"missing required property {self.describe(key)}")
+            spec = spec_for(key) or PropertySpec(key, "string", "")
+            raise MissingPropertyError(missing_message(self.describe(key), spec))
         return value
 
-    def get_int(self, key: str, default: int | None = None) -> int | None:
+    def typed(self, key: str, kind: str) -> object:
+        """The value parsed as the property schema declares ``key`` (``kind`` for a key the schema
+        reads otherwise); ConfigError with the schema's message, the one the save gives too."""
         value = self.get(key)
         if value is None:
-            return default
+            return None
+        spec = spec_for(key)
+        if spec is None or spec.type != kind:
+            spec = PropertySpec(key, kind, "")
         try:
-            return int(value)
-        except ValueError:
-            raise ConfigError(f"property {self.describe(key)} must be an integer, got '{value}'") from None
+            return parse_value(spec, value, self.describe(key))
+        except ValueError as error:
+            raise ConfigError(str(error)) from None
+
+    def get_int(self, key: str, default: int | None = None) -> int | None:
+        value = self.typed(key, INT)
+        return default if value is None else int(value)  # type: ignore[call-overload]
 
     def get_float(self, key: str, default: float | None = None) -> float | None:
-        value = self.get(key)
-        if value is None:
-            return default
-        try:
-            return float(value)
-        except ValueError:
-            raise ConfigError(f"property {self.describe(key)} must be a number, got '{value}'") from None
+        value = self.typed(key, NUMBER)
+        return default if value is None else float(value)  # type: ignore[arg-type]
 
     def get_bool(self, key: str, default: bool = False) -> bool:
-        value = self.get(key)
+        value = self.typed(key, BOOL)
+        return default if value is None else bool(value)
+
+    def get_choice(self, key: str) -> str | None:
+        """One of the key's declared values (as declared), else its declared default."""
+        value = self.typed(key, CHOICE)
         if value is None:
-            return default
-        lowered = value.lower()
-        if lowered in _TRUE:
-            return True
-        if lowered in _FALSE:
-            return False
-        raise ConfigError(f"property {self.describe(key)} must be true or false, got '{value}'")
+            spec = spec_for(key)
+            return spec.default if spec else None
+        return str(value)
 
     def get_list(self, key: str, sep: str = ",") -> list[str]:
         value = self.get(key)
@@ -154,13 +169,8 @@ class Properties(Mapping[str, str]):
 
     def get_mapping(self, key: str) -> dict[str, str]:
         """Parse ``a:b,c:d`` into ``{"a": "b", "c": "d"}`` (used by rename/cast converters)."""
-        result: dict[str, str] = {}
-        for item in self.get_list(key):
-            left, sep, right = item.partition(":")
-            if not sep or not left.strip() or not right.strip():
-                raise ConfigError(f"property {self.describe(key)}: expected 'name:value' pairs, got '{item}'")
-            result[left.strip()] = right.strip()
-        return result
+        value = self.typed(key, MAPPING)
+        return dict(value) if value else {}  # type: ignore[call-overload]
 
 
 def check_branch_keys(values: Mapping[str, str], num_branches: int) -> None:

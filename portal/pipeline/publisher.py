@@ -37,7 +37,6 @@ from urllib.parse import parse_qsl, urlencode, urlparse, urlunparse
 
 from portal.pipeline import fs, watermarks
 from portal.pipeline.confinement import confine
-from portal.pipeline.errors import ConfigError
 from portal.pipeline.jobspec import JobSpec
 from portal.pipeline.properties import Properties
 from portal.pipeline.taskstate import SUCCEEDED
@@ -46,16 +45,13 @@ POLICIES = ("full", "partial", "successful")
 
 
 def commit_policy(props: Properties) -> str:
-    policy = (props.get("job.commit.policy") or "full").lower()
+    policy = props.get_choice("job.commit.policy") or "full"  # the schema's values and message
     aliases = {
         "commit_on_full_success": "full",
         "commit_on_partial_success": "partial",
         "commit_successful_tasks": "successful",
     }
-    policy = aliases.get(policy, policy)
-    if policy not in POLICIES:
-        raise ConfigError(f"job.commit.policy must be one of {', '.join(POLICIES)}, got '{policy}'")
-    return policy
+    return aliases.get(policy, policy)
 
 
 def _by_dataset(states: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:

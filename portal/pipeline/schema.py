@@ -16,6 +16,7 @@ import functools
 import itertools
 import re
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 
 from portal.pipeline.loader import ClassLoadError, check_class_path
 
@@ -190,3 +191,257 @@ def user_property_problems(
         problems += [clear_secret_message(key) for key in clear_secret_keys(properties, looks_encrypted)]
     problems += urn_problems(properties)
     return problems
+
+
+# --- The declared keys: type, default, allowed values, description, when required -------------------
+#
+# Every key the pipeline reads is declared here once; `Properties` parses typed values with
+# `parse_value` (so the worker's message is this module's), the portal checks the same values and
+# required keys at save (`portal.pipeline.jobcheck`), the flow form shows the descriptions, and
+# docs/properties.md is generated from this table (`python -m portal.pipeline.schema`).
+
+STRING, INT, NUMBER, BOOL, LIST, MAPPING, CHOICE, CLASS, CLASSES = (
+    "string",
+    "int",
+    "number",
+    "bool",
+    "list",
+    "mapping",
+    "choice",
+    "class",
+    "classes",
+)
+TRUE_WORDS = frozenset({"true", "yes", "1", "on"})
+FALSE_WORDS = frozenset({"false", "no", "0", "off", ""})
+# Families read per fork branch with a ``.N`` suffix (portal.pipeline.properties).
+BRANCH_SCOPED_PREFIXES = ("converter.", "qualitychecker.", "writer.", "data.publisher.")
+
+# What a job is made of, for "when required": its source kind and each branch's writer kind.
+SOURCE_FILES, SOURCE_JDBC, WRITER_FILES, WRITER_JDBC = (
+    "source:files",
+    "source:jdbc",
+    "writer:files",
+    "writer:jdbc",
+)
+FILES_SOURCE_CLASS = "portal.pipeline.sources.files.FileSource"
+JDBC_SOURCE_CLASS = "portal.pipeline.sources.jdbc.JdbcSource"
+
+
+@dataclass(frozen=True)
+class PropertySpec:
+    """One key. ``required_for`` names the job kinds that need it (``source:files``,
+    ``source:jdbc``, ``writer:jdbc``); ``unless`` a ``key=value`` that waives it. A ``<N>`` or
+    ``<name>`` in the key stands for a number or a name."""
+
+    key: str
+    type: str
+    description: str
+    default: str | None = None
+    choices: tuple[str, ...] = ()
+    required_for: tuple[str, ...] = ()
+    unless: str = ""
+
+    @property
+    def owner(self) -> str:
+        return owner_of(self.key.replace("<N>", "0").replace("<name>", "x"))
+
+    @property
+    def per_branch(self) -> bool:
+        return self.key.startswith(BRANCH_SCOPED_PREFIXES)
+
+
+def _s(key: str, type_: str, description: str, **kwargs: object) -> PropertySpec:
+    return PropertySpec(key, type_, description, **kwargs)  # type: ignore[arg-type]
+
+
+FILE_SOURCE_FORMATS = ("avro", "csv", "json", "jsonl", "orc", "parquet")
+WRITER_FORMATS = ("AVRO", "CSV", "JDBC", "JSON", "ORC", "PARQUET")
+# Gobblin's names are accepted too (publisher.commit_policy maps them).
+COMMIT_POLICIES = (
+    "full",
+    "partial",
+    "successful",
+    "commit_on_full_success",
+    "commit_on_partial_success",
+    "commit_successful_tasks",
+)
+
+SPECS: tuple[PropertySpec, ...] = (
+    # job
+    _s("source.class", CLASS, "The source: a Source subclass; set from the source data node's kind."),
+    _s("job.commit.policy", CHOICE, "When a job's output is published: full (every task succeeded), "
+       "partial (per dataset), successful (what succeeded).", default="full", choices=COMMIT_POLICIES),
+    _s("job.work.dir", STRING, "The job's working folder (set by the portal)."),
+    _s("job.name", STRING, "The job's name (set by the compiler)."),
+    _s("flow.group", STRING, "The flow's group (set by the compiler)."),
+    _s("flow.name", STRING, "The flow's name (set by the compiler)."),
+    _s("mr.job.max.mappers", INT, "At most this many tasks run at once."),
+    _s("numbers.per.run", INT, "Test source only: how many numbers each run emits."),
+    _s("dataset.urn", STRING, "The dataset's name (a folder under the publish dir)."),
+    _s("flowport.hop.source.kind", STRING, "Kind of the hop's source data node (set by the compiler)."),
+    _s("flowport.hop.destination.kind", STRING, "Kind of the hop's destination data node (set by the compiler)."),
+    _s("spark.jars", STRING, "Extra jars on the Spark classpath (set from the executor)."),
+    # files source
+    _s("source.files.path", STRING, "The folder the file source reads (set from the source data node).",
+       required_for=(SOURCE_FILES,)),
+    _s("source.files.format", CHOICE, "Format of the source files.", choices=FILE_SOURCE_FORMATS,
+       required_for=(SOURCE_FILES,)),
+    _s("source.files.dataset.level", INT, "0: the folder is one dataset; 1: one dataset per sub-folder.",
+       default="1"),
+    _s("source.files.datasets", LIST, "Only these sub-folders (level 1); all by default."),
+    _s("source.files.settle.seconds", NUMBER, "Leave out files modified in the last N seconds.", default="0"),
+    _s("source.files.workunit.max.bytes", INT, "Bytes of files per work unit.", default=str(1 << 30)),
+    _s("source.files.workunit.max.files", INT, "Files per work unit (0: no limit).", default="0"),
+    _s("source.files.csv.header", BOOL, "CSV files start with a header line.", default="true"),
+    _s("source.files.csv.infer.schema", BOOL, "Infer CSV column types (else strings).", default="true"),
+    _s("source.files.csv.delimiter", STRING, "CSV field delimiter.", default=","),
+    _s("source.schema", STRING, "The source's schema as a Spark DDL string (skips inference)."),
+    # jdbc source
+    _s("source.jdbc.url", STRING, "JDBC URL of the source database (set from the source data node).",
+       required_for=(SOURCE_JDBC,)),
+    _s("source.jdbc.driver", STRING, "JDBC driver class (set from the source data node).",
+       default="org.postgresql.Driver"),
+    _s("source.jdbc.tables", LIST, "Tables to read, comma-separated.", required_for=(SOURCE_JDBC,)),
+    _s("source.jdbc.fetchsize", INT, "Rows fetched per round trip.", default="10000"),
+    _s("source.jdbc.partition.column", STRING, "Numeric column the read is split on "
+       "(default: the first primary key field)."),
+    _s("source.jdbc.ranges", INT, "Watermark ranges per table per run.", default="1"),
+    _s("source.jdbc.num.partitions", INT, "Spark partitions of a read (default: the cluster's parallelism)."),
+    _s("source.conn.username", STRING, "Database user."),
+    _s("source.conn.password", STRING, "Database password; give it as ENC(...)."),
+    _s("extract.is.full", BOOL, "Read whole tables each run (no watermark).", default="false"),
+    _s("extract.delta.fields", LIST, "The watermark column (numeric, date or timestamp).",
+       required_for=(SOURCE_JDBC,), unless="extract.is.full=true"),
+    _s("extract.primary.key.fields", LIST, "Key columns that recognise rows already delivered."),
+    _s("extract.lookback", STRING, "Re-read this far behind the watermark (300, 30s, 5m, 2h, 1d)."),
+    _s("extract.lookback.max.keys", INT, "At most this many keys in a lookback window.", default="100000"),
+    # converters (per branch)
+    _s("converter.classes", CLASSES, "Converters, in order (built-in names or classes)."),
+    _s("converter.drop.fields", LIST, "Fields the drop converter removes."),
+    _s("converter.purge.fields", LIST, "Fields the purge converter empties."),
+    _s("converter.rename.fields", MAPPING, "old:new pairs for the rename converter."),
+    _s("converter.cast.fields", MAPPING, "field:type pairs for the cast converter."),
+    _s("converter.flatten.json.fields", LIST, "JSON string fields the flatten converter expands."),
+    _s("converter.flatten.json.schema.<name>", STRING, "Spark DDL schema of a flattened JSON field."),
+    _s("converter.flatten.separator", STRING, "Separator of flattened field names.", default="_"),
+    _s("converter.ingestion.time.field", STRING, "Field the ingestion-time converter adds."),
+    # quality (per branch)
+    _s("qualitychecker.row.policies", CLASSES, "Row policies (NotNull, Regex, Range or classes)."),
+    _s("qualitychecker.row.notnull.fields", LIST, "Fields the NotNull row policy checks."),
+    _s("qualitychecker.row.regex.field", STRING, "Field the Regex row policy checks."),
+    _s("qualitychecker.row.regex.pattern", STRING, "Pattern the Regex row policy checks."),
+    _s("qualitychecker.row.range.field", STRING, "Field the Range row policy checks."),
+    _s("qualitychecker.row.range.min", NUMBER, "Lowest value the Range row policy accepts."),
+    _s("qualitychecker.row.range.max", NUMBER, "Highest value the Range row policy accepts."),
+    _s("qualitychecker.row.err.file", STRING, "Where refused rows are written (set by the portal)."),
+    _s("qualitychecker.task.policies", CLASSES, "Task policies (RowCount or classes)."),
+    _s("qualitychecker.task.rowcount.min", INT, "Fewest rows a task may write."),
+    _s("qualitychecker.task.rowcount.max", INT, "Most rows a task may write."),
+    # fork
+    _s("fork.branches", INT, "Number of fork branches.", default="1"),
+    _s("fork.operator.class", CLASS, "Fork operator (identity by default, or RouteByField)."),
+    _s("fork.branch.name.<N>", STRING, "Name of branch N.", default="fork_<N>"),
+    _s("fork.route.field", STRING, "Field the RouteByField operator routes on."),
+    _s("fork.route.values.<N>", LIST, "Values routed to branch N."),
+    _s("fork.sensitive.fields", LIST, "Example fork: fields kept from the public branch."),
+    _s("fork.one.pass", BOOL, "Write all branches in one pass over the data.", default="true"),
+    # writer and publisher (per branch)
+    _s("writer.builder.class", CLASS, "A custom DataWriter class (replaces writer.output.format)."),
+    _s("writer.output.format", CHOICE, "Format written; JDBC for a jdbc destination.", default="PARQUET",
+       choices=WRITER_FORMATS),
+    _s("writer.codec", STRING, "Compression codec of written files."),
+    _s("writer.partition.columns", LIST, "Columns the output is partitioned by."),
+    _s("writer.file.max.records", INT, "Records per written file."),
+    _s("writer.target.file.size", INT, "Target bytes per written file."),
+    _s("writer.staging.dir", STRING, "Staging folder (set by the portal)."),
+    _s("writer.output.dir", STRING, "Output folder (set by the portal)."),
+    _s("writer.jdbc.url", STRING, "JDBC URL of the destination (set from the destination data node).",
+       required_for=(WRITER_JDBC,)),
+    _s("writer.jdbc.driver", STRING, "JDBC driver of the destination (set from the destination data node)."),
+    _s("writer.jdbc.table", STRING, "Destination table.", required_for=(WRITER_JDBC,)),
+    _s("writer.jdbc.username", STRING, "Destination database user."),
+    _s("writer.jdbc.password", STRING, "Destination database password; give it as ENC(...)."),
+    _s("writer.jdbc.batchsize", INT, "Rows per insert batch."),
+    _s("writer.jdbc.marker.table", STRING, "Table holding the exactly-once commit markers."),
+    _s("data.publisher.final.dir", STRING, "Where a files destination publishes (set by the portal).",
+       required_for=(WRITER_FILES,)),
+    _s("data.publisher.dataset.subdir", BOOL, "Publish each dataset in its own sub-folder.", default="true"),
+)  # fmt: skip
+_BY_KEY = {spec.key: spec for spec in SPECS}
+_PATTERNS = [
+    (re.compile("^" + re.escape(spec.key).replace("<N>", r"\d+").replace("<name>", r"[^.]+") + r"\Z"), spec)
+    for spec in SPECS
+    if "<" in spec.key
+]
+
+
+def spec_for(key: str) -> PropertySpec | None:
+    """The declared key ``key`` is (a branch suffix ``.N`` of a per-branch key dropped)."""
+    spec = _BY_KEY.get(key)
+    if spec is None and key.startswith(BRANCH_SCOPED_PREFIXES):
+        spec = _BY_KEY.get(base_key(key))
+    if spec is None:
+        spec = next((spec for pattern, spec in _PATTERNS if pattern.match(key)), None)
+    return spec
+
+
+def parse_value(spec: PropertySpec | None, value: str, named: str) -> object:
+    """The typed value, or ValueError with the message the pipeline and the save both give.
+    ``named`` is how the key is named in the message (``'writer.codec.1' for branch 1 (…)``)."""
+    kind = spec.type if spec else STRING
+    if kind == INT:
+        try:
+            return int(value)
+        except ValueError:
+            raise ValueError(f"property {named} must be an integer, got '{value}'") from None
+    if kind == NUMBER:
+        try:
+            return float(value)
+        except ValueError:
+            raise ValueError(f"property {named} must be a number, got '{value}'") from None
+    if kind == BOOL:
+        lowered = value.lower()
+        if lowered in TRUE_WORDS or lowered in FALSE_WORDS:
+            return lowered in TRUE_WORDS
+        raise ValueError(f"property {named} must be true or false, got '{value}'")
+    if kind == CHOICE and spec is not None:
+        folded = {choice.lower(): choice for choice in spec.choices}
+        if value.lower() not in folded:
+            raise ValueError(f"unknown value '{value}' in {named} (supported: {', '.join(spec.choices)})")
+        return folded[value.lower()]
+    if kind == MAPPING:
+        result: dict[str, str] = {}
+        for item in (part.strip() for part in value.split(",")):
+            if not item:
+                continue
+            left, sep, right = item.partition(":")
+            if not sep or not left.strip() or not right.strip():
+                raise ValueError(f"property {named}: expected 'name:value' pairs, got '{item}'")
+            result[left.strip()] = right.strip()
+        return result
+    return value
+
+
+def value_problems(properties: Mapping[str, object]) -> list[str]:
+    """Values of declared keys the pipeline would refuse (a ``${…}`` left for a later layer is not
+    judged)."""
+    problems = []
+    for key, value in sorted(properties.items(), key=lambda item: str(item[0])):
+        spec = spec_for(key) if isinstance(key, str) else None
+        if spec is None or not isinstance(value, str) or not value.strip() or "${" in value:
+            continue
+        try:
+            parse_value(spec, value.strip(), f"'{key}'")
+        except ValueError as error:
+            problems.append(str(error))
+    return problems
+
+
+def missing_message(named: str, spec: PropertySpec | None) -> str:
+    """What the pipeline says of a required key that is not set (the save says the same)."""
+    unless = f" (unless {spec.unless})" if spec is not None and spec.unless else ""
+    return f"missing required property {named}{unless}"
+
+
+def required_specs(kind: str) -> list[PropertySpec]:
+    return [spec for spec in SPECS if kind in spec.required_for]

@@ -288,7 +288,8 @@ def build_writer(props: Properties, ctx: WriterContext) -> DataWriter:
     if custom:
         cls = load_class(custom, props.describe("writer.builder.class"), DataWriter)
         return cls(props, ctx)
-    fmt = (props.get("writer.output.format") or "PARQUET").upper()
+    # The allowed formats, the default and the refusal's message are the property schema's.
+    fmt = props.get_choice("writer.output.format") or "PARQUET"
     if fmt == "AVRO" and not avro_available(ctx.spark):
         raise ConfigError(
             f"{props.describe('writer.output.format')}: AVRO is not available: this Spark build has no "
@@ -298,9 +299,4 @@ def build_writer(props: Properties, ctx: WriterContext) -> DataWriter:
         )
     if fmt == "JDBC":
         return JdbcDataWriter(props, ctx)
-    if fmt not in FILE_FORMATS:
-        raise ConfigError(
-            f"unknown format '{fmt}' in {props.describe('writer.output.format')} "
-            f"(supported: {', '.join(ALL_FORMATS)})"
-        )
     return FileDataWriter(props, ctx, fmt)

@@ -165,3 +165,31 @@ def test_a_user_creates_a_flow_runs_it_and_watches_it_commit(context, page, logg
     expect(worker_log).to_contain_text("7 extracted")
     expect(driver_log).to_contain_text("Executor: Running task")
     ui.screenshot(page, "job-log")
+
+
+def test_a_flow_saved_without_a_destination_is_refused_by_the_destinations_field(page, logged_in, lake):
+    """The flow could never run: the save is refused and the page says why, by the field."""
+    alice = logged_in("alice")
+    make_pack(alice, name="numbers-pack", templates={"numbers.template": NUMBERS_TEMPLATE})
+    page.goto("/flows/new/")
+    page.locator("#id_flow_group").fill("e2e")
+    page.locator("#id_flow_name").fill("nowhere")
+    page.locator("#id_source").select_option("landing")
+    page.locator("#id_template_uris").select_option("pack://numbers-pack/numbers.template")
+    expect(page.locator("#id_attr-numbers-per-run")).to_have_value("10")
+    page.locator("#id_schedule").fill("0 3 * * *")
+    page.locator("#save-flow").click()
+
+    errors = page.locator("#id_destinations_errors .error")
+    expect(errors).to_have_text("Choose at least one destination data node.")
+    expect(page.locator("#field-destinations")).to_have_class(re.compile(r"\binvalid\b"))
+    summary = page.locator("#error-summary")
+    expect(summary).to_contain_text("Destinations: Choose at least one destination data node.")
+    ui.screenshot(page, "flow-form-no-destination")
+    assert not FlowConfig.objects.filter(flow_name="nowhere").exists()
+
+    # Ticking one and saving again creates it.
+    page.locator("#id_destination-lake").check()
+    page.locator("#save-flow").click()
+    expect(page).to_have_url(re.compile(r"/flows/e2e/nowhere/$"))
+    assert FlowConfig.objects.get(flow_name="nowhere").destinations == ["lake"]

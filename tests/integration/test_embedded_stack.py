@@ -118,11 +118,19 @@ def test_the_embedded_stack_serves_a_flow_end_to_end(tmp_path):
         assert login.status_code == 302, login.text[:500]
 
         headers = {"X-CSRFToken": session.cookies["csrftoken"], "Referer": f"{base}/"}
-        body = {"flowGroup": "smoke", "flowName": "first", "schedule": "0 3 * * *", "properties": {"a": "b"}}
+        properties = {"a": "b", "source.files.format": "csv"}
+        body = {
+            "flowGroup": "smoke",
+            "flowName": "first",
+            "schedule": "0 3 * * *",
+            "source": "landing",
+            "destinations": ["archive"],
+            "properties": properties,
+        }
         created = session.post(f"{base}/api/flowconfigs", json=body, headers=headers, timeout=10)
         assert created.status_code == 201, created.text[:500]
         fetched = session.get(f"{base}/api/flowconfigs/smoke/first", timeout=10).json()
-        assert fetched["properties"] == {"a": "b"} and fetched["owner"] == "admin"
+        assert fetched["properties"] == properties and fetched["owner"] == "admin"
         assert session.get(f"{base}/api/flowconfigs/demo/orders-to-archive", timeout=10).status_code == 200
 
         # The demo flow runs on its own (runImmediately): two hops on two

@@ -192,8 +192,10 @@ def lake_flow(tmp_path):
                 "writer.output.format": "json",
                 "job.commit.policy": "full",
             },
+            "paused": True,  # no schedule = run once on save; the story runs it itself
         },
     )
+    flow = flow_services.set_paused(flow, False)
     return flow, Landing(tmp_path / "landing"), tmp_path / "lake" / "eo" / "landing-to-lake"
 
 

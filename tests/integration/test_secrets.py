@@ -113,8 +113,10 @@ def test_a_secret_reaches_the_source_and_appears_nowhere_else(
                 "encrypt.wrapped.key": wrapped,
                 "writer.output.format": "json",
             },
+            "paused": True,  # no schedule = run once on save; the story runs it itself
         },
     )
+    flow = flow_services.set_paused(flow, False)
 
     redis_proc, port = start_redis(stack_dir / "logs")
     broker_capture = stack_dir / "logs" / f"broker-monitor-{port}.log"

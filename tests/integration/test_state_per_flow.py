@@ -39,8 +39,10 @@ def test_a_flow_re_created_by_another_user_reads_from_the_start(lake, worker, sc
             "source": "landing",
             "destinations": ["lake"],
             "properties": {"source.class": SOURCE, "writer.output.format": "json", "numbers.per.run": "10"},
+            "paused": True,  # no schedule = run once on save; this story runs it itself
         },
     )
+    oscars = flow_services.set_paused(oscars, False)
     second = finished(services.run_now(oscars, user=oscar))
     assert second.status == ExecutionStatus.COMMITTED, second.message
     job = second.jobs.get()

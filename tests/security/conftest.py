@@ -53,7 +53,7 @@ class World:
             "flowName": "other",
             "source": "landing",
             "destinations": ["lake"],
-            "properties": properties,
+            "properties": {"source.files.format": "csv", **properties},  # what the files source reads
             **fields,
         }
         return self.api(user).post("/api/flowconfigs", body, format="json")

@@ -259,10 +259,9 @@ def test_a_template_cannot_carry_enc_values_or_wrapped_keys(world: World):
     assert "templates cannot carry" in str(refused.value)
     _pack_past_the_upload_check(world, "steal.template", text)
     response = world.post_flow({}, templateUris="pack://mal-pack/steal.template")
-    assert response.status_code == 201  # saved, but it never compiles
-    flow = FlowConfig.objects.get(flow_group="mal", flow_name="other")
-    assert flow.compilation_status == "FAILED"
-    assert "templates cannot carry" in flow.compilation_message
+    assert response.status_code == 400  # it could never compile, so it is not saved
+    assert "templates cannot carry" in str(response.json()), response.json()
+    assert not FlowConfig.objects.filter(flow_group="mal", flow_name="other").exists()
 
 
 def test_the_worker_decrypts_only_with_the_flow_owners_keys(world: World):

@@ -84,12 +84,9 @@ class FileSource(Source):
     """See the module docstring for keys and semantics."""
 
     def _format(self) -> str:
-        name = self.props.require("source.files.format").lower()
-        if name not in FORMATS:
-            raise ConfigError(
-                f"unknown format '{name}' in source.files.format (supported: {', '.join(sorted(FORMATS))})"
-            )
-        return FORMATS[name]
+        # The allowed names and the refusal's message are the property schema's (checked at save too).
+        self.props.require("source.files.format")
+        return FORMATS[self.props.get_choice("source.files.format") or ""]
 
     def _datasets(self, root: str) -> list[tuple[str, str]]:
         level = self.props.get_int("source.files.dataset.level", 1)

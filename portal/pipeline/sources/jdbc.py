@@ -45,7 +45,8 @@ from pyspark.sql import types as T
 
 from portal.pipeline import watermarks
 from portal.pipeline.dialects import Dialect, dialect_for, root_cause
-from portal.pipeline.errors import ConfigError, PipelineError
+from portal.pipeline.errors import ConfigError, MissingPropertyError, PipelineError
+from portal.pipeline.schema import missing_message, spec_for
 from portal.pipeline.sources import arrow_pg
 from portal.pipeline.sources.base import Extraction, Source
 from portal.pipeline.workunits import WorkUnit
@@ -157,8 +158,9 @@ class JdbcSource(Source):
     def _settings(self) -> dict[str, Any]:
         full = self.props.get_bool("extract.is.full", False)
         delta = self.props.get_list("extract.delta.fields")
-        if not delta and not full:
-            raise ConfigError("extract.delta.fields is required unless extract.is.full=true")
+        if not delta and not full:  # the schema's message: the save refuses this flow with it
+            spec = spec_for("extract.delta.fields")
+            raise MissingPropertyError(missing_message(self.props.describe("extract.delta.fields"), spec))
         keys = [
             _ident(k, "extract.primary.key.fields") for k in self.props.get_list("extract.primary.key.fields")
         ]

@@ -125,7 +125,13 @@ def test_pending_flow_compiles_automatically_when_an_executor_is_added(owner):
     executor("ingest", "landing>lake")
     flow = flow_services.create_flow(
         owner=owner,
-        data={"flow_group": "demo", "flow_name": "f", "source": "landing", "destinations": ["archive"]},
+        data={
+            "flow_group": "demo",
+            "flow_name": "f",
+            "source": "landing",
+            "destinations": ["archive"],
+            "properties": {"source.files.format": "csv"},
+        },
     )
     assert flow.compilation_status == "PENDING"
     assert "missing hop into archive" in flow.compilation_message
@@ -145,7 +151,14 @@ def test_deleting_an_executor_makes_a_compiled_flow_pending(owner):
     nodes("a", "b")
     only = executor("only", "a>b")
     flow = flow_services.create_flow(
-        owner=owner, data={"flow_group": "g", "flow_name": "f", "source": "a", "destinations": ["b"]}
+        owner=owner,
+        data={
+            "flow_group": "g",
+            "flow_name": "f",
+            "source": "a",
+            "destinations": ["b"],
+            "properties": {"source.files.format": "csv"},
+        },
     )
     assert flow.compilation_status == "COMPILED"
     services.delete_executor(only)

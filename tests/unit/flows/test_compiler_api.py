@@ -10,7 +10,13 @@ from tests.unit.topology.helpers import executor, nodes
 
 pytestmark = pytest.mark.django_db
 
-FLOW = {"flowGroup": "demo", "flowName": "f", "source": "landing", "destinations": ["archive"]}
+FLOW = {
+    "flowGroup": "demo",
+    "flowName": "f",
+    "source": "landing",
+    "destinations": ["archive"],
+    "properties": {"source.files.format": "csv"},
+}
 
 
 @pytest.fixture
@@ -50,13 +56,35 @@ def test_pending_flow_jobs_say_why(api):
 
 
 def test_dry_run_compiles_without_saving(api, demo_topology):
-    response = api.post("/api/flowconfigs/compile", {**FLOW, "properties": {"k": "v"}}, format="json")
+    response = api.post(
+        "/api/flowconfigs/compile",
+        {**FLOW, "properties": {"source.files.format": "csv", "k": "v"}},
+        format="json",
+    )
     assert response.status_code == 200
     body = response.json()
     assert body["status"] == "COMPILED"
     assert body["jobs"][1]["properties"]["k"] == "v"
     assert body["jobs"][1]["properties"]["flowport.hop.destination.path"] == "var/data/archive"
     assert not FlowConfig.objects.exists()
+
+
+def test_dry_run_of_a_flow_the_pipeline_would_refuse_is_not_compiled(api, demo_topology):
+    """The preview says what the save and the worker say, not "compiled"."""
+    for properties, problem in (
+        ({}, "missing required property 'source.files.format'"),
+        (
+            {"source.files.format": "xml"},
+            "unknown value 'xml' in 'source.files.format' (supported: avro, csv, json, jsonl, orc, parquet)",
+        ),
+    ):
+        body = api.post("/api/flowconfigs/compile", {**FLOW, "properties": properties}, format="json").json()
+        assert body["status"] == "FAILED"
+        assert problem in body["errors"]
+        assert problem in body["message"]
+        refused = api.post("/api/flowconfigs", {**FLOW, "properties": properties}, format="json")
+        assert refused.status_code == 400
+        assert refused.json() == {"properties": [problem]}
 
 
 @pytest.mark.parametrize(

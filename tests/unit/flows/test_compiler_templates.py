@@ -4,9 +4,11 @@ resolution problems reported per job instead of raised."""
 from __future__ import annotations
 
 import pytest
+from django.core.exceptions import ValidationError
 
 from portal.flows import services as flow_services
 from portal.flows.compiler import compile_flow
+from portal.flows.models import FlowConfig
 from portal.templatepacks import services as packs
 from tests.factories import FlowConfigFactory, UserFactory
 from tests.unit.topology.helpers import executor, nodes
@@ -94,11 +96,16 @@ def test_outsider_cannot_compile_with_a_pack_they_cannot_read(owner, pack, topol
     assert "pack://team/ingest/jdbc.template" in compiled.jobs[0].errors[0]
 
 
-def test_saved_flow_records_failed_with_the_job_error(owner, pack, topology):
-    flow = flow_services.create_flow(
-        owner=owner,
-        data={"flow_group": "g", "flow_name": "f", "source": "db", "destinations": ["lake"],
-              "template_uris": "pack://team/ingest/jdbc.template"},
-    )  # fmt: skip
-    assert flow.compilation_status == "FAILED"
-    assert flow.compilation_message == "g.f.1-db-to-lake: required attribute 'source.jdbc.tables' is not set"
+def test_a_flow_missing_a_required_attribute_is_refused_at_save_naming_it(owner, pack, topology):
+    """The compiler would record FAILED ("required attribute … is not set"); the save refuses it."""
+    data = {"flow_group": "g", "flow_name": "f", "source": "db", "destinations": ["lake"],
+            "template_uris": "pack://team/ingest/jdbc.template", "properties": {}}  # fmt: skip
+    with pytest.raises(ValidationError) as refused:
+        flow_services.create_flow(owner=owner, data=data)
+    assert refused.value.message_dict == {
+        "properties": ["source.jdbc.tables is required by the chosen template."]
+    }
+    assert not FlowConfig.objects.exists()
+    assert compile_flow(FlowConfigFactory.build(owner=owner, **data)).job_errors == [
+        "g.f.1-db-to-lake: required attribute 'source.jdbc.tables' is not set"
+    ]

@@ -9,6 +9,7 @@ import pytest
 from portal.flows import services
 from portal.flows.models import FlowConfig
 from portal.templatepacks import services as packs
+from portal.topology import services as topology
 from tests.factories import FlowConfigFactory, UserFactory
 from tests.unit.flows.test_flow_form_html import (
     as_post,
@@ -45,7 +46,8 @@ def new_flow(**changes) -> dict:
 
 
 def without_template(**changes) -> dict:
-    plain = new_flow(template_uris="", **changes)
+    """No template: the flow's own properties say what the JDBC source reads."""
+    plain = new_flow(template_uris="", **{"properties_text": "source.jdbc.tables=orders", **changes})
     return {k: v for k, v in plain.items() if not k.startswith("attr:")}
 
 
@@ -192,7 +194,7 @@ def test_key_value_rows_round_trip(browser, owner, topology_nodes):
         "prop-3-value": "parquet",
         "prop-4-key": "empty.value",
         "prop-4-value": "",
-        "properties_text": "# pasted\njob.commit.policy=full",
+        "properties_text": "# pasted\njob.commit.policy=full\nextract.is.full=true",
     }
     created = browser.post("/flows/new/", without_template(**rows))
     assert created.status_code == 302, created.content.decode()
@@ -201,20 +203,21 @@ def test_key_value_rows_round_trip(browser, owner, topology_nodes):
         "writer.output.format": "parquet",
         "empty.value": "",
         "job.commit.policy": "full",
+        "extract.is.full": "true",
     }
     assert FlowConfig.objects.get().properties == expected
 
     page = browser.get("/flows/sales/orders/edit/")
     fields = read_form(page.content).fields
     pairs = dict(fields)
-    shown = [(pairs[f"prop-{n}-key"], pairs[f"prop-{n}-value"]) for n in range(4)]
+    shown = [(pairs[f"prop-{n}-key"], pairs[f"prop-{n}-value"]) for n in range(5)]
     assert shown == sorted(expected.items())  # by key
-    assert pairs["prop-4-key"] == pairs["prop-5-key"] == ""  # blank rows to add more without scripts
+    assert pairs["prop-5-key"] == pairs["prop-6-key"] == ""  # blank rows to add more without scripts
     assert submit_as_rendered(browser, "/flows/sales/orders/edit/").status_code == 302
     assert FlowConfig.objects.get().properties == expected
     # Emptying a row removes that property.
     removed = submit_as_rendered(
-        browser, "/flows/sales/orders/edit/", **{"prop-3-key": "", "prop-3-value": ""}
+        browser, "/flows/sales/orders/edit/", **{"prop-4-key": "", "prop-4-value": ""}
     )
     assert removed.status_code == 302
     assert "writer.output.format" not in FlowConfig.objects.get().properties
@@ -252,15 +255,25 @@ def test_edit_shows_the_stored_values_and_saving_unchanged_keeps_them(
 
 
 def test_the_key_cannot_be_changed_by_editing(browser, owner, topology_nodes):
-    FlowConfigFactory(flow_group="sales", flow_name="orders", owner=owner, source="pg-sales")
+    FlowConfigFactory(
+        flow_group="sales",
+        flow_name="orders",
+        owner=owner,
+        source="pg-sales",
+        properties={"source.jdbc.tables": "orders", "extract.is.full": "true"},
+    )
     response = submit_as_rendered(browser, "/flows/sales/orders/edit/", flow_name="renamed", flow_group="x")
     assert response.status_code == 302
     assert list(FlowConfig.objects.values_list("flow_group", "flow_name")) == [("sales", "orders")]
 
 
 def test_edit_keeps_values_the_form_does_not_offer(browser, owner, topology_nodes, sales_pack):
-    """A flow made through the API: a source that is not a data node, two
-    templates, an FS:/// URI. The edit form keeps all of them."""
+    """A flow made through the API with two templates, one an FS:/// URI, whose source and one
+    destination later left the topology. The edit form keeps all of them, and saving says
+    what no longer exists instead of dropping it."""
+    legacy = topology.create_data_node({"name": "pg-legacy", "kind": "jdbc", "properties": {"url": "jdbc:x"}})
+    gone = topology.create_data_node({"name": "gone", "kind": "files", "properties": {"path": "gone"}})
+    properties = {"source.jdbc.schema": "u", "source.jdbc.tables": "t", "extract.is.full": "true"}
     flow = services.create_flow(
         owner=owner,
         data={
@@ -269,18 +282,24 @@ def test_edit_keeps_values_the_form_does_not_offer(browser, owner, topology_node
             "source": "pg-legacy",
             "destinations": ["lake", "gone"],
             "template_uris": f"FS:///base.template,{JDBC}",
-            "properties": {"source.jdbc.schema": "u", "source.jdbc.tables": "t"},
+            "properties": properties,
         },
     )
+    topology.delete_data_node(legacy)
+    topology.delete_data_node(gone)
     html = browser.get("/flows/api/made/edit/").content.decode()
     assert '<option value="pg-legacy" selected>pg-legacy (not a data node)</option>' in html
     assert 'value="gone" id="id_destination-gone" checked' in html
     saved = submit_as_rendered(browser, "/flows/api/made/edit/")
-    assert saved.status_code == 302, saved.content.decode()
+    assert saved.status_code == 400
+    assert "&#x27;pg-legacy&#x27; is not a data node." in saved.content.decode()
+    assert "&#x27;gone&#x27; is not a data node." in saved.content.decode()
+    page = read_form(saved.content.decode())
+    assert dict(page.fields)["source"] == "pg-legacy" and ("destinations", "gone") in page.fields
     flow.refresh_from_db()
     assert (flow.source, flow.destinations) == ("pg-legacy", ["lake", "gone"])
     assert flow.template_uris == f"FS:///base.template,{JDBC}"
-    assert flow.properties == {"source.jdbc.schema": "u", "source.jdbc.tables": "t"}
+    assert flow.properties == properties
 
 
 def test_templates_the_owner_can_no_longer_read_are_reported_on_edit(browser, owner, topology_nodes):
@@ -294,6 +313,7 @@ def test_templates_the_owner_can_no_longer_read_are_reported_on_edit(browser, ow
             "source": "pg-sales",
             "destinations": ["lake"],
             "template_uris": "pack://team-pack/base.template",
+            "properties": {"source.jdbc.tables": "t", "extract.is.full": "true"},
         },
     )
     packs.set_acl(pack, user=other, entries=[{"role": "owner", "user": other.username}])
@@ -425,17 +445,19 @@ def test_template_attributes_declared_encrypted_are_secret_inputs(
     assert FlowConfig.objects.get().properties == stored
 
 
-def test_the_old_field_names_still_work(browser, owner):
+def test_the_old_field_names_still_work(browser, owner, topology_nodes):
     """destinations_text and properties_text, as scripts and the old form post them."""
     form = {
         "flow_group": "g",
         "flow_name": "n",
+        "source": "pg-sales",
         "destinations_text": "lake, archive",
-        "properties_text": "a=b",
+        "properties_text": "a=b\nsource.jdbc.tables=orders\nextract.is.full=true",
     }
     assert browser.post("/flows/new/", form).status_code == 302
     flow = FlowConfig.objects.get()
-    assert (flow.destinations, flow.properties) == (["lake", "archive"], {"a": "b"})
+    assert flow.destinations == ["lake", "archive"]
+    assert flow.properties == {"a": "b", "source.jdbc.tables": "orders", "extract.is.full": "true"}
 
 
 def test_post_data_round_trips_through_as_post():

@@ -14,7 +14,7 @@ from portal.flows.schedules import to_unix_cron
 @pytest.mark.parametrize(
     ("expression", "words"),
     [
-        ("", "runs once (no schedule)"),
+        ("", "runs once, as soon as it is saved (no schedule)"),
         ("* * * * *", "every minute"),
         ("*/5 * * * *", "every 5 minutes"),
         ("0/15 * * * *", "every 15 minutes"),

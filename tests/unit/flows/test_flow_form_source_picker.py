@@ -71,7 +71,7 @@ def test_the_picker_shows_nothing_of_a_node_not_granted(client, shop, settings):
 
 def test_the_picks_are_saved_as_job_properties(browser, topology_nodes):
     form = without_template(
-        **{"prop-0-key": "", "prop-0-value": ""},
+        **{"prop-0-key": "", "prop-0-value": "", "properties_text": ""},
         pick_dataset="sales.orders",
         pick_known_columns=["id", "updated_at", "note", "secret_ssn"],
         pick_columns=["id", "updated_at", "note"],
@@ -87,7 +87,7 @@ def test_the_picks_are_saved_as_job_properties(browser, topology_nodes):
 
 def test_a_pick_and_a_typed_property_for_the_same_key_is_refused(browser, topology_nodes):
     form = without_template(
-        pick_dataset="sales.orders", pick_watermark="id"
+        properties_text="", pick_dataset="sales.orders", pick_watermark="id"
     )  # prop-0 sets extract.delta.fields
     response = browser.post("/flows/new/", form)
     assert response.status_code == 400

@@ -6,8 +6,16 @@ import pytest
 
 from portal.flows.models import FlowConfig
 from tests.factories import FlowConfigFactory
+from tests.unit.topology.helpers import nodes
 
 pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def sales_nodes(db):
+    """The data nodes the stories' flows name: a save refuses a name that is no data node."""
+    nodes("pg-orders", kind="jdbc")
+    nodes("lake", "archive")
 
 
 def test_visitors_are_sent_to_log_in(client):
@@ -38,7 +46,7 @@ def test_search_returns_only_the_table_fragment_for_htmx(browser, owner):
     assert b"<html" in whole.content and b"sales/orders" in whole.content
 
 
-def test_creating_a_flow_with_a_mistake_then_fixing_it(browser, owner):
+def test_creating_a_flow_with_a_mistake_then_fixing_it(browser, owner, sales_nodes):
     form = {
         "flow_group": "sales",
         "flow_name": "orders",
@@ -70,15 +78,23 @@ def test_a_malformed_property_line_is_reported_by_line(browser):
     assert b"Line 2: write key=value" in response.content
 
 
-def test_the_owner_edits_and_deletes_a_flow(browser, owner):
+def test_the_owner_edits_and_deletes_a_flow(browser, owner, sales_nodes):
     FlowConfigFactory(flow_group="sales", flow_name="orders", owner=owner, description="old")
+    properties = "a=b\nsource.jdbc.tables=orders\nextract.is.full=true"
     edit = browser.post(
         "/flows/sales/orders/edit/",
-        {"description": "new", "schedule": "", "properties_text": "a=b", "destinations_text": "lake"},
+        {
+            "description": "new",
+            "schedule": "0 2 * * *",
+            "source": "pg-orders",
+            "properties_text": properties,
+            "destinations_text": "lake",
+        },
     )
     assert edit.status_code == 302
     flow = FlowConfig.objects.get()
-    assert (flow.description, flow.flow_name, flow.properties) == ("new", "orders", {"a": "b"})
+    assert (flow.description, flow.flow_name, flow.schedule) == ("new", "orders", "0 2 * * *")
+    assert flow.properties == {"a": "b", "source.jdbc.tables": "orders", "extract.is.full": "true"}
     assert browser.post("/flows/sales/orders/delete/").status_code == 302
     assert not FlowConfig.objects.exists()
 
@@ -90,3 +106,21 @@ def test_someone_else_cannot_edit_or_delete(client, owner, outsider):
     assert client.get("/flows/sales/orders/edit/").status_code == 403
     assert client.post("/flows/sales/orders/delete/").status_code == 403
     assert FlowConfig.objects.exists()
+
+
+def test_a_flow_without_a_schedule_says_it_runs_when_saved(browser, owner, sales_nodes):
+    form = {
+        "flow_group": "sales",
+        "flow_name": "once",
+        "schedule": "",
+        "source": "pg-orders",
+        "destinations_text": "lake",
+        "properties_text": "source.jdbc.tables=orders\nextract.is.full=true",
+    }
+    saved = browser.post("/flows/new/", form)
+    assert saved.status_code == 302
+    flow = FlowConfig.objects.get()
+    assert flow.executions.get().trigger == "RUN_IMMEDIATELY"
+    detail = browser.get(saved["Location"]).content.decode()
+    assert "none — runs once when saved" in detail and ">runs once<" not in detail
+    assert "once, on save" in browser.get("/flows/").content.decode()

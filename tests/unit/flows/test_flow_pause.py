@@ -12,6 +12,7 @@ from portal.orchestration.models import FlowExecution
 from portal.orchestration.scheduler import schedule_due_ticks
 from tests.conftest import api_client_for
 from tests.factories import FlowConfigFactory, UserFactory
+from tests.unit.topology.helpers import nodes
 
 pytestmark = pytest.mark.django_db
 T0 = datetime(2026, 3, 1, 12, 0, 30, tzinfo=UTC)
@@ -113,6 +114,8 @@ def test_a_flow_created_paused_does_not_run_immediately(owner):
     from tests.unit.templatepacks.factories import make_pack
 
     make_pack(owner)
+    nodes("pg-orders", kind="jdbc")
+    nodes("lake")
     api = api_client_for(owner)
     body = {
         "flowGroup": "sales",
@@ -121,7 +124,9 @@ def test_a_flow_created_paused_does_not_run_immediately(owner):
         "runImmediately": True,
         "paused": True,
         "templateUris": "pack://sales-pack/ingest/jdbc.template",
-        "properties": {"source.jdbc.tables": "orders"},
+        "properties": {"source.jdbc.tables": "orders", "source.jdbc.schema": "s", "extract.is.full": "true"},
+        "source": "pg-orders",
+        "destinations": ["lake"],
     }
     response = api.post("/api/flowconfigs", body, format="json")
     assert response.status_code == 201, response.content

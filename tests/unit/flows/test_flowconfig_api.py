@@ -8,11 +8,26 @@ import pytest
 
 from portal.flows.models import FlowConfig
 from portal.flows.signals import flow_catalog_changed
+from portal.topology import services as topology
 from tests.conftest import api_client_for
 from tests.factories import FlowConfigFactory
 from tests.unit.templatepacks.factories import make_pack
 
 pytestmark = pytest.mark.django_db
+
+
+RUNNABLE = {"source.jdbc.tables": "orders", "source.jdbc.schema": "public", "extract.is.full": "true"}
+
+
+@pytest.fixture(autouse=True)
+def nodes(db):
+    """The data nodes the flows name (a save refuses a name that is no data node)."""
+    for name, kind, props in (
+        ("pg-orders", "jdbc", {"url": "jdbc:postgresql://db/sales"}),
+        ("lake", "files", {"path": "var/data/lake"}),
+        ("archive", "files", {"path": "var/data/archive"}),
+    ):
+        topology.create_data_node({"name": name, "kind": kind, "properties": props})
 
 
 @pytest.fixture(autouse=True)
@@ -29,7 +44,7 @@ def flow_body(**overrides) -> dict:
         "schedule": "*/15 * * * *",
         "runImmediately": False,
         "templateUris": "pack://sales-pack/ingest/jdbc.template",
-        "properties": {"source.jdbc.tables": "orders"},
+        "properties": dict(RUNNABLE),
         "source": "pg-orders",
         "destinations": ["lake"],
     }
@@ -46,7 +61,7 @@ def test_owner_creates_a_flow_and_reads_it_back(api, owner):
     assert created["compilation"]["status"] in {"PENDING", "COMPILED", "FAILED"}
 
     fetched = api.get("/api/flowconfigs/sales/orders").json()
-    assert fetched["properties"] == {"source.jdbc.tables": "orders"}
+    assert fetched["properties"] == RUNNABLE
     assert fetched["destinations"] == ["lake"]
     assert fetched["schedule"] == "*/15 * * * *"
 
@@ -67,13 +82,28 @@ def test_the_seeds_curl_examples_work(api):
         "schedule": "",
         "properties": {"prop1": "value1"},
     }
+    # As the seed sends it, the flow names no data nodes: it could never run, so it is refused.
+    refused = api.post("/api/flowconfigs", create, format="json")
+    assert refused.status_code == 400
+    assert refused.json() == {
+        "source": ["Choose the data node the data is read from."],
+        "destinations": ["Choose at least one destination data node."],
+    }
+    # Gobblin names them in properties; a files source says its format.
+    create["properties"] = {
+        "prop1": "value1",
+        "gobblin.flow.sourceIdentifier": "lake",
+        "gobblin.flow.destinationIdentifier": "archive",
+        "source.files.format": "csv",
+    }
     assert api.post("/api/flowconfigs", create, format="json").status_code == 201
-    update = {**create, "templateName": "FS:///mytemplate.template", "properties": {"prop1": "value2"}}
+    update = {**create, "templateName": "FS:///mytemplate.template"}
+    update["properties"] = {**create["properties"], "prop1": "value2"}
     del update["templateNames"]
     url = "/api/flowconfigs/(flowGroup:mygroup,flowName:myflow1)"
     response = api.put(url, update, format="json")
     assert response.status_code == 200, response.content
-    assert response.json()["properties"] == {"prop1": "value2"}
+    assert response.json()["properties"]["prop1"] == "value2"
     assert response.json()["templateUris"] == "FS:///mytemplate.template"
     assert api.delete(url).status_code == 204
     assert not FlowConfig.objects.filter(flow_group="mygroup").exists()
@@ -98,7 +128,7 @@ def test_source_and_destinations_may_come_from_gobblin_properties(api):
         "gobblin.flow.sourceIdentifier": "pg-orders",
         "gobblin.flow.destinationIdentifier": "lake,archive",
     }
-    body = flow_body(source="", destinations=[], properties=properties)
+    body = flow_body(source="", destinations=[], properties={**RUNNABLE, **properties})
     flow = api.post("/api/flowconfigs", body, format="json").json()
     assert flow["source"] == "pg-orders"
     assert flow["destinations"] == ["lake", "archive"]
@@ -183,8 +213,10 @@ def test_patch_changes_only_what_it_sends_and_put_replaces(api):
     api.post("/api/flowconfigs", flow_body(description="nightly"), format="json")
     patched = api.patch("/api/flowconfigs/sales/orders", {"schedule": "0 2 * * *"}, format="json").json()
     assert patched["schedule"] == "0 2 * * *" and patched["description"] == "nightly"
-    put = api.put("/api/flowconfigs/sales/orders", {"properties": {"a": "b"}}, format="json").json()
-    assert put["description"] == "" and put["schedule"] == "" and put["properties"] == {"a": "b"}
+    replacement = {"source": "pg-orders", "destinations": ["archive"], "properties": {**RUNNABLE, "a": "b"}}
+    put = api.put("/api/flowconfigs/sales/orders", replacement, format="json").json()
+    assert put["description"] == "" and put["schedule"] == "" and put["properties"] == {**RUNNABLE, "a": "b"}
+    assert put["templateUris"] == "" and put["destinations"] == ["archive"]
 
 
 def test_an_invalid_update_leaves_the_flow_as_it_was(api):
@@ -223,7 +255,7 @@ def test_strangers_are_not_let_in():
 
 
 def test_only_the_owner_or_staff_change_a_flow(owner, outsider, staff):
-    FlowConfigFactory(flow_group="sales", flow_name="orders", owner=owner)
+    FlowConfigFactory(flow_group="sales", flow_name="orders", owner=owner, properties=RUNNABLE)
     other = api_client_for(outsider)
     assert other.get("/api/flowconfigs/sales/orders").status_code == 200
     denied = other.patch("/api/flowconfigs/sales/orders", {"description": "mine now"}, format="json")
@@ -270,3 +302,19 @@ def test_a_listener_failure_saves_nothing(api):
     finally:
         flow_catalog_changed.disconnect(broken)
     assert not FlowConfig.objects.exists()
+
+
+def test_a_flow_without_a_schedule_runs_once_at_once(api):
+    """Gobblin's run-once flow: no schedule means one execution, now (and again when it is saved
+    again); created paused, it waits for Run now."""
+    from portal.orchestration.models import FlowExecution
+
+    assert api.post("/api/flowconfigs", flow_body(schedule=""), format="json").status_code == 201
+    assert list(FlowExecution.objects.values_list("trigger", flat=True)) == ["RUN_IMMEDIATELY"]
+    assert api.patch("/api/flowconfigs/sales/orders", {"description": "x"}, format="json").status_code == 200
+    assert FlowExecution.objects.count() == 2
+    assert api.post("/api/flowconfigs", flow_body(flowName="hourly"), format="json").status_code == 201
+    assert FlowExecution.objects.count() == 2  # a scheduled flow waits for its ticks
+    body = flow_body(flowName="later", schedule="", paused=True)
+    assert api.post("/api/flowconfigs", body, format="json").status_code == 201
+    assert FlowExecution.objects.count() == 2

@@ -22,7 +22,13 @@ pytestmark = pytest.mark.django_db
 def flow(owner, name: str, source: str, *destinations: str) -> FlowConfig:
     return flow_services.create_flow(
         owner=owner,
-        data={"flow_group": "g", "flow_name": name, "source": source, "destinations": list(destinations)},
+        data={
+            "flow_group": "g",
+            "flow_name": name,
+            "source": source,
+            "destinations": list(destinations),
+            "properties": {"source.files.format": "csv"},  # the files source needs it
+        },
     )
 
 

@@ -34,6 +34,17 @@ gobblin.template.required_attributes = "source.conn.password"
 TEMPLATE = "pack://vault/ingest.template"
 
 
+# What the JDBC source reads besides the secrets (a save refuses a flow the pipeline would refuse).
+RUNNABLE = {"source.jdbc.tables": "orders", "extract.is.full": "true"}
+
+
+@pytest.fixture(autouse=True)
+def topology(db):
+    nodes("db", kind="jdbc")
+    nodes("lake")
+    executor("x1", "db>lake")
+
+
 @pytest.fixture(autouse=True)
 def vault(owner):
     return make_pack(owner, "vault", {"base.template": PARENT, "ingest.template": CHILD})
@@ -44,7 +55,7 @@ def body(properties: dict[str, str], **overrides) -> dict:
         "flowGroup": "sales",
         "flowName": "orders",
         "templateUris": TEMPLATE,
-        "properties": properties,
+        "properties": {**RUNNABLE, **properties},
         "source": "db",
         "destinations": ["lake"],
         **overrides,
@@ -78,9 +89,6 @@ def test_a_flow_with_encrypted_secrets_is_saved_and_its_job_decrypts(api, stored
     flow = FlowConfig.objects.get()
     assert SECRET not in str(flow.properties)
 
-    nodes("db", kind="jdbc")
-    nodes("lake")
-    executor("x1", "db>lake")
     compiled = compile_flow(flow)
     assert compiled.status == "COMPILED", compiled.message
     [job] = compiled.jobs
@@ -120,9 +128,6 @@ def test_a_flow_may_declare_its_own_encrypted_attributes(api, master_key_file):
 
 
 def test_the_compiler_reports_a_clear_encrypted_attribute_too(owner, master_key_file):
-    nodes("db", kind="jdbc")
-    nodes("lake")
-    executor("x1", "db>lake")
     flow = FlowConfigFactory.build(
         owner=owner, source="db", template_uris=TEMPLATE, properties={"writer.jdbc.password": SECRET}
     )
@@ -135,6 +140,7 @@ def test_the_compiler_reports_a_clear_encrypted_attribute_too(owner, master_key_
 
 def test_an_update_is_checked_like_a_create(api, stored_key):
     good = {
+        **RUNNABLE,
         "source.conn.password": services.encrypt_value(stored_key.wrapped_key, SECRET),
         WRAPPED_KEY_PROPERTY: stored_key.wrapped_key,
     }

@@ -21,8 +21,15 @@ from portal.keys.properties import WRAPPED_KEY_PROPERTY, decrypt_properties
 from portal.keys.rotation import rotate_master_key
 from tests.factories import FlowConfigFactory
 from tests.unit.keys.conftest import SECRET
+from tests.unit.topology.helpers import nodes
 
 pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def topology(db):
+    nodes("db", kind="jdbc")
+    nodes("lake")
 
 
 def flow_with_secret(owner, stored, name: str = "orders") -> FlowConfig:
@@ -31,7 +38,11 @@ def flow_with_secret(owner, stored, name: str = "orders") -> FlowConfig:
         data={
             "flow_group": "sales",
             "flow_name": name,
+            "source": "db",
+            "destinations": ["lake"],
             "properties": {
+                "source.jdbc.tables": "orders",
+                "extract.is.full": "true",
                 "source.conn.password": services.encrypt_value(stored.wrapped_key, SECRET),
                 "source.conn.username": "etl",
                 WRAPPED_KEY_PROPERTY: stored.wrapped_key,

@@ -294,3 +294,30 @@ def test_a_message_nobody_claimed_is_sent_again_for_the_same_attempt(owner):
     assert [m.kwargs["attempt"] for m in sent] == [1, 1]
     assert executor.claim(first.pk, 1, "w1") is not None  # one of the copies wins
     assert executor.claim(first.pk, 1, "w2") is None  # the other is a harmless duplicate
+
+
+def test_a_flow_that_stopped_compiling_skips_its_ticks_with_the_reason_and_one_event(owner, settings):
+    """A topology change after the save (here: data nodes closed to users without a grant) leaves
+    a flow that cannot run: each tick is recorded once, SKIPPED with the reason; one event, not
+    one per tick."""
+    from portal.flows.models import FlowConfig
+    from portal.orchestration.scheduler import create_execution
+
+    flow = two_hop_flow(owner)
+    FlowConfig.objects.filter(pk=flow.pk).update(schedule="*/5 * * * *")
+    settings.DATA_NODE_DEFAULT_ACCESS = "closed"
+    ticks = [timezone.now() - timedelta(minutes=10), timezone.now() - timedelta(minutes=5)]
+    executions = [create_execution(flow, FlowExecution.Trigger.SCHEDULE, tick) for tick in ticks]
+    process_actions()
+    for execution in executions:
+        execution.refresh_from_db()
+        assert execution.status == ExecutionStatus.SKIPPED
+        assert execution.message.startswith("Not run: the flow cannot run: ")
+        assert "may not read from data node 'a'" in execution.message
+        assert not execution.jobs.exists()
+    assert FlowExecution.objects.filter(flow=flow).count() == 2  # once per tick, no retries
+    [event] = Event.objects.filter(kind="flow.cannot_run")
+    assert "demo/a-to-c cannot run" in event.message and event.flow_name == "a-to-c"
+    # Asked for explicitly, it fails and says why, as before.
+    asked = launched(flow, owner)
+    assert asked.status == ExecutionStatus.FAILED and asked.message.startswith("Compilation failed")

@@ -223,11 +223,11 @@ def test_bad_input_fails_the_task_with_a_specific_message(spark: SparkSession, t
         ),
         "unknown writer format": (
             {"writer.output.format": "XML"},
-            "unknown format 'XML' in 'writer.output.format.0' or 'writer.output.format'",
+            "unknown value 'XML' in 'writer.output.format.0' or 'writer.output.format' for branch 0",
         ),
         "unknown source format": (
             {"source.files.format": "xlsx"},
-            "unknown format 'xlsx' in source.files.format",
+            "unknown value 'xlsx' in 'source.files.format' (supported: avro, csv, json, jsonl, orc, parquet)",
         ),
         "missing final dir": (
             {"data.publisher.final.dir": ""},

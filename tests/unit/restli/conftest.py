@@ -26,8 +26,9 @@ def packs(owner):
     )
 
 
-@pytest.fixture
+@pytest.fixture(autouse=True)
 def topology(db):
+    """The data nodes the flows name: a save refuses a name that is no data node."""
     make_topology_nodes()
 
 

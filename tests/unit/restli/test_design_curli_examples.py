@@ -11,13 +11,22 @@ from portal.flows.models import FlowConfig
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("packs")]
 
-CREATE = (
+AS_WRITTEN = (
     '{"flowName" : "myflow1", "flowGroup" : "mygroup", "templateNames" : "FS:///mytemplate.template", '
     '"schedule" : "", "properties" : {"prop1" : "value1"}}'
 )
+# The examples name no data nodes, so as written the flow could never run and is refused; with
+# Gobblin's own source and destination identifiers (and what a files source reads) it is created.
+NODES = {
+    "gobblin.flow.sourceIdentifier": "lake",
+    "gobblin.flow.destinationIdentifier": "archive",
+    "source.files.format": "csv",
+}
+_NODES = ", ".join(f'"{key}" : "{value}"' for key, value in NODES.items())
+CREATE = AS_WRITTEN.replace('"prop1" : "value1"', f'"prop1" : "value1", {_NODES}')
 UPDATE = (
     '{"flowName" : "myflow1", "flowGroup" : "mygroup", "templateName" : "FS:///mytemplate.template", '
-    '"schedule" : "", "properties" : {"prop1" : "value2"}}'
+    f'"schedule" : "", "properties" : {{"prop1" : "value2", {_NODES}}}}}'
 )
 
 
@@ -35,6 +44,17 @@ def curli(wire, url: str, method: str, data: str | None = None, **headers):
 
 
 def test_the_four_curli_examples_create_update_read_and_delete_a_flow(wire, owner):
+    # As written: no data nodes, refused with Gobblin's error record naming the place.
+    refused = curli(
+        wire,
+        "http://localhost:8080/flowconfigs",
+        "POST",
+        AS_WRITTEN,
+        **{"X-RestLi-Method": "create", "X-RestLi-Protocol-Version": "2.0.0"},
+    )
+    assert refused.status_code == 400
+    assert "Choose at least one destination data node." in refused.json()["message"]
+    assert not FlowConfig.objects.exists()
     # Create a flow definition.
     created = curli(
         wire,
@@ -47,7 +67,7 @@ def test_the_four_curli_examples_create_update_read_and_delete_a_flow(wire, owne
     assert created["X-RestLi-Id"] == "($params:(),flowGroup:mygroup,flowName:myflow1)"
     assert created["Location"].endswith("/flowconfigs/($params:(),flowGroup:mygroup,flowName:myflow1)")
     flow = FlowConfig.objects.get(flow_group="mygroup", flow_name="myflow1")
-    assert flow.owner == owner and flow.properties == {"prop1": "value1"}
+    assert flow.owner == owner and flow.properties == {"prop1": "value1", **NODES}
     assert flow.template_uris == "FS:///mytemplate.template"
 
     # Update a flow definition (the example's `templateName` is the same field).
@@ -60,7 +80,7 @@ def test_the_four_curli_examples_create_update_read_and_delete_a_flow(wire, owne
     )
     assert updated.status_code == 200, updated.content
     flow.refresh_from_db()
-    assert flow.properties == {"prop1": "value2"}
+    assert flow.properties == {"prop1": "value2", **NODES}
 
     # Get flow definition: the example asks for `myflow`, which nobody created.
     missing = curli(
@@ -83,7 +103,7 @@ def test_the_four_curli_examples_create_update_read_and_delete_a_flow(wire, owne
     assert found.json() == {
         "id": {"flowGroup": "mygroup", "flowName": "myflow1"},
         "templateUris": "FS:///mytemplate.template",
-        "properties": {"prop1": "value2"},
+        "properties": {"prop1": "value2", **NODES},
     }
 
     # Delete a flow definition.

@@ -43,7 +43,13 @@ def test_a_flow_config_read_back_and_written_again_is_unchanged(owner, wire):
         "schedule": {"cronSchedule": "0 0 2 ? * MON-FRI", "runImmediately": False},
         "templateUris": "FS:///mytemplate.template",
         "owningGroup": "data-eng",
-        "properties": {"a": "1", "b.c": "2"},
+        "properties": {
+            "a": "1",
+            "b.c": "2",
+            "gobblin.flow.sourceIdentifier": "lake",
+            "gobblin.flow.destinationIdentifier": "archive",
+            "source.files.format": "csv",
+        },
     }
     key = "/flowconfigsV2/($params:(),flowGroup:team,flowName:nightly)"
     assert wire.send("POST", "/flowconfigsV2", record, "create").status_code == 201

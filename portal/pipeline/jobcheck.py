@@ -1,0 +1,86 @@
+"""What the pipeline would refuse in a job's properties, found before the job runs.
+
+The portal asks this at save (a flow's compiled jobs) and in the compile preview, so a value or a
+missing required key the worker would refuse is refused at once with the worker's own message: the
+checks are the property schema's (`portal.pipeline.schema`) and the branch-key rule
+(`portal.pipeline.properties`). Node-owned keys are left out: the portal sets them from the data
+nodes when it binds the job (orchestration.jobspecs), after this check.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from portal.pipeline.errors import ConfigError
+from portal.pipeline.properties import Properties, branch_names, check_branch_keys
+from portal.pipeline.schema import (
+    FILES_SOURCE_CLASS,
+    JDBC_SOURCE_CLASS,
+    SOURCE_FILES,
+    SOURCE_JDBC,
+    USER,
+    WRITER_FILES,
+    WRITER_JDBC,
+    PropertySpec,
+    missing_message,
+    required_specs,
+    value_problems,
+)
+
+
+def source_kind(props: Properties) -> str | None:
+    """``source:files`` / ``source:jdbc`` for the built-in sources (by class, else by the source
+    node's kind, as the binding picks it); None for a custom source."""
+    cls = props.get("source.class")
+    if cls:
+        return {FILES_SOURCE_CLASS: SOURCE_FILES, JDBC_SOURCE_CLASS: SOURCE_JDBC}.get(cls)
+    node_kind = props.get("flowport.hop.source.kind")
+    return {"files": SOURCE_FILES, "jdbc": SOURCE_JDBC}.get(node_kind or "")
+
+
+def writer_kind(branch: Properties) -> str | None:
+    if branch.get("writer.builder.class"):
+        return None
+    fmt = (branch.get("writer.output.format") or "").upper()
+    if fmt == "JDBC" or (not fmt and branch.get("flowport.hop.destination.kind") == "jdbc"):
+        return WRITER_JDBC
+    return WRITER_FILES
+
+
+def _waived(props: Properties, spec: PropertySpec) -> bool:
+    if not spec.unless:
+        return False
+    key, _, value = spec.unless.partition("=")
+    return (props.get(key) or "").lower() == value.lower()
+
+
+def _missing(props: Properties, kind: str | None) -> list[str]:
+    if kind is None:
+        return []
+    return [
+        missing_message(props.describe(spec.key), spec)
+        for spec in required_specs(kind)
+        if spec.owner == USER and props.get(spec.key) is None and not _waived(props, spec)
+    ]
+
+
+def job_property_problems(values: Mapping[str, str], *, first_hop: bool = True) -> list[str]:
+    """Every refusal the schema can tell from the properties alone (values, required keys per
+    source and per branch's writer, branch suffixes). A later hop replicates its parent's output,
+    so its source keys are the parent's (the binding sets them) and only its writer is checked."""
+    props = Properties({k: v for k, v in values.items() if isinstance(v, str)})
+    problems = value_problems(values)
+    if problems:
+        return problems
+    try:
+        branches = max(1, props.get_int("fork.branches", 1) or 1) if first_hop else 1
+        check_branch_keys(props.raw, branches)
+    except ConfigError as error:
+        return [str(error)]
+    if first_hop:
+        problems += _missing(props, source_kind(props))
+    names = branch_names(props, branches)
+    for index in range(branches):
+        branch = props.for_branch(index, branches, names[index])
+        problems += _missing(branch, writer_kind(branch))
+    return problems
