@@ -56,7 +56,6 @@ class DataNode(models.Model):
 
     def clean(self) -> None:
         # The portal's own database and secrets are never a data node (docs/security.md).
-
         if isinstance(self.properties, dict):
             problems = node_problems(self.kind, self.properties)
             url = self.properties.get("url")
