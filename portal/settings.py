@@ -391,6 +391,11 @@ MONITORING_SLA_GRACE_SECONDS = env_int("MONITORING_SLA_GRACE_SECONDS", 60)
 # that receives each event as a JSON POST. Empty = the dashboard only.
 MONITORING_EMAIL_TO = env_list("MONITORING_EMAIL_TO")
 MONITORING_WEBHOOK_URL = env_secret("MONITORING_WEBHOOK_URL")
+# Test connection and discovery of a data node (topology/connections.py) give up after this.
+TOPOLOGY_CONNECTION_TIMEOUT_SECONDS = env_int("TOPOLOGY_CONNECTION_TIMEOUT_SECONDS", 5)
+# Webhooks of users' subscriptions may go to these hosts only (exact names or
+# ".example.org" for a domain and its subdomains); empty: any host.
+MONITORING_WEBHOOK_ALLOWED_HOSTS = env_list("MONITORING_WEBHOOK_ALLOWED_HOSTS")
 MONITORING_SINK_TIMEOUT_SECONDS = env_int("MONITORING_SINK_TIMEOUT_SECONDS", 5)
 MONITORING_SINK_MIN_SEVERITY = env("MONITORING_SINK_MIN_SEVERITY", "INFO").upper()
 if MONITORING_SINK_MIN_SEVERITY not in ("INFO", "WARNING", "ERROR"):

@@ -13,18 +13,22 @@ from portal.flows import api as flows_api
 from portal.flows import compile_api as flows_compile_api
 from portal.flows import views as flows_views
 from portal.keys import api as keys_api
+from portal.monitoring import api as monitoring_api
 from portal.orchestration import api as orchestration_api
 from portal.templatepacks import api as templatepacks_api
 from portal.topology import api as topology_api
+from portal.topology import connections_api as topology_connections_api
 
 api_urlpatterns = [
     *flows_compile_api.urlpatterns,
     *flows_api.urlpatterns,
     *accounts_api.urlpatterns,
     *templatepacks_api.urlpatterns,
+    *topology_connections_api.urlpatterns,
     *topology_api.urlpatterns,
     *orchestration_api.urlpatterns,
     *keys_api.urlpatterns,
+    *monitoring_api.urlpatterns,
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="swagger-ui"),
 ]

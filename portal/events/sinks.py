@@ -13,8 +13,10 @@ import json
 import logging
 import os
 import threading
+import urllib.error
 import urllib.request
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from urllib.parse import urlsplit
 
@@ -57,7 +59,8 @@ def event_payload(event: Event) -> dict:
     }
 
 
-def send_email(event: Event) -> None:
+def send_email(event: Event, to: list[str] | None = None) -> None:
+    """To the operator's MONITORING_EMAIL_TO, or to `to` (a subscriber)."""
     payload = event_payload(event)
     where = f"{event.flow_group}/{event.flow_name}" if event.flow_group else event.subject
     subject = f"[Flowport] {event.severity} {event.kind}" + (f": {where}" if where else "")
@@ -67,20 +70,51 @@ def send_email(event: Event) -> None:
     if payload["url"]:
         lines.append(f"Execution: {payload['url']}")
     lines.append(f"Dashboard: {settings.SITE_URL.rstrip('/')}/monitoring/")
+    if to is not None:
+        lines += [
+            "",
+            f"You subscribed to this flow; change or remove it at {settings.SITE_URL.rstrip('/')}/account/",
+        ]
     connection = get_connection(timeout=settings.MONITORING_SINK_TIMEOUT_SECONDS)
     send_mail(
         subject[:200],
         "\n".join(lines),
         settings.MONITORING_EMAIL_FROM,
-        settings.MONITORING_EMAIL_TO,
+        to if to is not None else settings.MONITORING_EMAIL_TO,
         connection=connection,
     )
 
 
-def send_webhook(event: Event) -> None:
-    url = settings.MONITORING_WEBHOOK_URL
-    if urlsplit(url).scheme not in ("http", "https"):
-        raise ValueError("MONITORING_WEBHOOK_URL must be an http(s) URL")
+class _NoRedirects(urllib.request.HTTPRedirectHandler):
+    """A webhook answering with a redirect is a failure: following it could
+    reach a host MONITORING_WEBHOOK_ALLOWED_HOSTS keeps subscribers from."""
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):
+        raise urllib.error.HTTPError(req.full_url, code, f"redirect to {newurl} not followed", headers, fp)
+
+
+_opener = urllib.request.build_opener(_NoRedirects)
+
+
+_webhook_checks: list[Callable[[str], None]] = []  # see register_webhook_check
+
+
+def register_webhook_check(check: Callable[[str], None]) -> None:
+    """A check every listener's webhook URL passes again just before sending
+    (monitoring: http(s) and MONITORING_WEBHOOK_ALLOWED_HOSTS, which may have
+    changed since the URL was saved); it raises to refuse."""
+    _webhook_checks.append(check)
+
+
+def send_webhook(event: Event, url: str | None = None) -> None:
+    """To the operator's MONITORING_WEBHOOK_URL, or to a listener's `url`."""
+    if url is None:
+        url = settings.MONITORING_WEBHOOK_URL
+        if urlsplit(url).scheme not in ("http", "https"):
+            raise ValueError("MONITORING_WEBHOOK_URL must be an http(s) URL")
+    else:
+        for check in _webhook_checks:
+            check(url)
     body = json.dumps(event_payload(event)).encode()
     request = urllib.request.Request(  # noqa: S310 - scheme checked above
         url,
@@ -88,8 +122,33 @@ def send_webhook(event: Event) -> None:
         method="POST",
         headers={"Content-Type": "application/json", "User-Agent": "Flowport monitoring"},
     )
-    with urllib.request.urlopen(request, timeout=settings.MONITORING_SINK_TIMEOUT_SECONDS) as response:  # noqa: S310
+    with _opener.open(request, timeout=settings.MONITORING_SINK_TIMEOUT_SECONDS) as response:
         response.read(1024)
+
+
+@dataclass(frozen=True)
+class Listeners:
+    """People an app above registers for events (monitoring: users' flow
+    subscriptions), served by the same sender, queue and bookkeeping as the
+    operator's sinks. `kinds`: the event kinds they may want; `present`: is
+    anyone listening at all (cheap); `targets`: one event's deliveries by name
+    (a name accepted once is never sent again)."""
+
+    kinds: tuple[str, ...]
+    present: Callable[[], bool]
+    targets: Callable[[Event], dict[str, Callable[[], None]]]
+
+
+_listeners: list[Listeners] = []
+
+
+def register_listeners(listeners: Listeners) -> None:
+    """Called once from an AppConfig.ready (events imports no app above it)."""
+    _listeners.append(listeners)
+
+
+def _listening() -> list[Listeners]:
+    return [listeners for listeners in _listeners if listeners.present()]
 
 
 def configured_sinks() -> dict[str, Callable[[Event], None]]:
@@ -118,21 +177,37 @@ def _claim(event: Event, now: datetime) -> bool:
     return bool(won)
 
 
+def _targets(event: Event, sinks: dict[str, Callable[[Event], None]]) -> dict[str, Callable[[], None]]:
+    """Who gets this event: the operator's sinks (above the severity floor)
+    and the registered listeners (a flow's subscribers, for the kinds they chose)."""
+    targets: dict[str, Callable[[], None]] = {}
+    if event.severity in _severities():
+        targets.update({name: (lambda send=send: send(event)) for name, send in sinks.items()})
+    for listeners in _listeners:
+        targets.update(listeners.targets(event))
+    return targets
+
+
 def deliver_pending_events(now: datetime | None = None, limit: int = BATCH) -> int:
-    """Send undelivered recent events to every configured sink; returns how
-    many were delivered everywhere. Safe to call from several processes."""
+    """Send undelivered recent events to every configured sink and to the
+    registered listeners; returns how many were delivered everywhere. Safe to
+    call from several processes."""
     sinks = configured_sinks()
-    if not sinks:
+    listening = _listening()
+    if not sinks and not listening:
         return 0
     now = now or timezone.now()
     recent = now - timedelta(seconds=settings.MONITORING_SINK_MAX_AGE_SECONDS)
+    wanted = Q(severity__in=_severities()) if sinks else Q(pk__in=[])
+    for listeners in listening:
+        wanted |= Q(kind__in=listeners.kinds)
     due = (
         Event.objects.filter(
             delivered_at__isnull=True,
             created__gte=recent,
             delivery_attempts__lt=MAX_ATTEMPTS,
-            severity__in=_severities(),
         )
+        .filter(wanted)
         .filter(Q(delivery_lease_until__isnull=True) | Q(delivery_lease_until__lt=now))
         .order_by("id")[:limit]
     )
@@ -142,11 +217,11 @@ def deliver_pending_events(now: datetime | None = None, limit: int = BATCH) -> i
             continue  # another process has it
         done = list(event.delivered_to)
         errors = []
-        for name, send in sinks.items():
+        for name, send in _targets(event, sinks).items():
             if name in done:
                 continue  # accepted on an earlier attempt; do not send it twice
             try:
-                send(event)
+                send()
             except Exception as exc:
                 errors.append(f"{name}: {type(exc).__name__}: {exc}")
                 logger.warning("event %s not delivered to %s: %s", event.pk, name, exc)
@@ -189,7 +264,7 @@ def kick() -> None:
     """Wake this process's sender (started on first use; a forked child gets
     its own). Returns at once."""
     global _thread, _thread_pid
-    if not configured_sinks():
+    if not configured_sinks() and not _listening():
         return
     with _lock:
         if _thread is None or _thread_pid != os.getpid() or not _thread.is_alive():

@@ -39,6 +39,7 @@ from portal.flows.services import FlowAlreadyExists
 from portal.keys.properties import ENCRYPTED_MASK, WRAPPED_KEY_PROPERTY, looks_encrypted
 from portal.pipeline.schema import PropertySpec, spec_for
 from portal.property_lines import parse_property_lines
+from portal.topology import picker
 
 # What a secret looks like wherever it is not yet encrypted (previews): the
 # keys app's mask, so it is never mistaken for a value.
@@ -347,6 +348,9 @@ class FlowConfigForm(forms.ModelForm):
             put(row.key.strip(), row.value.strip(), "the properties", "properties")
         for key, value in (cleaned.get("properties_text") or {}).items():
             put(key, value, "the pasted lines", "properties_text")
+        source = cleaned.get("source") or ""
+        for key, value in picker.picked_properties(self.data, picker.source_kind(source)).items():
+            put(key, value, "the source picker", "source")
         for key, value in self._secret_values(secrets, "attributes", required=False).items():
             put(key, value, "the template attributes", "attributes")
         for key, value in self._secret_values(cleaned.get("secrets", []), "secrets").items():

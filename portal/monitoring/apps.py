@@ -9,6 +9,7 @@ class MonitoringConfig(AppConfig):
         # Imported here, not at module level: models are ready only now.
         from portal.monitoring.metrics import refresh_history_snapshot
         from portal.monitoring.monitors import run_monitors
+        from portal.monitoring.subscriptions import listen
         from portal.orchestration.loop import Duty, register_duty
 
         # Every scheduler runs the monitors with its sweeps, and keeps the history metrics fresh.
@@ -16,3 +17,5 @@ class MonitoringConfig(AppConfig):
         register_duty(
             Duty("history metrics", refresh_history_snapshot, lambda: settings.METRICS_HISTORY_SECONDS)
         )
+        # Users' flow subscriptions are served by the event sinks' one sender.
+        listen()

@@ -7,6 +7,7 @@ per change of verdict, not on every poll, whichever portal process polls."""
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.db import models
 
 
@@ -45,3 +46,37 @@ class MetricsSnapshot(models.Model):
 
     def __str__(self) -> str:
         return f"metrics snapshot {self.updated:%Y-%m-%d %H:%M:%S}"
+
+
+class Subscription(models.Model):
+    """One user's wish to hear about one flow: which events (failure, SLA
+    miss, recovery) and where (their email address and/or a webhook). The
+    operator's sinks (MONITORING_EMAIL_TO, MONITORING_WEBHOOK_URL) are apart
+    from these; both are served by the same delivery pass (sinks.py)."""
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="flow_subscriptions"
+    )
+    flow = models.ForeignKey("flows.FlowConfig", on_delete=models.CASCADE, related_name="subscriptions")
+    on_failure = models.BooleanField(default=True, help_text="An execution failed.")
+    on_sla_miss = models.BooleanField(
+        default=True, help_text="A job did not start or the flow did not finish in time."
+    )
+    on_recovery = models.BooleanField(default=False, help_text="The first success after a failure.")
+    by_email = models.BooleanField(default=True, help_text="To the email address of your account.")
+    # Checked by subscriptions.validate_webhook_url (http(s), allowed hosts),
+    # not URLField's validator, so the error says what is wrong.
+    webhook_url = models.CharField(
+        max_length=500, blank=True, help_text="A JSON POST per event (http or https)."
+    )
+    created = models.DateTimeField(auto_now_add=True)
+    updated = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["flow__flow_group", "flow__flow_name"]
+        constraints = [
+            models.UniqueConstraint(fields=["user", "flow"], name="subscription_once_per_user_flow")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user} on {self.flow}"

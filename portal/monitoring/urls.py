@@ -13,5 +13,13 @@ urlpatterns = [
         views.dataset,
         name="dataset",
     ),
+    path(
+        "flows/<str:flow_group>/<str:flow_name>/subscription/",
+        views.flow_subscription,
+        name="flow_subscription",
+    ),
+    path(
+        "subscriptions/<int:subscription_id>/delete/", views.subscription_delete, name="subscription_delete"
+    ),
     path("metrics", views.metrics_view, name="metrics"),
 ]

@@ -8,17 +8,21 @@ import hmac
 from urllib.parse import urlencode
 
 from django.conf import settings
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.views import redirect_to_login
 from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import render, resolve_url
+from django.shortcuts import get_object_or_404, redirect, render, resolve_url
+from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.cache import never_cache
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import HttpResponseClientRedirect
 
-from portal.monitoring import history, metrics
+from portal.monitoring import history, metrics, subscriptions
 from portal.monitoring.dashboard import dashboard_context
+from portal.monitoring.forms import SubscriptionForm
+from portal.monitoring.models import Subscription
 from portal.orchestration import statestore
 
 HTMX_STOP_POLLING = 286
@@ -104,3 +108,49 @@ def metrics_view(request: HttpRequest) -> HttpResponse:
             response["WWW-Authenticate"] = 'Bearer realm="metrics"'
             return response
     return HttpResponse(metrics.render(), content_type=metrics.CONTENT_TYPE)
+
+
+# --- subscriptions ----------------------------------------------------------------
+
+
+def _readable_flow_or_404(request: HttpRequest, flow_group: str, flow_name: str):
+    flow = subscriptions.readable_flow(request.user, flow_group, flow_name)
+    if flow is None:
+        raise Http404("No such flow.")
+    return flow
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def flow_subscription(request: HttpRequest, flow_group: str, flow_name: str) -> HttpResponse:
+    """Subscribe to a flow, or change what and how you hear about it."""
+    flow = _readable_flow_or_404(request, flow_group, flow_name)
+    existing = subscriptions.subscription_of(request.user, flow)
+    instance = existing or Subscription(user=request.user, flow=flow)
+    form = SubscriptionForm(request.POST or None, instance=instance)
+    if request.method == "POST":
+        if form.is_valid():
+            subscriptions.save(form.instance)
+            messages.success(request, f"Subscribed to {flow}: {subscriptions.describe(form.instance)}.")
+            return redirect("flows:detail", flow.flow_group, flow.flow_name)
+        status = 400
+    else:
+        status = 200
+    context = {"flow": flow, "form": form, "subscription": existing}
+    return render(request, "monitoring/subscription_form.html", context, status=status)
+
+
+@login_required
+@require_POST
+def subscription_delete(request: HttpRequest, subscription_id: int) -> HttpResponse:
+    """Remove one of your subscriptions (someone else's is a 404)."""
+    subscription = get_object_or_404(
+        Subscription.objects.select_related("flow"), pk=subscription_id, user=request.user
+    )
+    flow = subscription.flow
+    subscription.delete()
+    messages.success(request, f"Unsubscribed from {flow}.")
+    next_url = request.POST.get("next", "")
+    if not url_has_allowed_host_and_scheme(next_url, allowed_hosts={request.get_host()}):
+        next_url = resolve_url("accounts:profile")
+    return redirect(next_url)

@@ -258,6 +258,7 @@ def _roll_up(execution: FlowExecution, jobs: list[JobExecution]) -> None:
                 ExecutionStatus.COMMITTED,
                 f"{len(jobs)} job(s) committed; delivered {delivered_text(delivered(jobs))}.",
             )
+            _raise_if_recovered(execution)
         elif execution.cancel_requested:
             _finish(execution, ExecutionStatus.CANCELLED, execution.message or "Cancelled.")
         else:
@@ -274,6 +275,34 @@ def _roll_up(execution: FlowExecution, jobs: list[JobExecution]) -> None:
         execution.status = ExecutionStatus.RUNNING
         execution.started_at = execution.started_at or timezone.now()
         execution.save(update_fields=["status", "started_at"])
+
+
+def _raise_if_recovered(execution: FlowExecution) -> None:
+    """`execution.recovered`: the first success after a failure, i.e. the
+    flow's previous finished execution (by id) failed. Subscribers asked for
+    it; one indexed look-up per committed execution."""
+    previous = (
+        FlowExecution.objects.filter(
+            flow_group=execution.flow_group,
+            flow_name=execution.flow_name,
+            execution_id__lt=execution.execution_id,
+            status__in=[ExecutionStatus.COMMITTED, ExecutionStatus.FAILED],
+        )
+        .order_by("-execution_id")
+        .values_list("status", "execution_id")
+        .first()
+    )
+    if previous is None or previous[0] != ExecutionStatus.FAILED:
+        return
+    raise_event(
+        "execution.recovered",
+        f"{execution} committed after execution {previous[1]} failed.",
+        severity="INFO",
+        dedupe_key=f"execution.recovered:{execution.flow_group}/{execution.flow_name}#{execution.execution_id}",
+        flow_group=execution.flow_group,
+        flow_name=execution.flow_name,
+        execution_id=execution.execution_id,
+    )
 
 
 # --- KILL / RESUME -----------------------------------------------------------------

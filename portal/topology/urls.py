@@ -7,6 +7,7 @@ from portal.topology import views
 app_name = "topology"
 urlpatterns = [
     path("", views.overview, name="overview"),
+    path("source-picker/", views.source_picker, name="source_picker"),
     path("executors/new/", views.executor_create, name="executor_create"),
     path("executors/<str:name>/", views.executor_detail, name="executor"),
     path("executors/<str:name>/edit/", views.executor_edit, name="executor_edit"),
@@ -19,6 +20,9 @@ urlpatterns = [
         name="capability_remove",
     ),
     path("datanodes/new/", views.datanode_create, name="datanode_create"),
+    path("datanodes/<str:name>/", views.datanode_detail, name="datanode"),
+    path("datanodes/<str:name>/test/", views.datanode_test, name="datanode_test"),
+    path("datanodes/<str:name>/discover/", views.datanode_discover, name="datanode_discover"),
     path("datanodes/<str:name>/edit/", views.datanode_edit, name="datanode_edit"),
     path("datanodes/<str:name>/delete/", views.datanode_delete, name="datanode_delete"),
 ]

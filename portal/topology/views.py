@@ -9,13 +9,14 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.db.models import Prefetch
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.views.decorators.http import require_http_methods, require_POST
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django.views.decorators.vary import vary_on_headers
 
 from portal.accounts import access
-from portal.topology import services
+from portal.topology import access as node_access
+from portal.topology import connections, picker, services
 from portal.topology.forms import CapabilityForm, DataNodeForm, SpecExecutorForm
 from portal.topology.models import Capability, DataNode, SpecExecutor
 from portal.topology.svg import topology_svg
@@ -154,9 +155,18 @@ def capability_remove(request: HttpRequest, name: str, pk: int) -> HttpResponse:
     return redirect("topology:executor", name=executor.name)
 
 
+def _datanode_fields(request: HttpRequest, node: DataNode | None) -> HttpResponse:
+    """The form again for the kind just chosen (htmx swaps its fields in),
+    keeping what was typed; nothing is validated or saved."""
+    form = DataNodeForm(initial=request.POST.dict(), instance=node)
+    return render(request, "topology/datanode_form.html", {"form": form, "object": node})
+
+
 @staff_required
 @require_http_methods(["GET", "POST"])
 def datanode_create(request: HttpRequest) -> HttpResponse:
+    if request.GET.get("part") == "fields":
+        return _datanode_fields(request, None)
     form = DataNodeForm(request.POST or None)
     return _form_page(
         request, "topology/datanode_form.html", form, None, lambda f: services.create_data_node(f.node_data())
@@ -167,6 +177,8 @@ def datanode_create(request: HttpRequest) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 def datanode_edit(request: HttpRequest, name: str) -> HttpResponse:
     node = get_object_or_404(DataNode, name=name)
+    if request.GET.get("part") == "fields":
+        return _datanode_fields(request, node)
     form = DataNodeForm(request.POST or None, instance=node)
     return _form_page(
         request,
@@ -192,3 +204,61 @@ def datanode_delete(request: HttpRequest, name: str) -> HttpResponse:
             return redirect("topology:overview")
     context = {"object": node, "noun": "data node", "error": error}
     return render(request, "topology/confirm_delete.html", context, status=409 if error else 200)
+
+
+# --- a data node's page: Test connection and discovery ----------------------------------
+
+
+def _usable_node(request: HttpRequest, name: str) -> DataNode:
+    """A node the user holds a grant on (staff: any); otherwise 404, so a
+    user learns nothing about what lies behind a node not granted to them."""
+    node = get_object_or_404(DataNode, name=name)
+    if not (
+        node_access.may_use(request.user, name, node_access.READ)
+        or node_access.may_use(request.user, name, node_access.WRITE)
+    ):
+        raise Http404("No such data node.")
+    return node
+
+
+def _typed_credentials(request: HttpRequest) -> dict[str, str]:
+    return {
+        "user": request.POST.get("test_user", "")[:256],
+        "password": request.POST.get("test_password", "")[:1024],
+    }
+
+
+@login_required
+@require_GET
+def datanode_detail(request: HttpRequest, name: str) -> HttpResponse:
+    node = _usable_node(request, name)
+    return render(request, "topology/datanode_detail.html", {"node": node})
+
+
+@login_required
+@require_POST
+def datanode_test(request: HttpRequest, name: str) -> HttpResponse:
+    node = _usable_node(request, name)
+    result = connections.test_connection(node, **_typed_credentials(request))
+    return render(request, "topology/partials/connection_result.html", {"node": node, "result": result})
+
+
+@login_required
+@require_POST
+def datanode_discover(request: HttpRequest, name: str) -> HttpResponse:
+    node = _usable_node(request, name)
+    found = connections.discover(node, **_typed_credentials(request))
+    return render(request, "topology/partials/discovery.html", {"node": node, "found": found})
+
+
+@login_required
+@require_POST
+def source_picker(request: HttpRequest) -> HttpResponse:
+    """The flow form's picker (htmx, the whole form posted): the source's
+    tables or folders; with one chosen, its columns and watermark columns."""
+    found = picker.choices(
+        request.user, request.POST.get("source", ""), connect_as=picker.connection_user(request.POST)
+    )
+    chosen = found.find(request.POST.get("pick_dataset", ""))
+    context = {"found": found, "chosen": chosen}
+    return render(request, "topology/partials/source_picker.html", context)

@@ -21,6 +21,7 @@ from portal.accounts.models import ApiToken
 from portal.accounts.tokens import create_token
 from portal.flows.models import FlowConfig
 from portal.keys.models import CustomerKey
+from portal.monitoring.models import Subscription
 from portal.orchestration.models import FlowExecution
 from portal.templatepacks.models import TemplatePack
 from portal.topology.models import Capability, DataNode, SpecExecutor
@@ -73,6 +74,12 @@ LOGOUT = Kind(None, LOGIN, LOGIN, LOGIN, LOGIN, LOGIN)
 # nothing to show to anyone signed in; who reads them is tested beside their pages.
 NO_ROW = Kind(None, HIDDEN, HIDDEN, HIDDEN, HIDDEN, HIDDEN)
 STAFF_NO_ROW = Kind(None, DENIED, DENIED, DENIED, DENIED, HIDDEN)
+# A data node's page, Test connection and discovery: whoever holds a grant on it
+# (this world's node has none, so it is open, as DATA_NODE_DEFAULT_ACCESS=open
+# says; closed nodes: tests/unit/topology/test_connections.py).
+NODE_USE = Kind(DataNode, OK, OK, OK, OK, OK)
+# A flow subscription is its own user's: anyone else's id names nothing.
+OWN_SUBSCRIPTION = Kind(None, OK, HIDDEN, HIDDEN, HIDDEN, HIDDEN)
 
 F = "<str:flow_group>/<str:flow_name>"
 E = f"{F}/<int:execution_id>"
@@ -122,6 +129,10 @@ ROUTES: dict[str, Kind] = {
     "topology/executors/<str:name>/capabilities/": TOPOLOGY_CHANGE,
     "topology/executors/<str:name>/capabilities/<int:pk>/remove/": TOPOLOGY_CHANGE,
     "topology/datanodes/new/": NODE_CHANGE,
+    "topology/datanodes/<str:name>/": NODE_USE,
+    "topology/datanodes/<str:name>/test/": NODE_USE,
+    "topology/datanodes/<str:name>/discover/": NODE_USE,
+    "topology/source-picker/": SIGNED_IN,
     "topology/datanodes/<str:name>/edit/": NODE_CHANGE,
     "topology/datanodes/<str:name>/delete/": NODE_CHANGE,
     "executions/": SIGNED_IN,
@@ -139,6 +150,8 @@ ROUTES: dict[str, Kind] = {
     "keys/": KEYS,
     "monitoring/": SIGNED_IN,
     f"monitoring/flows/{F}/chart/": FLOW_VIEW,
+    f"monitoring/flows/{F}/subscription/": FLOW_VIEW,
+    "monitoring/subscriptions/<int:subscription_id>/delete/": OWN_SUBSCRIPTION,
     f"monitoring/datasets/{F}/<str:job_name>/<path:dataset_urn>/": NO_ROW,
     "api/flowconfigs/compile": SIGNED_IN,
     f"api/flowconfigs/{FA}/jobs": FLOW_VIEW,
@@ -158,6 +171,10 @@ ROUTES: dict[str, Kind] = {
     "api/topologies/<str:name>": TOPOLOGY_VIEW,
     "api/datanodes": TOPOLOGY_VIEW,
     "api/datanodes/<str:name>": TOPOLOGY_VIEW,
+    "api/datanodes/<str:name>/test": NODE_USE,
+    "api/datanodes/<str:name>/discover": NODE_USE,
+    "api/subscriptions": SIGNED_IN,
+    "api/subscriptions/<int:subscription_id>": OWN_SUBSCRIPTION,
     f"api/flowstatuses/{FA}": FLOW_VIEW,
     "api/flowexecutions": SIGNED_IN,
     "api/flowexecutions/<int:executionId>": EXECUTION_VIEW,
@@ -241,6 +258,7 @@ def world(db) -> World:
         executor=executor, source=node, destination=DataNode.objects.create(name="node-b")
     )
     token, _key = create_token(owner, name="script")
+    subscription = Subscription.objects.create(user=owner, flow=flow)
     people = {"owner": owner, "member": member, "reader": reader, "outsider": outsider, "staff": staff}
     values = {
         "flow_group": "sales",
@@ -255,6 +273,7 @@ def world(db) -> World:
         "number": "1",
         "pk": str(capability.pk),
         "token_id": str(token.pk),
+        "subscription_id": str(subscription.pk),
         "request_id": "1",
         "dataset_urn": "urn",
         "pack": pack.name,

@@ -7,7 +7,7 @@ from django import template
 from django.urls import reverse
 
 from portal.events.links import execution_path
-from portal.monitoring import history
+from portal.monitoring import history, subscriptions
 from portal.monitoring.charts import format_count, format_duration
 from portal.pipeline.watermarks import value_of
 
@@ -61,3 +61,30 @@ def watermark_value(watermark: str | None) -> str:
     """The plain value of a watermark (a look-back one shows its value, not its hashes)."""
 
     return value_of(watermark) or ""
+
+
+@register.inclusion_tag("monitoring/partials/flow_subscription.html", takes_context=True)
+def flow_subscription(context, flow) -> dict:
+    """The flow page's "Your subscription" card: `{% flow_subscription flow %}`."""
+    subscription = subscriptions.subscription_of(context["request"].user, flow)
+    return {
+        "flow": flow,
+        "subscription": subscription,
+        "summary": subscriptions.describe(subscription) if subscription else "",
+        "csrf_token": context.get("csrf_token"),
+    }
+
+
+@register.inclusion_tag("monitoring/partials/my_subscriptions.html", takes_context=True)
+def my_subscriptions(context) -> dict:
+    """The profile's list of the user's subscriptions: `{% my_subscriptions %}`."""
+    found = subscriptions.subscriptions_of(context["request"].user)
+    return {
+        "rows": [(subscription, subscriptions.describe(subscription)) for subscription in found],
+        "csrf_token": context.get("csrf_token"),
+    }
+
+
+@register.filter
+def masked_webhook(url: str) -> str:
+    return subscriptions.masked_webhook(url)

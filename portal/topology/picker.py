@@ -1,0 +1,103 @@
+"""The flow form's source picker: choose a table (or a folder of files) the
+source node holds, its columns and its watermark column from discovery,
+instead of typing property names. The picks are posted with the flow form
+as `pick_*` fields and become ordinary job properties at save:
+
+* JDBC: `source.jdbc.tables` (the table), `extract.delta.fields` (the
+  watermark column), `converter.drop.fields` (the columns left unticked);
+* files: `source.files.datasets` (the folder), `source.files.format` (from
+  the files' suffix), `converter.drop.fields` (the columns left unticked) —
+  a files source's watermark is the files' modification time, not a column.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from portal.topology import access, connections
+from portal.topology.models import DataNode
+
+FORMAT_OF_SUFFIX = {"csv": "csv", "json": "json", "jsonl": "json", "parquet": "parquet"}
+
+
+@dataclass
+class Pickable:
+    """A table, or a folder of data files (one dataset of a files source)."""
+
+    name: str
+    columns: list[connections.Column]
+    format: str = ""
+
+    @property
+    def watermark_columns(self) -> list[connections.Column]:
+        return [column for column in self.columns if column.watermark_suitable]
+
+
+@dataclass
+class Choices:
+    node: DataNode | None
+    message: str = ""
+    pickables: list[Pickable] | None = None
+
+    def find(self, name: str) -> Pickable | None:
+        return next((p for p in self.pickables or [] if p.name == name), None)
+
+
+def connection_user(data: Mapping) -> str:
+    """The flow's `source.conn.username`, when typed in a property row: the
+    JDBC user the flow will read as, so discovery sees what the flow will."""
+    for key, value in data.items():
+        if key.startswith("prop-") and key.endswith("-key") and str(value).strip() == "source.conn.username":
+            return str(data.get(key[: -len("key")] + "value", "")).strip()
+    return ""
+
+
+def choices(user, node_name: str, *, connect_as: str = "") -> Choices:
+    """What the user may pick from the node (nothing from a node not granted to them)."""
+    node = DataNode.objects.filter(name=node_name).first() if node_name else None
+    if node is None:
+        return Choices(None, "Choose a source first.")
+    if not access.may_use(user, node.name, access.READ):
+        return Choices(None, f"You hold no read grant on data node {node.name}.")
+    found = connections.discover(node, user=connect_as)
+    if not found.ok:
+        return Choices(node, found.message)
+    if node.kind == DataNode.Kind.JDBC:
+        return Choices(node, found.message, [Pickable(d.name, d.columns) for d in found.datasets])
+    folders: dict[str, Pickable] = {}
+    for dataset in found.datasets:
+        folder, _, rest = dataset.name.partition("/")
+        if rest and folder not in folders:  # one dataset per folder under the root; its first file's columns
+            suffix = dataset.name.rsplit(".", 1)[-1].lower()
+            folders[folder] = Pickable(folder, dataset.columns, FORMAT_OF_SUFFIX.get(suffix, ""))
+    return Choices(node, f"{len(folders)} folder(s) with data files.", list(folders.values()))
+
+
+def picked_properties(data: Mapping, source_kind: str) -> dict[str, str]:
+    """The job properties the posted picks stand for (empty when nothing was picked)."""
+    dataset = (data.get("pick_dataset") or "").strip()
+    if not dataset:
+        return {}
+    getlist = getattr(data, "getlist", lambda key: data.get(key) or [])
+    ticked = [name for name in getlist("pick_columns") if name]
+    known = [name for name in getlist("pick_known_columns") if name]
+    dropped = [name for name in known if name not in ticked]
+    properties: dict[str, str] = {}
+    if source_kind == DataNode.Kind.JDBC:
+        properties["source.jdbc.tables"] = dataset
+        watermark = (data.get("pick_watermark") or "").strip()
+        if watermark:
+            properties["extract.delta.fields"] = watermark
+    else:
+        properties["source.files.datasets"] = dataset
+        file_format = (data.get("pick_format") or "").strip()
+        if file_format:
+            properties["source.files.format"] = file_format
+    if dropped and ticked:
+        properties["converter.drop.fields"] = ",".join(dropped)
+    return properties
+
+
+def source_kind(node_name: str) -> str:
+    return DataNode.objects.filter(name=node_name).values_list("kind", flat=True).first() or ""

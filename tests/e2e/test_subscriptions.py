@@ -1,0 +1,101 @@
+"""A user subscribes to a flow on its page (Airflow's email-on-failure,
+per user), hears of its failure and then of its recovery at a webhook of
+theirs — sent by the real scheduler's event sinks — and unsubscribes on
+the profile page."""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from http.server import BaseHTTPRequestHandler, HTTPServer
+
+import pytest
+from playwright.sync_api import expect
+
+from portal.monitoring.models import Subscription
+from portal.orchestration.models import FlowExecution
+from tests.e2e import ui
+from tests.integration.stack import wait_until
+from tests.ports import free_port
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+class _Hook(BaseHTTPRequestHandler):
+    def do_POST(self):
+        length = int(self.headers["Content-Length"])
+        self.server.received.append(json.loads(self.rfile.read(length)))
+        self.send_response(204)
+        self.end_headers()
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def hook():
+    server = HTTPServer(("127.0.0.1", free_port()), _Hook)
+    server.received = []
+    server.url = f"http://127.0.0.1:{server.server_port}/flowport"
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server
+    server.shutdown()
+    server.server_close()
+
+
+def _run_now(page) -> FlowExecution:
+    before = set(FlowExecution.objects.values_list("pk", flat=True))
+    page.goto("/flows/e2e/flaky/")
+    page.locator("#flow-executions").get_by_role("button", name="Run now").click()
+    expect(page).to_have_url(re.compile(r"/executions/e2e/flaky/\d+/$"))
+    return ui.finished(FlowExecution.objects.exclude(pk__in=before).get())
+
+
+def _heard(hook, kind: str) -> dict:
+    wait_until(lambda: any(body["kind"] == kind for body in hook.received), 60, f"the webhook to hear {kind}")
+    return next(body for body in hook.received if body["kind"] == kind)
+
+
+def test_a_user_subscribes_hears_of_failure_and_recovery_and_unsubscribes(page, logged_in, lake, hook):
+    alice = logged_in("alice")
+    # The first attempt fails (and leaves the marker), the next run succeeds.
+    ui.make_flow(alice, "flaky", **{"flaky.marker.file": str(lake / "flaky.marker")})
+
+    page.goto("/flows/e2e/flaky/")
+    card = page.locator("#subscription")
+    expect(card).to_contain_text("Get an email or a webhook call")
+    card.get_by_role("link", name="Subscribe").click()
+    page.get_by_label("Recovery").check()
+    page.get_by_label("Email me").uncheck()
+    page.get_by_label("Webhook URL").fill("ftp://hooks.example.org/")
+    page.get_by_role("button", name="Subscribe").click()
+    expect(page.locator("#id_webhook_url_error")).to_contain_text("http:// or https://")
+    ui.screenshot(page, "subscription-invalid-webhook")
+    page.get_by_label("Webhook URL").fill(hook.url)
+    page.get_by_role("button", name="Subscribe").click()
+    expect(page).to_have_url(re.compile(r"/flows/e2e/flaky/$"))
+    expect(page.locator(".messages")).to_contain_text("Subscribed to e2e/flaky")
+    expect(page.locator("#subscription-summary")).to_contain_text("failure, SLA miss, recovery by webhook")
+    ui.screenshot(page, "flow-subscribed")
+
+    failed = _run_now(page)
+    assert failed.status == "FAILED", failed.message
+    body = _heard(hook, "execution.failed")
+    assert (body["flowGroup"], body["flowName"], body["executionId"]) == ("e2e", "flaky", failed.execution_id)
+
+    recovered = _run_now(page)
+    assert recovered.status == "COMMITTED", recovered.message
+    body = _heard(hook, "execution.recovered")
+    assert body["executionId"] == recovered.execution_id and body["severity"] == "INFO"
+    assert [b["kind"] for b in hook.received].count("execution.failed") == 1
+
+    page.goto("/account/")
+    row = page.locator("#subscription-table tbody tr", has_text="e2e / flaky")
+    expect(row).to_contain_text("failure, SLA miss, recovery by webhook")
+    ui.screenshot(page, "profile-subscriptions")
+    row.get_by_role("button", name="Remove subscription to e2e/flaky").click()
+    expect(page.locator(".messages")).to_contain_text("Unsubscribed from e2e/flaky")
+    expect(page.locator("#subscription-table")).to_contain_text("No subscriptions yet.")
+    assert not Subscription.objects.exists()
