@@ -14,10 +14,15 @@ session time zone the JDBC driver would set), decimals
 rounded half-up to the column's scale, ``timestamp without time zone`` read as wall-clock time in
 the JVM's default zone (``ResultSet.getTimestamp``), ``timestamptz`` as the instant it is.
 
-Fallback: the caller keeps Spark's JDBC reader when :func:`read` returns None: the URL is not
-``jdbc:postgresql://`` or carries parameters libpq does not share, the driver is not installed, a
-column has a type this reader does not convert (arrays, intervals, ...), or
-``source.jdbc.arrow=false``.
+Opt-in (``source.jdbc.arrow=true``): measured by tests/bench/bench_extract.py on a loaded 2-core
+machine where PostgreSQL, the JVM and the Python workers share the cores, this reader was slower
+than Spark's JDBC reader (1.5x on a full load of 1 M rows, 2x on a 1 % increment: each task adds a
+Python worker and its Arrow hand-over, and the JVM's decoding was not the bottleneck there).  Where
+the JVM's row decoding is (more cores, a remote database), turn it on and measure.
+
+Fallback: Spark's JDBC reader is kept when the URL is not ``jdbc:postgresql://`` or carries
+parameters libpq does not share, the driver is not installed, or a column has a type this reader
+does not convert (arrays, intervals, ...).
 """
 
 from __future__ import annotations
@@ -116,7 +121,7 @@ def _truncated(a: int, b: int) -> int:
 def read_or_keep(jdbc: DataFrame, props: Properties, subquery: str, slices: Slices | None) -> DataFrame:
     """The Arrow reader's DataFrame of ``subquery`` where it can read it (see the module docstring),
     else ``jdbc`` — Spark's JDBC reader's DataFrame of the same query and slices."""
-    if not props.get_bool("source.jdbc.arrow", True) or not driver_installed():
+    if not props.get_bool("source.jdbc.arrow", False) or not driver_installed():
         return jdbc
     uri = libpq_uri(
         props.get("source.jdbc.url") or "",

@@ -24,9 +24,9 @@ Backfill (``JobSpec.backfill``): a listed table reads ``low < column <= min(high
 ``source.jdbc.ranges`` like any run, without look-back (the range is explicit);
 tables not listed are not read.  A snapshot table (``extract.is.full``) cannot be backfilled.
 
-PostgreSQL tables are read with COPY into Arrow batches inside the Spark tasks
-(:mod:`portal.pipeline.sources.arrow_pg`; ``source.jdbc.arrow=false`` keeps Spark's JDBC reader,
-which also reads what that reader cannot).  A table is a live source: a second query may see other
+With ``source.jdbc.arrow=true`` PostgreSQL tables are read with COPY into Arrow batches inside the
+Spark tasks (:mod:`portal.pipeline.sources.arrow_pg`, which says when that pays); otherwise, and
+for what that reader cannot read, Spark's JDBC reader.  A table is a live source: a second query may see other
 rows, so the extract is marked ``Extraction.stage`` and the runtime stages it once when the task
 would read it twice (:mod:`portal.pipeline.feed`).
 Values in the generated SQL come from the database's own text output; identifiers are validated.

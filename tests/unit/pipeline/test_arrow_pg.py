@@ -51,7 +51,14 @@ def _jdbc(spark: SparkSession, db: dict[str, Any], query: str, **options: str) -
 
 
 def _props(db: dict[str, Any], **extra: str) -> Properties:
-    return Properties({"source.jdbc.url": db["url"], "source.conn.username": db["user"], **extra})
+    return Properties(
+        {
+            "source.jdbc.url": db["url"],
+            "source.conn.username": db["user"],
+            "source.jdbc.arrow": "true",
+            **extra,
+        }
+    )
 
 
 def _is_arrow(df: DataFrame) -> bool:
