@@ -271,7 +271,9 @@ def test_edit_keeps_values_the_form_does_not_offer(browser, owner, topology_node
     """A flow made through the API with two templates, one an FS:/// URI, whose source and one
     destination later left the topology. The edit form keeps all of them, and saving says
     what no longer exists instead of dropping it."""
-    legacy = topology.create_data_node({"name": "pg-legacy", "kind": "jdbc", "properties": {"url": "jdbc:postgresql://db.example/legacy"}})
+    legacy = topology.create_data_node(
+        {"name": "pg-legacy", "kind": "jdbc", "properties": {"url": "jdbc:postgresql://db.example/legacy"}}
+    )
     gone = topology.create_data_node({"name": "gone", "kind": "files", "properties": {"path": "gone"}})
     properties = {"source.jdbc.schema": "u", "source.jdbc.tables": "t", "extract.is.full": "true"}
     flow = services.create_flow(
