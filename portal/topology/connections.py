@@ -5,7 +5,7 @@ the source" and its schema discovery).
 Files: the node's root exists and is readable; discovery lists the data
 files under it (at most `DISCOVERY_MAX_FILES`, never following a link out of
 the root) with the columns of CSV headers, JSON lines and Parquet footers.
-JDBC (PostgreSQL and SQLite; other databases only from the workers): connect and list the schemas;
+JDBC (PostgreSQL, MySQL/MariaDB and SQLite; other databases only from the workers): connect and list the schemas;
 discovery lists the tables with their columns and types. A failure answers
 with the driver's own message. The same rules as everywhere keep the
 portal's own database and files out of reach (`reach.node_problems`), and
@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import parse_qs
 
+import psycopg
+import pymysql
 from django.conf import settings
 
 from portal.pipeline.confinement import contains
@@ -286,6 +288,20 @@ LIMIT 5001
 """
 
 
+# MySQL/MariaDB: the server's own schemas are not the node's data.
+_MY_SCHEMAS = (
+    "SELECT schema_name FROM information_schema.schemata "
+    "WHERE schema_name NOT IN ('mysql', 'information_schema', 'performance_schema', 'sys') ORDER BY 1"
+)
+_MY_COLUMNS = """
+SELECT CONCAT(table_schema, '.', table_name), column_name, column_type
+FROM information_schema.columns
+WHERE table_schema NOT IN ('mysql', 'information_schema', 'performance_schema', 'sys')
+ORDER BY table_schema, table_name, ordinal_position
+LIMIT 5001
+"""
+
+
 def _jdbc_connect(node: DataNode, user: str, password: str) -> _Catalog:
     url = (node.properties or {}).get("url", "")
     target = reach._jdbc_target(url) if url else None
@@ -302,8 +318,6 @@ def _jdbc_connect(node: DataNode, user: str, password: str) -> _Catalog:
         return _SqliteCatalog(connection, "", "")
     host, port = hosts[0]
     if sub == "postgresql":
-        import psycopg
-
         connection = psycopg.connect(
             host=host,
             port=port,
@@ -320,6 +334,18 @@ def _jdbc_connect(node: DataNode, user: str, password: str) -> _Catalog:
             "AND schema_name NOT LIKE 'pg_toast%%' AND schema_name NOT LIKE 'pg_temp%%' ORDER BY 1",
             _PG_COLUMNS,
         )
+    if sub in ("mysql", "mariadb"):
+        connection = pymysql.connect(
+            host=host,
+            port=port or 3306,
+            database=database or None,
+            user=user or None,
+            password=password or "",
+            connect_timeout=_timeout(),
+            read_timeout=_timeout(),
+        )
+        return _Catalog(connection, _MY_SCHEMAS, _MY_COLUMNS)
     raise _Unsupported(
-        f"The portal cannot test jdbc:{sub} URLs (PostgreSQL and SQLite only; the workers still can)."
+        f"The portal cannot test jdbc:{sub} URLs (PostgreSQL, MySQL/MariaDB and SQLite only; "
+        "the workers still can)."
     )

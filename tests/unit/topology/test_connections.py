@@ -6,12 +6,14 @@ database and anything outside a node's root stay out of reach."""
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import time
 
 import psycopg
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pymysql
 import pytest
 from django.db import connection
 
@@ -240,3 +242,38 @@ def test_the_api_tests_and_discovers_a_granted_node_only(granted, node, folder, 
     stranger = api_client_for(UserFactory(username="stranger"))
     assert stranger.post("/api/datanodes/landing/test", {}, format="json").status_code == 404
     assert stranger.post("/api/datanodes/warehouse/discover", {}, format="json").status_code == 404
+
+
+@pytest.fixture
+def shop_on_mariadb():
+    """A MariaDB database of this test's own on the machine's server (root, no password)."""
+    name = f"fp_discover_{os.getpid()}"
+    admin = pymysql.connect(host="127.0.0.1", port=3306, user="root", autocommit=True)
+    with admin.cursor() as cursor:
+        cursor.execute(f"DROP DATABASE IF EXISTS `{name}`")
+        cursor.execute(f"CREATE DATABASE `{name}`")
+        cursor.execute(f"CREATE TABLE `{name}`.orders (id BIGINT PRIMARY KEY, placed DATETIME, note TEXT)")
+    yield f"jdbc:mariadb://127.0.0.1:3306/{name}", name
+    with admin.cursor() as cursor:
+        cursor.execute(f"DROP DATABASE IF EXISTS `{name}`")
+    admin.close()
+
+
+def test_a_mariadb_node_lists_its_schemas_and_tables(client, granted, node, shop_on_mariadb):
+    url, name = shop_on_mariadb
+    node("shop", "jdbc", url=url)
+    client.force_login(granted)
+    verdict = client.post("/topology/datanodes/shop/test/", {"test_user": "root"}).content.decode()
+    assert "Connection works" in verdict and f"<code>{name}</code>" in verdict
+    assert "performance_schema" not in verdict
+
+    found = client.post("/topology/datanodes/shop/discover/", {"test_user": "root"}).context["found"]
+    tables = {d.name: d for d in found.datasets}
+    assert [(c.name, c.type) for c in tables[f"{name}.orders"].columns] == [
+        ("id", "bigint(20)"),
+        ("placed", "datetime"),
+        ("note", "text"),
+    ]
+    assert [c.name for c in tables[f"{name}.orders"].watermark_columns] == ["id", "placed"]
+    refused = client.post("/topology/datanodes/shop/test/", {"test_user": "nobody_here"}).content.decode()
+    assert "Connection failed" in refused and "nobody_here" in refused
