@@ -71,6 +71,7 @@ def insert_rows(model: type[models.Model], varying: Mapping[str, Sequence[Any]],
     connection.ensure_connection()
     # Server-side binding: the arrays go as typed parameters instead of being
     # quoted into the SQL text as Django's client-side cursors would.
-    with psycopg.Cursor(connection.connection) as cursor:
+    # Django's own error classes (IntegrityError, …), as its cursors raise them.
+    with connection.wrap_database_errors, psycopg.Cursor(connection.connection) as cursor:
         cursor.execute(sql, [*constant_params, *array_params])
         return cursor.rowcount

@@ -66,8 +66,8 @@ def bind_legacy_values() -> BindReport:
         if properties is None:
             continue
         try:
-            # Through the catalog service, so listeners (compiler, scheduler) see the change.
-            flow_services.update_flow(flow, data={"properties": properties})
+            # Through the catalog service, so the compiler sees the change.
+            flow_services.replace_secrets(flow, properties)
         except ValidationError as error:
             report.failures.append(f"flow {flow}: not bound: {'; '.join(error.messages)}")
             continue

@@ -16,5 +16,5 @@ from portal.flows.signals import flow_catalog_changed
 
 @receiver(flow_catalog_changed, dispatch_uid="flows.compile_on_flow_change")
 def compile_on_flow_change(sender: Any, action: str, flow: Any, **kwargs: Any) -> None:
-    if action in ("add", "update"):
+    if action in ("add", "update", "secrets"):
         compile_and_record(flow)

@@ -42,10 +42,8 @@ def rewrap(ring: MasterKeyRing, failures: list[str]) -> int:
             failures.append(f"flow {flow}: {WRAPPED_KEY_PROPERTY} {error}")
             continue
         try:
-            # Through the catalog service, so listeners (compiler, scheduler) see the change.
-            flow_services.update_flow(
-                flow, data={"properties": {**flow.properties, WRAPPED_KEY_PROPERTY: rewrapped}}
-            )
+            # Through the catalog service, so the compiler sees the change.
+            flow_services.replace_secrets(flow, {**flow.properties, WRAPPED_KEY_PROPERTY: rewrapped})
         except ValidationError as error:
             failures.append(f"flow {flow}: not re-wrapped: {'; '.join(error.messages)}")
             continue

@@ -3,7 +3,7 @@
 Sent by `flows.services` inside the saving transaction, so a listener that
 writes rows (the scheduler's actions, the compiler's job DAG) commits or rolls
 back together with the flow. Receivers get `action` ("add", "update",
-"delete") and `flow`.
+"secrets" — the same secrets stored anew by a key rotation —, "delete") and `flow`.
 """
 
 from django.dispatch import Signal

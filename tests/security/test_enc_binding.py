@@ -130,7 +130,11 @@ def test_a_master_key_rotation_keeps_every_binding(world: World, shared):
             "flowName": "personal",
             "source": "landing",
             "destinations": ["lake"],
-            "properties": {"source.conn.password": personal, "encrypt.wrapped.key": own.wrapped_key},
+            "properties": {
+                "source.files.format": "json",
+                "source.conn.password": personal,
+                "encrypt.wrapped.key": own.wrapped_key,
+            },
         },
         format="json",
     )

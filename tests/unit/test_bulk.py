@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from portal.bulk import insert_rows
@@ -47,3 +48,13 @@ def test_a_column_the_model_does_not_have_or_uneven_columns_are_refused():
     with pytest.raises(ValueError, match="same number"):
         insert_rows(FlowExecution, {"flow_id": [1, 2], "execution_id": [1]})
     assert insert_rows(FlowExecution, {"flow_id": []}) == 0
+
+
+@pytest.mark.django_db
+def test_a_duplicate_row_raises_djangos_integrity_error():
+    flow = FlowConfigFactory()
+    columns = {"flow_id": [flow.pk], "execution_id": [7]}
+    constants = {"flow_group": flow.flow_group, "flow_name": flow.flow_name, "trigger": "SCHEDULE"}
+    insert_rows(FlowExecution, columns, **constants)
+    with pytest.raises(IntegrityError), transaction.atomic():
+        insert_rows(FlowExecution, columns, **constants)

@@ -11,7 +11,6 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from portal.flows import services as flow_services
 from portal.flows.models import FlowConfig
 from portal.keys import client, services
 from portal.keys.models import CustomerKey
@@ -22,15 +21,14 @@ pytestmark = pytest.mark.django_db
 
 
 def legacy_flow(owner, stored, name: str = "orders") -> FlowConfig:
-    return flow_services.create_flow(
+    """A flow an older portal saved, before values were bound (and before today's save rules)."""
+    return FlowConfig.objects.create(
         owner=owner,
-        data={
-            "flow_group": "sales",
-            "flow_name": name,
-            "properties": {
-                "source.conn.password": services.encrypt_value(stored.wrapped_key, SECRET),  # version 1
-                WRAPPED_KEY_PROPERTY: stored.wrapped_key,
-            },
+        flow_group="sales",
+        flow_name=name,
+        properties={
+            "source.conn.password": services.encrypt_value(stored.wrapped_key, SECRET),  # version 1
+            WRAPPED_KEY_PROPERTY: stored.wrapped_key,
         },
     )
 

@@ -94,7 +94,7 @@ def test_rotation_rewraps_keys_and_flows_and_keeps_values_decryptable(
     assert {k: v for k, v in flow.properties.items() if k != WRAPPED_KEY_PROPERTY} == {
         k: v for k, v in before.items() if k != WRAPPED_KEY_PROPERTY
     }
-    assert catalog_events == [("update", "sales/orders")]  # through flows.services
+    assert catalog_events == [("secrets", "sales/orders")]  # through flows.services
     assert decrypt_properties(flow.properties)["source.conn.password"] == SECRET
     # The old properties (e.g. an execution made before the rotation) still decrypt.
     assert decrypt_properties(before)["source.conn.password"] == SECRET
