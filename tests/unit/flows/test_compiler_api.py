@@ -113,7 +113,13 @@ def test_flow_form_compile_preview_fragment_saves_nothing(owner, demo_topology):
 
     client = Client()
     client.force_login(owner)
-    form = {"flow_group": "demo", "flow_name": "f", "source": "landing", "destinations_text": "archive"}
+    form = {
+        "flow_group": "demo",
+        "flow_name": "f",
+        "source": "landing",
+        "destinations_text": "archive",
+        "properties_text": "source.files.format=json",
+    }
     response = client.post("/flows/new/?part=compile", form, HTTP_HX_REQUEST="true")
     assert response.status_code == 200
     html = response.content.decode()
