@@ -136,6 +136,7 @@ def test_the_main_pages_have_no_serious_accessibility_violations(axe_source, pag
     check("flow-new")
     page.locator("#id_source").select_option("landing")
     page.get_by_role("button", name="Pick a table and columns from the source…").click()
+    ui.htmx_idle(page)
     page.get_by_label("Folder (dataset)").select_option("orders")
     expect(page.locator("#source-picker")).to_contain_text("customer_name_that_is_rather_long")
     check("flow-new-picker")

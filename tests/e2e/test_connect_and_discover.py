@@ -75,6 +75,7 @@ def test_a_user_picks_a_table_its_columns_and_watermark_on_the_flow_form(page, l
     page.locator("#id_source").select_option("shop")
     page.locator("#id_destination-lake").check()
     page.get_by_role("button", name="Pick a table and columns from the source…").click()
+    ui.htmx_idle(page)
     page.get_by_label("Table", exact=True).select_option("items")
     expect(page.get_by_label("Watermark column")).to_be_visible()
     watermark_options = page.locator("#id_pick_watermark option")

@@ -132,3 +132,12 @@ def published_ids(folder: Path) -> list[int]:
     for path in sorted(folder.rglob("*.json")):
         ids.extend(json.loads(line)["id"] for line in path.read_text().splitlines() if line.strip())
     return sorted(ids)
+
+
+def htmx_idle(page: Page) -> None:
+    """Wait until htmx has no request in flight and has settled what it swapped in: an
+    element swapped in is wired to its own hx- triggers only once settled, so a change
+    made on it before then (faster than any person) starts no request."""
+    page.wait_for_function(
+        "() => !document.querySelector('.htmx-request, .htmx-swapping, .htmx-settling, .htmx-added')"
+    )
