@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from portal.pipeline.errors import ConfigError
-from portal.pipeline.properties import Properties, branch_names, check_branch_keys
+from portal.pipeline.properties import Properties, branch_names, check_branch_keys, is_branch_scoped
 from portal.pipeline.schema import (
     FILES_SOURCE_CLASS,
     JDBC_SOURCE_CLASS,
@@ -22,6 +22,7 @@ from portal.pipeline.schema import (
     WRITER_FILES,
     WRITER_JDBC,
     PropertySpec,
+    base_key,
     missing_message,
     required_specs,
     value_problems,
@@ -68,6 +69,9 @@ def job_property_problems(values: Mapping[str, str], *, first_hop: bool = True) 
     """Every refusal the schema can tell from the properties alone (values, required keys per
     source and per branch's writer, branch suffixes). A later hop replicates its parent's output,
     so its source keys are the parent's (the binding sets them) and only its writer is checked."""
+    if not first_hop:
+        # The binding drops a forked parent's branch keys from a later hop (it copies branch 0).
+        values = {k: v for k, v in values.items() if not (is_branch_scoped(k) and base_key(k) != k)}
     props = Properties({k: v for k, v in values.items() if isinstance(v, str)})
     problems = value_problems(values)
     if problems:

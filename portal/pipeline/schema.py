@@ -289,6 +289,8 @@ SPECS: tuple[PropertySpec, ...] = (
     _s("source.files.dataset.level", INT, "0: the folder is one dataset; 1: one dataset per sub-folder.",
        default="1"),
     _s("source.files.datasets", LIST, "Only these sub-folders (level 1); all by default."),
+    _s("source.files.glob", STRING, "Only files whose names match this glob (a later hop reads branch 0 "
+       "of a forked first hop with it; set by the compiler)."),
     _s("source.files.settle.seconds", NUMBER, "Leave out files modified in the last N seconds.", default="0"),
     _s("source.files.workunit.max.bytes", INT, "Bytes of files per work unit.", default=str(1 << 30)),
     _s("source.files.workunit.max.files", INT, "Files per work unit (0: no limit).", default="0"),
@@ -301,6 +303,8 @@ SPECS: tuple[PropertySpec, ...] = (
        required_for=(SOURCE_JDBC,)),
     _s("source.jdbc.driver", STRING, "JDBC driver class (set from the source data node).",
        default="org.postgresql.Driver"),
+    _s("source.jdbc.arrow", BOOL, "PostgreSQL: read with COPY into Arrow batches instead of Spark's "
+       "JDBC reader (opt-in; measured slower on small machines).", default="false"),
     _s("source.jdbc.tables", LIST, "Tables to read, comma-separated.", required_for=(SOURCE_JDBC,)),
     _s("source.jdbc.fetchsize", INT, "Rows fetched per round trip.", default="10000"),
     _s("source.jdbc.partition.column", STRING, "Numeric column the read is split on "
@@ -362,6 +366,8 @@ SPECS: tuple[PropertySpec, ...] = (
     _s("writer.jdbc.username", STRING, "Destination database user."),
     _s("writer.jdbc.password", STRING, "Destination database password; give it as ENC(...)."),
     _s("writer.jdbc.batchsize", INT, "Rows per insert batch."),
+    _s("writer.jdbc.write.mode", CHOICE, "append, or upsert: merge on extract.primary.key.fields.",
+       default="append", choices=("append", "upsert")),
     _s("writer.jdbc.marker.table", STRING, "Table holding the exactly-once commit markers."),
     _s("data.publisher.final.dir", STRING, "Where a files destination publishes (set by the portal).",
        required_for=(WRITER_FILES,)),
