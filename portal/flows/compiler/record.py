@@ -13,9 +13,10 @@ import logging
 from collections.abc import Iterable
 from typing import Any
 
-from django.db import connection, transaction
+from django.db import transaction
 from django.utils import timezone
 
+from portal.bulk import update_rows
 from portal.flows.compiler import FAILED, CompiledFlow, compile_flow
 from portal.flows.compiler.templates import BatchTemplates
 from portal.flows.models import CompiledHop, CompiledJobDag, FlowConfig
@@ -86,27 +87,6 @@ def compile_and_record(flow: FlowConfig, *, topology: TopologySnapshot | None = 
     return compiled
 
 
-def _update_rows(objs: list[Any], fields: list[str]) -> None:
-    """One UPDATE by primary key, sent for all rows at once (executemany).
-    Django's bulk_update builds a CASE expression per row and field, which
-    costs more Python time than the compile itself for a batch of flows."""
-    model = type(objs[0])
-    meta = model._meta
-    columns = [meta.get_field(name) for name in fields]
-    quote = connection.ops.quote_name
-    sql = (  # names from the model's own metadata, values as parameters
-        f"UPDATE {quote(meta.db_table)} SET "  # noqa: S608
-        + ", ".join(f"{quote(field.column)} = %s" for field in columns)
-        + f" WHERE {quote(meta.pk.column)} = %s"
-    )
-    rows = [
-        [field.get_db_prep_save(getattr(obj, field.attname), connection) for field in columns] + [obj.pk]
-        for obj in objs
-    ]
-    with connection.cursor() as cursor:
-        cursor.executemany(sql, rows)
-
-
 def record_batch(flows: Iterable[FlowConfig], snapshot: TopologySnapshot) -> dict[str, int]:
     """Recompile flows against `snapshot` and store what changed; call in a
     transaction with the flow rows locked. Idempotent: a flow whose verdict
@@ -165,9 +145,9 @@ def record_batch(flows: Iterable[FlowConfig], snapshot: TopologySnapshot) -> dic
         now = timezone.now()
         for dag in changed_dags:
             dag.compiled_at = now
-        _update_rows(changed_dags, ["status", "dag", "topology_token", "revision", "compiled_at"])
+        update_rows(changed_dags, ["status", "dag", "topology_token", "revision", "compiled_at"])
     if verdicts:
-        _update_rows(verdicts, ["compilation_status", "compilation_message"])
+        update_rows(verdicts, ["compilation_status", "compilation_message"])
     if hops:
         CompiledHop.objects.filter(flow_id__in=list(hops)).delete()
         CompiledHop.objects.bulk_create(
