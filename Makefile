@@ -76,9 +76,12 @@ lint: $(VENV)/.dev-installed
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 
+# mypy reads its settings (and what it checks) from pyproject.toml; its cache in
+# .mypy_cache makes a run after a small change take seconds.
 check: lint
 	$(PY) manage.py check
 	$(PY) manage.py makemigrations --check --dry-run
+	$(VENV)/bin/mypy
 
 test: system-deps-test $(VENV)/.dev-installed $(E2E_NODE) $(PIPELINE_JAR)
 	$(MAKE) --no-print-directory check

@@ -6,6 +6,7 @@ may act on. This module imports no app above accounts; pages, API calls and
 services all ask it the same way:
 
     Model.objects.restrict(user, action)        # AccessQuerySet: only the rows allowed
+    restrict(Group.objects.all(), user, action) # the same for a model not ours
     get_allowed(queryset, user, action, ...)    # 404 if the user cannot see it, 403 if they
                                                 # see it but may not `action` it
     can(user, action, obj)                      # services re-check on writes
@@ -19,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import wraps
-from typing import Any, TypeVar
+from typing import Any, Self, TypeVar
 
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ImproperlyConfigured, PermissionDenied
@@ -36,6 +37,7 @@ ACTIONS = (VIEW, CHANGE, DELETE)
 READ, EDIT = VIEW, CHANGE
 
 Model = TypeVar("Model", bound=models.Model)
+QS = TypeVar("QS", bound="models.QuerySet[Any]")
 Rule = Callable[[Any, str], Q]
 
 
@@ -71,23 +73,29 @@ def allowed(user: Any, action: str, model: type[models.Model]) -> Q | None:
     return entry.rule(user, action)
 
 
+def restrict(queryset: QS, user: Any, action: str = VIEW) -> QS:
+    """Only the rows of `queryset` that `user` may `action`. For the models
+    this project does not define (auth's Group) and so cannot give an
+    AccessQuerySet; the others say `queryset.restrict(user, action)`."""
+    condition = allowed(user, action, queryset.model)
+    if condition is None:
+        return queryset.none()
+    if not condition:  # Q(): every row, and no needless WHERE
+        return queryset
+    queryset = queryset.filter(condition)
+    return queryset.distinct() if _rules[queryset.model._meta.label].distinct else queryset
+
+
 class AccessQuerySet(models.QuerySet):
     """The queryset of every model with an access rule."""
 
-    def restrict(self, user: Any, action: str = VIEW) -> AccessQuerySet:
-        condition = allowed(user, action, self.model)
-        if condition is None:
-            return self.none()
-        if not condition:  # Q(): every row, and no needless WHERE
-            return self
-        queryset = self.filter(condition)
-        return queryset.distinct() if _rules[self.model._meta.label].distinct else queryset
+    def restrict(self, user: Any, action: str = VIEW) -> Self:
+        return restrict(self, user, action)
 
 
 def can(user: Any, action: str, obj: models.Model) -> bool:
     """May `user` `action` this object? (One query; services re-check writes.)"""
-    queryset = type(obj)._default_manager.filter(pk=obj.pk)
-    return queryset.restrict(user, action).exists()  # type: ignore[attr-defined]
+    return restrict(type(obj)._default_manager.filter(pk=obj.pk), user, action).exists()
 
 
 def get_allowed(
@@ -103,7 +111,7 @@ def get_allowed(
     `user` cannot see it, 403 (with the `denied` message) if they see it but
     may not `action` it. Views and viewsets both use it, so a page and the
     API give the same answer."""
-    obj = queryset.restrict(user, VIEW).filter(**lookup).first()  # type: ignore[attr-defined]
+    obj = restrict(queryset, user, VIEW).filter(**lookup).first()
     if obj is None:
         raise Http404(missing or f"No {queryset.model._meta.object_name} matches the given query.")
     if action != VIEW and not can(user, action, obj):
@@ -139,6 +147,6 @@ class StaffOrReadOnly(permissions.BasePermission):
         return request.method in permissions.SAFE_METHODS or request.user.is_staff
 
 
-def staff_only(user: Any, action: str) -> Q | None:
+def staff_only(user: Any, action: str) -> Q:
     """A rule: every signed-in user sees the rows, staff change them."""
     return Q() if action == VIEW or user.is_staff else Q(pk__in=[])

@@ -10,6 +10,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from portal.accounts.proxy import actor_and_subject
+from portal.accounts.requests import api_user
 
 
 @extend_schema(
@@ -26,7 +27,7 @@ from portal.accounts.proxy import actor_and_subject
 @api_view(["GET"])
 def me(request: Request) -> Response:
     """The effective user of this call, e.g. to check a token or a proxy setup."""
-    actor, _subject = actor_and_subject(request, request.user)
+    actor, _subject = actor_and_subject(request, api_user(request))
     return Response(
         {
             "username": request.user.get_username(),

@@ -9,7 +9,9 @@ from rest_framework import authentication, exceptions
 from portal.accounts import proxy, tokens
 
 
-class ProxyMixin:
+class ProxyMixin(authentication.BaseAuthentication):
+    """Put before a DRF authentication class: its user, then the proxy header."""
+
     def authenticate(self, request):
         result = super().authenticate(request)
         if result is None:

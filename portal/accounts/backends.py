@@ -30,7 +30,8 @@ class DirectoryBackend(LDAPBackend):
 def remember_directory_outage(sender, context, user, request, exception, **kwargs) -> None:
     if request is not None and isinstance(exception, UNREACHABLE):
         setattr(request, DIRECTORY_ERROR_ATTR, True)
-        logger.error("LDAP directory %s unreachable during %s", settings.AUTH_LDAP_SERVER_URI, context)
+        server = getattr(settings, "AUTH_LDAP_SERVER_URI", "")  # set only when LDAP is configured
+        logger.error("LDAP directory %s unreachable during %s", server, context)
 
 
 def directory_unreachable(request: HttpRequest | None) -> bool:

@@ -1,4 +1,5 @@
-"""Personal API tokens and the audit of proxied API calls."""
+"""Personal API tokens, the audit of proxied API calls, and the shape of a
+grant to a user or a group (PrincipalGrant) that other apps' access lists share."""
 
 from __future__ import annotations
 
@@ -7,12 +8,43 @@ import hmac
 import secrets
 
 from django.conf import settings
+from django.contrib.auth.models import Group
 from django.db import models
 from django.utils import timezone
 
 from portal.accounts.access import AccessQuerySet
 
 TOKEN_PREFIX_LENGTH = 8
+
+
+class PrincipalGrant(models.Model):
+    """A role granted to one principal, a user or a group (an LDAP group
+    mirrored at login), never both: a row of an access list. Each app's list
+    (a template pack's ACL, a data node's grants) adds the object granted on,
+    its roles (`role` with choices) and its unique constraints, and its
+    rules.py says what each role allows."""
+
+    role = models.CharField(max_length=8)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE)
+    group = models.ForeignKey(Group, null=True, blank=True, on_delete=models.CASCADE)
+
+    class Meta:
+        abstract = True
+        ordering = ["role", "user__username", "group__name"]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(user__isnull=False, group__isnull=True)
+                | models.Q(user__isnull=True, group__isnull=False),
+                name="%(class)s_user_xor_group",
+            ),
+        ]
+
+    @property
+    def principal(self) -> str:
+        """`user:<username>` or `group:<name>`, as the access lists are written."""
+        if self.user is not None:
+            return f"user:{self.user.username}"
+        return f"group:{self.group.name}" if self.group is not None else "?"
 
 
 def hash_token(key: str) -> str:

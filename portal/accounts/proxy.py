@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.http import HttpRequest
 from rest_framework import exceptions
 
@@ -20,12 +20,12 @@ PROXY_META = "HTTP_X_FLOWPORT_PROXY_USER"
 ACTOR_ATTR = "flowport_actor"
 
 
-def may_proxy(user: AbstractBaseUser) -> bool:
+def may_proxy(user: User) -> bool:
     group = settings.FLOWPORT_PROXY_GROUP
     return bool(group) and user.is_active and user.groups.filter(name=group).exists()
 
 
-def apply_proxy(request: HttpRequest, user: AbstractBaseUser) -> AbstractBaseUser:
+def apply_proxy(request: HttpRequest, user: User) -> User:
     """The user the call acts as: `user` itself without the header, else the
     named user (audited). Raises 403 for non-members, 400 for an unknown name."""
     target_name = request.META.get(PROXY_META, "").strip()
@@ -39,15 +39,13 @@ def apply_proxy(request: HttpRequest, user: AbstractBaseUser) -> AbstractBaseUse
     if target.is_superuser and not user.is_superuser:
         raise exceptions.PermissionDenied("Only a superuser may act as a superuser.")
     ProxyAuditEvent.objects.create(
-        actor=user, acting_as=target, method=request.method, path=request.path[:2000]
+        actor=user, acting_as=target, method=request.method or "", path=request.path[:2000]
     )
     setattr(request, ACTOR_ATTR, user)
     return target
 
 
-def actor_and_subject(
-    request: HttpRequest | None, user: AbstractBaseUser
-) -> tuple[AbstractBaseUser, AbstractBaseUser | None]:
+def actor_and_subject(request: HttpRequest | None, user: User) -> tuple[User, User | None]:
     """(who really did it, whom they acted for or None) for audit records."""
     django_request = getattr(request, "_request", request)
     actor = getattr(django_request, ACTOR_ATTR, None)

@@ -1,11 +1,14 @@
-"""API tokens' access rule, registered with the access module in
-AccountsConfig.ready: a token is its own user's; anyone else's id names
-nothing (staff included: a token is a credential)."""
+"""Access rules of accounts' objects, registered with the access module in
+AccountsConfig.ready. A token is its own user's; anyone else's id names
+nothing (staff included: a token is a credential). A user acts for the
+groups they belong to (a group then owns what they make: a customer key);
+superusers act for every group."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from django.contrib.auth.models import Group
 from django.db.models import Q
 
 from portal.accounts import access
@@ -16,5 +19,10 @@ def token_rule(user: Any, action: str) -> Q:
     return Q(user=user)
 
 
+def group_rule(user: Any, action: str) -> Q:
+    return Q() if user.is_superuser else Q(user=user)
+
+
 def register() -> None:
     access.register(ApiToken, token_rule)
+    access.register(Group, group_rule)

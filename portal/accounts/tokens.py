@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from datetime import datetime
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
 from django.utils import timezone
 
@@ -16,9 +16,7 @@ logger = logging.getLogger(__name__)
 MAX_ACTIVE_TOKENS = 50
 
 
-def create_token(
-    user: AbstractBaseUser, *, name: str, expires_at: datetime | None = None
-) -> tuple[ApiToken, str]:
+def create_token(user: User, *, name: str, expires_at: datetime | None = None) -> tuple[ApiToken, str]:
     """Returns the token row and the plain key. The key is never stored or
     logged; the caller shows it once."""
     name = (name or "").strip()
@@ -55,7 +53,7 @@ def authenticate_key(key: str) -> ApiToken | None:
     return token
 
 
-def revoke_token(user: AbstractBaseUser, token_id: int) -> ApiToken:
+def revoke_token(user: User, token_id: int) -> ApiToken:
     """Only the token's own user revokes it; anyone else's id is a DoesNotExist."""
     token = ApiToken.objects.restrict(user, access.CHANGE).get(pk=token_id)
     if token.revoked_at is None:

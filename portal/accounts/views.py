@@ -14,6 +14,7 @@ from portal.accounts import tokens
 from portal.accounts.backends import directory_description
 from portal.accounts.forms import DirectoryAuthenticationForm, TokenForm
 from portal.accounts.models import ApiToken
+from portal.accounts.requests import AuthenticatedRequest
 
 
 class LoginView(auth_views.LoginView):
@@ -43,7 +44,7 @@ def profile(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_POST
-def token_create(request: HttpRequest) -> HttpResponse:
+def token_create(request: AuthenticatedRequest) -> HttpResponse:
     form = TokenForm(request.POST)
     if form.is_valid():
         try:
@@ -61,7 +62,7 @@ def token_create(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_POST
-def token_revoke(request: HttpRequest, token_id: int) -> HttpResponse:
+def token_revoke(request: AuthenticatedRequest, token_id: int) -> HttpResponse:
     try:
         token = tokens.revoke_token(request.user, token_id)
     except ApiToken.DoesNotExist:

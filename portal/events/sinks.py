@@ -18,6 +18,7 @@ import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from functools import partial
 from urllib.parse import urlsplit
 
 from django.conf import settings
@@ -34,7 +35,7 @@ logger = logging.getLogger(__name__)
 MAX_ATTEMPTS = 4
 BATCH = 20
 LEASE_SECONDS = 120
-SEVERITY_RANK = {Event.Severity.INFO: 0, Event.Severity.WARNING: 1, Event.Severity.ERROR: 2}
+SEVERITY_RANK: dict[str, int] = {Event.Severity.INFO: 0, Event.Severity.WARNING: 1, Event.Severity.ERROR: 2}
 
 
 def event_payload(event: Event) -> dict:
@@ -182,7 +183,7 @@ def _targets(event: Event, sinks: dict[str, Callable[[Event], None]]) -> dict[st
     and the registered listeners (a flow's subscribers, for the kinds they chose)."""
     targets: dict[str, Callable[[], None]] = {}
     if event.severity in _severities():
-        targets.update({name: (lambda send=send: send(event)) for name, send in sinks.items()})
+        targets.update({name: partial(send, event) for name, send in sinks.items()})
     for listeners in _listeners:
         targets.update(listeners.targets(event))
     return targets

@@ -3,12 +3,17 @@ names and its Rest.li key form `(flowGroup:g,flowName:n)`."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db.models import Exists, OuterRef
 from django.urls import path, re_path
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import exceptions, mixins, permissions, serializers, status, viewsets
 from rest_framework.response import Response
+
+if TYPE_CHECKING:  # a protocol of the DRF stubs only
+    from rest_framework.decorators import ViewSetAction
 
 from portal.accounts import access
 from portal.api_errors import Conflict
@@ -65,7 +70,7 @@ class FlowConfigSerializer(serializers.Serializer):
     )
     templateName = StrictCharField(write_only=True, required=False, help_text="Alias of templateUris.")
     properties = StringMapField(required=False, default=dict)
-    source = StrictCharField(allow_blank=True, required=False, default="")
+    source = StrictCharField(allow_blank=True, required=False, default="")  # type: ignore[assignment]  # an API field; DRF's metaclass takes it off the class
     destinations = serializers.ListField(child=StrictCharField(), required=False, default=list)
     owner = serializers.CharField(source="owner.username", read_only=True)
     created = serializers.DateTimeField(read_only=True)
@@ -172,7 +177,12 @@ class RestLiFlowConfigViewSet(FlowConfigViewSet):
     """The seed's `/flowconfigs/(flowGroup:g,flowName:n)` form; same behaviour."""
 
 
-DETAIL_ACTIONS = {"get": "retrieve", "put": "update", "patch": "partial_update", "delete": "destroy"}
+DETAIL_ACTIONS: dict[str, str | ViewSetAction[Any]] = {
+    "get": "retrieve",
+    "put": "update",
+    "patch": "partial_update",
+    "delete": "destroy",
+}
 _KEY = r"[A-Za-z0-9_.-]{1,128}"
 
 urlpatterns = [

@@ -13,6 +13,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from portal.accounts import access
+from portal.accounts.requests import api_user
 from portal.api_fields import StringMapField
 from portal.flows import services
 from portal.flows.api import FlowConfigSerializer, api_validation_error
@@ -34,13 +35,13 @@ class JobSpecPlanSerializer(serializers.Serializer):
     parents = serializers.ListField(child=serializers.CharField())
     servesDestinations = serializers.ListField(child=serializers.CharField())
     properties = StringMapField(help_text="Resolved: templates, then flow, then hop keys.")
-    errors = serializers.ListField(child=serializers.CharField())
+    errors = serializers.ListField(child=serializers.CharField())  # type: ignore[assignment]  # an API field; DRF's metaclass takes it off the class
 
 
 class CompiledFlowSerializer(serializers.Serializer):
     flowGroup = serializers.CharField()
     flowName = serializers.CharField()
-    source = serializers.CharField()
+    source = serializers.CharField()  # type: ignore[assignment]  # an API field; DRF's metaclass takes it off the class
     destinations = serializers.ListField(child=serializers.CharField())
     status = serializers.ChoiceField(choices=FlowConfig.Compilation.choices)
     message = serializers.CharField()
@@ -48,7 +49,7 @@ class CompiledFlowSerializer(serializers.Serializer):
     jobs = JobSpecPlanSerializer(many=True, help_text="In topological order.")
     pinnedVersions = serializers.DictField(child=serializers.IntegerField())
     pendingReasons = serializers.ListField(child=serializers.CharField())
-    errors = serializers.ListField(child=serializers.CharField())
+    errors = serializers.ListField(child=serializers.CharField())  # type: ignore[assignment]  # an API field; DRF's metaclass takes it off the class
     topologyToken = serializers.CharField(allow_null=True)
     compiledAt = serializers.DateTimeField(allow_null=True, required=False)
 
@@ -64,7 +65,8 @@ class FlowJobsView(APIView):
         stored = CompiledJobDag.objects.filter(flow=flow).first()
         if stored is None:  # a flow saved before the compiler existed
             return Response({**compile_flow(flow).to_dict(), "compiledAt": None})
-        return Response({**stored.dag, "compiledAt": stored.compiled_at})
+        verdict = {"status": flow.compilation_status, "message": flow.compilation_message}
+        return Response({**stored.dag, **verdict, "compiledAt": stored.compiled_at})
 
 
 class CompileFlowView(APIView):
@@ -79,7 +81,7 @@ class CompileFlowView(APIView):
     def post(self, request: Request) -> Response:
         serializer = FlowConfigSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        flow = FlowConfig(owner=request.user, **serializer.validated_data)
+        flow = FlowConfig(owner=api_user(request), **serializer.validated_data)
         try:
             flow.full_clean(validate_unique=False)
         except DjangoValidationError as error:

@@ -18,12 +18,14 @@ destinations_text is read when no destinations are posted.
 from __future__ import annotations
 
 from functools import cached_property
+from typing import Any
 
 from django import forms
 from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 from django.forms.utils import ErrorList
 
-from portal.flows import formdata, services
+from portal.flows import attributes, choices, secrets, services
+from portal.flows.attributes import TemplateAttributes
 from portal.flows.compiler import CompiledFlow
 from portal.flows.formfields import (
     ATTRIBUTE_INPUT,
@@ -35,6 +37,7 @@ from portal.flows.formfields import (
     attribute_input_id,
 )
 from portal.flows.models import FlowConfig
+from portal.flows.secrets import SecretEncrypter
 from portal.flows.services import FlowAlreadyExists
 from portal.keys.properties import ENCRYPTED_MASK, WRAPPED_KEY_PROPERTY, looks_encrypted
 from portal.pipeline.schema import PropertySpec, spec_for
@@ -148,10 +151,10 @@ class FlowConfigForm(forms.ModelForm):
         self.merged_properties: dict[str, str] = {}
         self.attribute_errors: dict[str, list[str]] = {}
         self.compiled: CompiledFlow | None = None  # what a valid unsaved form compiles to
-        self.nodes = formdata.data_nodes()
+        self.nodes = choices.data_nodes()
         source = self.data.get("source", "") if self.is_bound else self.instance.source
-        self.fields["source"].widget.choices = formdata.source_choices(self.nodes, source or "")
-        self.fields["template_uris"].widget.choices = formdata.template_choices(user, self.chosen_templates)
+        self.fields["source"].widget.choices = choices.source_choices(self.nodes, source or "")
+        self.fields["template_uris"].widget.choices = choices.template_choices(user, self.chosen_templates)
         for name in ("source", "template_uris"):
             self.fields[name].widget.attrs.pop("maxlength", None)  # a select has none
         if self.editing:
@@ -175,9 +178,9 @@ class FlowConfigForm(forms.ModelForm):
             return (self.data.get("template_uris") or "").strip()
         return self.instance.template_uris
 
-    def template_attributes(self) -> formdata.TemplateAttributes:
+    def template_attributes(self) -> TemplateAttributes:
         if not hasattr(self, "_template_attributes"):
-            self._template_attributes = formdata.template_attributes(
+            self._template_attributes = attributes.template_attributes(
                 self.chosen_templates, self.user, self._template_loader
             )
         return self._template_attributes
@@ -228,11 +231,14 @@ class FlowConfigForm(forms.ModelForm):
     def _stored(self) -> dict[str, str]:
         return self.instance.properties if self.editing else {}
 
+    def _posted(self, name: str) -> Any:
+        """A field's value as its to_python reads the posted data (before validation)."""
+        field = self.fields[name]
+        return field.to_python(field.widget.value_from_datadict(self.data, None, name))
+
     def _rows(self, name: str) -> list[Row]:
         if self.is_bound:
-            return self.fields[name].to_python(
-                self.fields[name].widget.value_from_datadict(self.data, None, name)
-            )
+            return self._posted(name)
         return []
 
     def property_rows(self) -> list[Row]:
@@ -270,13 +276,12 @@ class FlowConfigForm(forms.ModelForm):
         return any(row.value for row in self._rows("secrets")) or any(posted.get(name) for name in encrypted)
 
     def has_customer_key(self) -> bool:
-        return self.user is not None and formdata.customer_key_for(self.user, self._stored) is not None
+        return self.user is not None and secrets.customer_key_for(self.user, self._stored) is not None
 
     @cached_property
     def destination_values(self) -> list[str]:
         if self.is_bound:
-            field = self.fields["destinations"]
-            return field.to_python(field.widget.value_from_datadict(self.data, None, "destinations"))
+            return self._posted("destinations")
         return list(self.instance.destinations)
 
     @cached_property
@@ -289,18 +294,18 @@ class FlowConfigForm(forms.ModelForm):
         """Errors of a field, or of one template attribute (`attr:<name>`)."""
         if name.startswith(ATTRIBUTE_INPUT):
             return self.attribute_errors.get(name[len(ATTRIBUTE_INPUT) :], [])
-        return list(self.errors.get(name, []))
+        return [str(message) for message in self.errors.get(name, [])]  # str already; typed as may be errors
 
     def error_summary(self) -> list[tuple[str, str, str]]:
         """(input id, label, message) for every problem, for the list at the top."""
-        items = [("", "", error) for error in self.non_field_errors()]
+        items = [("", "", str(error)) for error in self.non_field_errors()]
         for name, field in self.fields.items():
             if name == "attributes":
                 for attribute_name, messages in self.attribute_errors.items():
                     items.extend((attribute_input_id(attribute_name), attribute_name, m) for m in messages)
                 continue
             target = f"field-{name}" if name in GROUPS else f"id_{name}"
-            items.extend((target, str(field.label), message) for message in self.errors.get(name, []))
+            items.extend((target, str(field.label), str(message)) for message in self.errors.get(name, []))
         return items
 
     # --- validation -----------------------------------------------------------
@@ -325,7 +330,8 @@ class FlowConfigForm(forms.ModelForm):
         return list(self.instance.destinations) if self.editing else []
 
     def clean(self) -> dict:
-        cleaned = super().clean()
+        super().clean()  # fills self.cleaned_data (and returns it)
+        cleaned = self.cleaned_data
         properties: dict[str, str] = {}
         origin: dict[str, str] = {}
 
@@ -366,11 +372,11 @@ class FlowConfigForm(forms.ModelForm):
 
     @cached_property
     def _template_loader(self):
-        return formdata.template_loader(self.user)
+        return attributes.template_loader(self.user)
 
     @cached_property
-    def _encrypter(self) -> formdata.SecretEncrypter:
-        return formdata.SecretEncrypter(self.user, self._stored)
+    def _encrypter(self) -> SecretEncrypter:
+        return secrets.SecretEncrypter(self.user, self._stored)
 
     @property
     def _wrapped_key(self) -> str | None:
@@ -412,9 +418,9 @@ class FlowConfigForm(forms.ModelForm):
         # app's ENC(...) form checks) and clean() its cross-field rules, as
         # for the API. Placeholders of secrets not yet encrypted are left out.
         self.instance.properties = {k: v for k, v in self.merged_properties.items() if v != NOT_YET_ENCRYPTED}
-        super()._post_clean()
+        super()._post_clean()  # type: ignore[misc]  # BaseModelForm has it; django-stubs lacks it
         self._tidy_model_errors()
-        if self.user is None or (self.encrypt and not self._errors):
+        if self.user is None or (self.encrypt and not self.errors):
             # A save that can go ahead: flows.services.validate_flow runs once, in the save (the
             # view places its errors with add_model_errors). A save refused here already gets
             # every problem at once. No owner (the topology preview): nothing to check as.
@@ -434,11 +440,11 @@ class FlowConfigForm(forms.ModelForm):
     def _tidy_model_errors(self) -> None:
         """model.clean() repeats field errors as form-wide ones, and the key's
         unique constraint speaks of "Flow config": say it once, by the name."""
-        general = self._errors.get(NON_FIELD_ERRORS)
+        general = self.errors.get(NON_FIELD_ERRORS)
         if not general:
             return
         by_field = {
-            message for name, errors in self._errors.items() if name != NON_FIELD_ERRORS for message in errors
+            message for name, errors in self.errors.items() if name != NON_FIELD_ERRORS for message in errors
         }
         kept = ErrorList(error_class="nonfield", renderer=self.renderer)
         for error in general.as_data():
@@ -448,16 +454,16 @@ class FlowConfigForm(forms.ModelForm):
                 elif message not in by_field:
                     kept.append(message)
         if kept:
-            self._errors[NON_FIELD_ERRORS] = kept
+            self.errors[NON_FIELD_ERRORS] = kept
         else:
-            del self._errors[NON_FIELD_ERRORS]
+            del self.errors[NON_FIELD_ERRORS]
 
     def _already_exists(self) -> str:
         return str(FlowAlreadyExists(self.data.get("flow_group", ""), self.data.get("flow_name", "")))
 
     def add_error_once(self, field: str, message: str) -> None:
-        if message not in self._errors.get(field, []):
-            self._errors.setdefault(field, self.error_class(renderer=self.renderer)).append(message)
+        if message not in self.errors.get(field, []):
+            self.errors.setdefault(field, self.error_class(renderer=self.renderer)).append(message)
             self.cleaned_data.pop(field, None)
 
     # --- what flows.services gets --------------------------------------------
@@ -477,9 +483,9 @@ class FlowConfigForm(forms.ModelForm):
         shown = set(self.template_attributes().names)
         for field, items in error.error_dict.items():
             for item in items:
-                message = item.message % item.params if item.params else item.message
+                message = str(item.message % item.params if item.params else item.message)
                 name = (item.params or {}).get("name")
-                if item.code == services.REQUIRED_ATTRIBUTE and name in shown:
+                if item.code == services.REQUIRED_ATTRIBUTE and isinstance(name, str) and name in shown:
                     self.attribute_errors.setdefault(name, []).append(message)
                     field = "attributes"
                 self.add_error_once(field if field in self.fields else NON_FIELD_ERRORS, message)

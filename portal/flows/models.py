@@ -120,6 +120,13 @@ class FlowRefresh(models.Model):
     flow = models.OneToOneField(FlowConfig, on_delete=models.CASCADE, related_name="refresh")
     revision = models.BigIntegerField(help_text="TopologyRevision.number that asked for it.")
     requested = models.DateTimeField(auto_now=True)
+    # The flow's owner when it was queued, only to batch: a batch takes one owner's
+    # flows together (their template access is read once), in index order, so
+    # claiming a batch does not sort the whole queue through a join.
+    owner_key = models.BigIntegerField(default=0)
+
+    class Meta:
+        indexes = [models.Index(fields=["owner_key", "flow"], name="flowrefresh_batch_order")]
 
     def __str__(self) -> str:
         return f"{self.flow_id} @ {self.revision}"
@@ -180,11 +187,12 @@ class FlowGroup(models.Model):
 
 
 class CompiledJobDag(models.Model):
-    """The latest compiled job DAG of a flow (CompiledFlow.to_dict()), read by
-    `GET /api/flowconfigs/{group}/{name}/jobs` and the orchestrator."""
+    """The latest compiled job DAG of a flow (CompiledFlow.to_dict() without its
+    verdict), read by `GET /api/flowconfigs/{group}/{name}/jobs`. The verdict
+    (status, message) is the flow's own `compilation_status`/`_message` only:
+    the flow list, its filter and the recompile select flows by it without a join."""
 
     flow = models.OneToOneField("FlowConfig", on_delete=models.CASCADE, related_name="compiled_dag")
-    status = models.CharField(max_length=16)
     dag = models.JSONField(default=dict)
     topology_token = models.UUIDField(null=True, blank=True)
     # TopologyRevision.number the verdict was compiled against (see flows.refresh).
@@ -196,7 +204,7 @@ class CompiledJobDag(models.Model):
         db_table = "topology_compiledjobdag"
 
     def __str__(self) -> str:
-        return f"{self.flow} ({self.status})"
+        return f"{self.flow} (revision {self.revision})"
 
 
 class CompiledHop(models.Model):

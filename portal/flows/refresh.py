@@ -36,6 +36,7 @@ from typing import Any
 from django.db import transaction
 from django.db.models import Q
 
+from portal.bulk import any_of
 from portal.flows.compiler.record import record_batch
 from portal.flows.models import CompiledHop, FlowConfig, FlowRefresh, RouteSummary
 from portal.topology.graph import TopologySnapshot, current_snapshot
@@ -197,11 +198,14 @@ def affected_flows(old: dict[str, Any], new: dict[str, Any]) -> set[int]:
 def _queue(flow_ids: Iterable[int], revision: int) -> None:
     ids = sorted(flow_ids)
     for first in range(0, len(ids), 1000):
+        owners = FlowConfig.objects.filter(pk__in=any_of(ids[first : first + 1000])).values_list(
+            "pk", "owner_id"
+        )
         FlowRefresh.objects.bulk_create(
-            [FlowRefresh(flow_id=pk, revision=revision) for pk in ids[first : first + 1000]],
+            [FlowRefresh(flow_id=pk, revision=revision, owner_key=owner) for pk, owner in owners],
             update_conflicts=True,
             unique_fields=["flow"],
-            update_fields=["revision", "requested"],
+            update_fields=["revision", "requested", "owner_key"],
         )
 
 
@@ -236,7 +240,7 @@ def refresh_batch(limit: int = BATCH_SIZE) -> int:
         # By owner: a batch then reads each owner's template access once.
         claimed = list(
             FlowRefresh.objects.select_for_update(skip_locked=True, of=("self",))
-            .order_by("flow__owner_id", "flow_id")
+            .order_by("owner_key", "flow_id")
             .values_list("flow_id", flat=True)[:limit]
         )
         if not claimed:
@@ -246,12 +250,12 @@ def refresh_batch(limit: int = BATCH_SIZE) -> int:
         flows = list(
             FlowConfig.objects.select_for_update(of=("self",))
             .select_related("owner")
-            .filter(pk__in=claimed)
+            .filter(pk__in=any_of(claimed))
             .order_by("pk")
         )
         snapshot = current_snapshot()
         counts = record_batch(flows, snapshot)
-        FlowRefresh.objects.filter(flow_id__in=claimed, revision__lte=snapshot.number).delete()
+        FlowRefresh.objects.filter(flow_id__in=any_of(claimed), revision__lte=snapshot.number).delete()
     logger.debug("recompiled %d flow(s) at revision %d: %s", len(claimed), snapshot.number, counts)
     return len(claimed)
 
@@ -262,11 +266,10 @@ def refresh_compilations(budget_seconds: float = 1.0) -> int:
     plan_refresh()
     deadline = time.monotonic() + budget_seconds
     done = 0
-    while time.monotonic() < deadline:
-        claimed = refresh_batch()
-        if not claimed:
-            break
+    while claimed := refresh_batch():  # at least one batch, whatever the budget: no starving
         done += claimed
+        if time.monotonic() >= deadline:
+            break
     return done
 
 

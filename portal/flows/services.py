@@ -6,18 +6,20 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from portal.flows import groups
+from portal.flows.attributes import supplied_by_compiler
 from portal.flows.compiler import CompiledFlow, compile_flow
 from portal.flows.compiler.templates import Resolution, required_attributes, resolve_flow_templates
-from portal.flows.formdata import supplied_by_compiler
 from portal.flows.models import FlowConfig
 from portal.flows.secrets import validate_flow_secrets
 from portal.flows.signals import flow_catalog_changed
+from portal.flows.tablesets import table_pattern_problems
+from portal.keys.properties import redact
 from portal.pipeline.jobcheck import job_property_problems
 from portal.templatepacks.resolution import TemplateLoader
 from portal.templatepacks.services import validate_template_uris_for
@@ -153,15 +155,26 @@ def compile_problems(compiled: CompiledFlow) -> list[str]:
     for job in compiled.jobs:
         problems += job.errors
         problems += job_property_problems(job.properties, first_hop=not job.parents)
+        problems += table_pattern_problems(job)  # whole schemas: a pattern must match a table now
     return problems
 
 
 def preview(flow: FlowConfig, *, user: Any) -> CompiledFlow:
-    """A dry-run compile that says what the save would: FAILED, with the pipeline's own messages,
-    when a job's properties would be refused (nothing is saved)."""
+    """The API's dry-run compile (nothing is saved), answering as the save would: validate_flow's
+    own compile for a flow it accepts (COMPILED or PENDING), else FAILED with the save's messages
+    beside the jobs the flow would make. The form's preview is the same validate_flow, run by the
+    form, so page and API never disagree on what is "compiled"."""
+    try:
+        return validate_flow(flow)
+    except ValidationError as error:
+        refusal = error.messages
     compiled = compile_flow(flow, user=user)
+    for job in compiled.jobs:  # what each table pattern matches now, as the save's check showed
+        table_pattern_problems(job)
     known = {*compiled.errors, *(error for job in compiled.jobs for error in job.errors)}
-    compiled.errors += [problem for problem in compile_problems(compiled) if problem not in known]
+    compiled.errors += [message for message in dict.fromkeys(refusal) if message not in known]
+    for job in compiled.jobs:  # a refused flow may carry a secret in clear: never echoed back
+        job.properties = redact(job.properties)
     return compiled
 
 
@@ -176,7 +189,7 @@ def _field_of(message: str, flow: FlowConfig) -> str:
     return "properties"
 
 
-def create_flow(*, owner: AbstractBaseUser, data: dict[str, Any]) -> FlowConfig:
+def create_flow(*, owner: User, data: dict[str, Any]) -> FlowConfig:
     flow = FlowConfig(owner=owner, **{k: v for k, v in data.items() if k in (*KEY_FIELDS, *EDITABLE_FIELDS)})
     if data.get("paused"):  # created switched off, as Airflow's dags_are_paused_at_creation
         flow.paused, flow.paused_at, flow.paused_by = True, timezone.now(), owner.get_username()

@@ -11,6 +11,8 @@ nothing and answer 200 with the fragment, problems included.
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
@@ -22,8 +24,9 @@ from django.views.decorators.http import require_http_methods
 from django.views.decorators.vary import vary_on_headers
 
 from portal.accounts import access
-from portal.flows import formdata, refresh, services
+from portal.accounts.requests import AuthenticatedRequest
 from portal.flows import policies as run_policies
+from portal.flows import refresh, schedule_text, services
 from portal.flows.filters import FlowConfigFilterSet
 from portal.flows.forms import FlowConfigForm
 from portal.flows.models import FlowConfig, FlowRefresh
@@ -47,7 +50,7 @@ def _flow_for(request: HttpRequest, flow_group: str, flow_name: str, action: str
 
 @login_required
 @vary_on_headers("HX-Request")
-def flow_list(request: HttpRequest) -> HttpResponse:
+def flow_list(request: AuthenticatedRequest) -> HttpResponse:
     filterset = FlowConfigFilterSet(
         request.GET,
         queryset=FlowConfig.objects.restrict(request.user)
@@ -72,7 +75,7 @@ def flow_detail(request: HttpRequest, flow_group: str, flow_name: str) -> HttpRe
         "flow": flow,
         "can_change": can_change,
         "refreshing": refreshing,
-        "schedule_text": formdata.describe_schedule(flow.schedule),
+        "schedule_text": schedule_text.describe_schedule(flow.schedule),
         "catch_up_policy": run_policies.catch_up(flow.properties),
         # As the keys app shows properties anywhere: ENC(...) and secret-named values masked.
         "properties": [
@@ -82,7 +85,9 @@ def flow_detail(request: HttpRequest, flow_group: str, flow_name: str) -> HttpRe
     return render(request, "flows/flow_detail.html", context)
 
 
-def _save(request: HttpRequest, form: FlowConfigForm, flow: FlowConfig | None) -> HttpResponse | None:
+def _save(
+    request: AuthenticatedRequest, form: FlowConfigForm, flow: FlowConfig | None
+) -> HttpResponse | None:
     if not form.is_valid():
         return None
     try:
@@ -104,10 +109,14 @@ def _save(request: HttpRequest, form: FlowConfigForm, flow: FlowConfig | None) -
 @require_http_methods(["GET", "POST"])
 @vary_on_headers("HX-Request")
 def flow_form(
-    request: HttpRequest, flow_group: str | None = None, flow_name: str | None = None
+    request: AuthenticatedRequest, flow_group: str | None = None, flow_name: str | None = None
 ) -> HttpResponse:
     """New flow (no key in the URL) or edit one (owner or staff)."""
-    flow = _flow_for(request, flow_group, flow_name, "change") if flow_group is not None else None
+    flow = (
+        _flow_for(request, flow_group, flow_name, "change")
+        if flow_group is not None and flow_name is not None
+        else None
+    )
     # Template packs and the customer key are the owner's, whoever edits.
     owner = flow.owner if flow is not None else request.user
     if part := request.GET.get("part"):
@@ -116,7 +125,7 @@ def flow_form(
     form = FlowConfigForm(request.POST if posted else None, instance=flow, user=owner, encrypt=posted)
     if posted and (response := _save(request, form, flow)):
         return response
-    context = {"form": form, "flow": flow, "schedule": formdata.schedule_preview(_schedule_of(form))}
+    context = {"form": form, "flow": flow, "schedule": schedule_text.schedule_preview(_schedule_of(form))}
     return render(request, "flows/flow_form.html", context, status=400 if posted else 200)
 
 
@@ -129,7 +138,9 @@ def _form_part(request: HttpRequest, flow: FlowConfig | None, owner, part: str) 
         return HttpResponseNotAllowed(["POST"])
     form = FlowConfigForm(request.POST, instance=flow, user=owner)
     if part == "schedule":
-        context = {"schedule": formdata.schedule_preview(request.POST.get("schedule", ""))}
+        context: dict[str, Any] = {
+            "schedule": schedule_text.schedule_preview(request.POST.get("schedule", ""))
+        }
         return render(request, "flows/partials/schedule_part.html", context)
     if part not in ("field", "attributes", "compile"):
         return HttpResponseBadRequest("Unknown part; use field, schedule, attributes or compile.")

@@ -32,7 +32,7 @@ def master_key_unavailable(error: Exception) -> MasterKeyUnavailable:
 
 class CustomerKeySerializer(serializers.Serializer):
     id = serializers.IntegerField(read_only=True)
-    label = serializers.CharField(read_only=True)
+    label = serializers.CharField(read_only=True)  # type: ignore[assignment]  # an API field; DRF's metaclass takes it off the class
     owner = serializers.CharField(
         source="owner_user.username", read_only=True, allow_null=True, help_text="Owning user, or null."
     )
@@ -68,7 +68,7 @@ class WrapRequestSerializer(serializers.Serializer):
     generate = serializers.BooleanField(
         required=False, default=False, help_text="Make a new random key instead; it is returned once."
     )
-    label = StrictCharField(required=False, allow_blank=True, default="", max_length=128)
+    label = StrictCharField(required=False, allow_blank=True, default="", max_length=128)  # type: ignore[assignment]  # an API field; DRF's metaclass takes it off the class
     group = StrictCharField(
         required=False, max_length=150, help_text="Store the key for this group (you must be a member)."
     )

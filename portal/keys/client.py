@@ -38,6 +38,7 @@ import hmac
 import os
 import re
 import sys
+from typing import TypeGuard
 
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
@@ -105,7 +106,7 @@ def key_check(key: bytes) -> bytes:
     return bytes.fromhex(key_fingerprint(key))[:CHECK_BYTES]
 
 
-def looks_encrypted(value: object) -> bool:
+def looks_encrypted(value: object) -> TypeGuard[str]:
     """Meant to be ciphertext (starts with `ENC(`), well-formed or not."""
     return isinstance(value, str) and value.startswith(PREFIX)
 
@@ -151,7 +152,7 @@ def is_encrypted(value: object) -> bool:
     if not looks_encrypted(value):
         return False
     try:
-        parse(value)  # type: ignore[arg-type]
+        parse(value)
     except EncryptedValueError:
         return False
     return True

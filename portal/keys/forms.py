@@ -24,10 +24,13 @@ class WrapKeyForm(forms.Form):
     def __init__(self, *args, user=None, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         groups = list(user.groups.order_by("name").values_list("name", flat=True)) if user else []
-        self.fields["group"].choices = [("", "Just me"), *((name, f"group {name}") for name in groups)]
+        group = self.fields["group"]
+        assert isinstance(group, forms.ChoiceField)  # declared above
+        group.choices = [("", "Just me"), *((name, f"group {name}") for name in groups)]
 
     def clean(self) -> dict:
-        data = super().clean()
+        super().clean()  # fills self.cleaned_data (and returns it)
+        data = self.cleaned_data
         if data.get("key"):
             data["generate"] = False  # a key typed in wins over the pre-ticked box
         return data

@@ -68,7 +68,7 @@ class CustomerKey(models.Model):
 
     @property
     def owner_name(self) -> str:
-        if self.owner_group_id:
+        if self.owner_group is not None:
             return f"group {self.owner_group.name}"
         return self.owner_user.get_username() if self.owner_user else "?"
 

@@ -53,7 +53,7 @@ def format_problems(properties: Mapping[str, object]) -> list[str]:
     encrypted = encrypted_keys(properties)
     for key in encrypted:
         try:
-            client.parse(properties[key])  # type: ignore[arg-type]
+            client.parse(str(properties[key]))  # text already: encrypted_keys picks ENC(...) strings
         except client.EncryptedValueError as error:
             problems.append(f"{key!r} is not a valid ENC(...) value: {error}.")
     wrapped = properties.get(WRAPPED_KEY_PROPERTY)

@@ -14,12 +14,15 @@ come here (docs/keys.md).
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from django.contrib.auth.models import Group
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 
+from portal.accounts import access
 from portal.keys import client, wrapping
 from portal.keys.errors import (
     DecryptionError,
@@ -70,16 +73,16 @@ class WrapResult:
     generated_key: str | None  # base64; only when the portal generated it, and only now
 
 
-def _owner_group(user, name: str) -> Group:
-    group = Group.objects.filter(name=name).first()
-    if group is None or not (user.is_superuser or user.groups.filter(pk=group.pk).exists()):
+def _owner_group(user: Any, name: str) -> Group:
+    group = access.restrict(Group.objects.filter(name=name), user, access.CHANGE).first()
+    if group is None:
         # The same answer whether the group exists or not.
         raise ValidationError({"group": [f"You are not a member of a group named {name!r}."]})
     return group
 
 
 def wrap_customer_key(
-    *, user, key: str | None = None, generate: bool = False, label: str = "", group: str | None = None
+    *, user: Any, key: str | None = None, generate: bool = False, label: str = "", group: str | None = None
 ) -> WrapResult:
     """Wrap a customer key (`key`, base64 AES-256, held by the caller; or a
     new random one with `generate`) with the active master key and store it
@@ -122,7 +125,7 @@ def wrap_customer_key(
     return WrapResult(record, client.encode_key(key_bytes) if generate else None)
 
 
-def holds_key(user, wrapped_key: str) -> bool:
+def holds_key(user: Any, wrapped_key: str) -> bool:
     """True when the customer key inside `wrapped_key` is one of `user`'s
     (or their groups') keys. Compared by fingerprint, so a key re-wrapped by a
     master key rotation still counts. Raises MasterKeyError / WrappedKeyError."""
@@ -131,7 +134,7 @@ def holds_key(user, wrapped_key: str) -> bool:
     return CustomerKey.objects.usable_by(user).filter(fingerprint=fingerprint).exists()
 
 
-def owners_acted_for(user) -> set[str]:
+def owners_acted_for(user: Any) -> set[str]:
     """The owners (`user:<id>`, `group:<id>`) whose flows `user` owns: their
     own and their groups'. A bound ENC(...) value decrypts in `user`'s flows
     only when it is bound to one of them."""
@@ -140,14 +143,14 @@ def owners_acted_for(user) -> set[str]:
     return {f"user:{user.pk}"} | {f"group:{pk}" for pk in user.groups.values_list("pk", flat=True)}
 
 
-def binding_for(user, wrapped_key: str) -> str:
+def binding_for(user: Any, wrapped_key: str) -> str:
     """The owner an ENC(...) value `user` makes under `wrapped_key` is bound
     to: the key's owner — `user`'s own key first, else one of their groups'.
     Only a key's owner may encrypt with it: EncryptionError(code="not_key_owner")
     otherwise; MasterKeyError / WrappedKeyError when it cannot be unwrapped."""
     fingerprint = client.key_fingerprint(wrapping.unwrap(get_ring(), wrapped_key))
     records = CustomerKey.objects.usable_by(user).filter(fingerprint=fingerprint)
-    record = records.filter(owner_user=user).first() or records.order_by("pk").first()
+    record: CustomerKey | None = records.filter(owner_user=user).first() or records.order_by("pk").first()
     if record is None:
         raise EncryptionError(
             "This key is not one of yours or your groups'; only a key's owner may encrypt with it.",
@@ -168,7 +171,9 @@ def encrypt_value(wrapped_key: str, plaintext: str, owner: str | None = None) ->
         raise EncryptionError(str(error), code=error.code) from None
 
 
-def owner_problems(owner, properties, *, skip=lambda name: False) -> list[str]:
+def owner_problems(
+    owner: Any, properties: Mapping[str, str], *, skip: Callable[[str], bool] = lambda name: False
+) -> list[str]:
     """One message per ENC(...) value (outside `skip`) bound to an owner that
     may not use it here: not the flow owner (nor one of their groups), or not
     an owner of the customer key it was made with. Version 1 values are bound
@@ -204,7 +209,7 @@ def owner_problems(owner, properties, *, skip=lambda name: False) -> list[str]:
     return problems
 
 
-def wrapped_key_problems(owner, properties: dict[str, str]) -> list[str]:
+def wrapped_key_problems(owner: Any, properties: dict[str, str]) -> list[str]:
     """The wrapped-key half of a flow's secret checks (flows.secrets has the
     rest): `encrypt.wrapped.key` unwraps with this portal's master key, is one
     of the owner's (or their groups') customer keys, and is the key every

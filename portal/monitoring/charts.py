@@ -49,7 +49,7 @@ def nice_step(span: float, count: int = 4, steps: Sequence[float] | None = None)
 
 def ticks(low: float, high: float, step: float) -> list[float]:
     first = math.ceil(low / step - 1e-9) * step
-    values = []
+    values: list[float] = []
     value = first
     while value <= high + step * 1e-9 and len(values) < 20:
         values.append(value)

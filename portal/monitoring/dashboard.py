@@ -4,6 +4,7 @@ browser)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -119,7 +120,7 @@ def status_counts(now: datetime) -> list[dict[str, Any]]:
         )
         .order_by()
     )
-    by_status = {row["status"]: row for row in rows}
+    by_status: dict[str, Mapping[str, Any]] = {row["status"]: row for row in rows}
     return [
         {
             "status": status,

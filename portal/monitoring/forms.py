@@ -35,7 +35,7 @@ class SubscriptionForm(forms.ModelForm):
         return subscriptions.keep_or_replace(self._stored_webhook, self.cleaned_data["webhook_url"].strip())
 
     def _post_clean(self) -> None:
-        super()._post_clean()
+        super()._post_clean()  # type: ignore[misc]  # BaseModelForm has it; django-stubs lacks it
         try:
             subscriptions.check(self.instance)
         except ValidationError as error:

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import logging
 import socket
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from django.conf import settings
@@ -65,7 +66,10 @@ def _executor_event(verdict: Verdict, previous: str) -> None:
     health = verdict.detail
     if health == previous:
         return
-    bad = {SpecExecutor.Health.DEGRADED: Event.Severity.WARNING, SpecExecutor.Health.UNHEALTHY: "ERROR"}
+    bad: dict[str, str] = {
+        SpecExecutor.Health.DEGRADED: Event.Severity.WARNING,
+        SpecExecutor.Health.UNHEALTHY: "ERROR",
+    }
     if health in bad:
         raise_event(
             f"executor.{health.lower()}",
@@ -144,11 +148,12 @@ def check_executors(now: datetime | None = None) -> int:
     names = set()
     for name, health, message in executors:
         names.add(name)
-        status = {
+        statuses: dict[str, str] = {
             SpecExecutor.Health.HEALTHY: UP,
             SpecExecutor.Health.BUSY: UP,  # consumed, jobs wait their turn: no fault
             SpecExecutor.Health.UNKNOWN: SKIPPED,
-        }.get(health, DOWN)
+        }
+        status = statuses.get(health, DOWN)
         changed += record(Verdict(f"executor:{name}", "executor", name, status, message, health), now)
     HealthCheck.objects.filter(kind="executor").exclude(target__in=names).delete()
     return changed
@@ -257,7 +262,7 @@ def check_infrastructure(now: datetime | None = None, *, force: bool = False) ->
     now = now or timezone.now()
     timeout = settings.MONITORING_PROBE_TIMEOUT_SECONDS
     verdicts: list[Verdict] = []
-    probes = {}
+    probes: dict[str, Future[Any]] = {}
     broker_url = settings.CELERY_BROKER_URL
     masters = _masters()
     with ThreadPoolExecutor(max_workers=8, thread_name_prefix="probe") as pool:

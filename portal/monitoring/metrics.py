@@ -171,9 +171,10 @@ def compute_history() -> dict[str, Any]:
         .annotate(count=Count("id"), total=Sum("duration"), **buckets)
         .order_by("executor", "status")
     ):
-        total = row.pop("total")
-        row["seconds"] = total.total_seconds() if isinstance(total, timedelta) else float(total or 0) / 1e6
-        durations.append(row)
+        record: dict[str, Any] = dict(row)  # plus the bucket counts, which the row's type cannot name
+        total = record.pop("total")
+        record["seconds"] = total.total_seconds() if isinstance(total, timedelta) else float(total or 0) / 1e6
+        durations.append(record)
     return {
         "computed": timezone.now().isoformat(),
         "executions": dict(FlowExecution.objects.values_list("status").annotate(n=Count("id")).order_by()),

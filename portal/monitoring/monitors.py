@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
@@ -64,7 +65,7 @@ def typical_duration(flow_group: str, flow_name: str) -> timedelta | None:
         .order_by("-execution_id")
         .values_list("started_at", "ended_at")[:HISTORY_RUNS]
     )
-    seconds = [(end - start).total_seconds() for start, end in runs]
+    seconds = [(end - start).total_seconds() for start, end in runs if start and end]  # both, by the filter
     return timedelta(seconds=statistics.median(seconds)) if seconds else None
 
 
@@ -117,7 +118,7 @@ def check_flow_slas(now: datetime | None = None) -> int:
     for execution in unfinished:
         key = (execution.flow_group, execution.flow_name, execution.execution_id)
         seen = expectation(execution, now, deadline=deadlines.get(key), typical=typical)
-        where = {
+        where: dict[str, Any] = {
             "flow_group": execution.flow_group,
             "flow_name": execution.flow_name,
             "execution_id": execution.execution_id,

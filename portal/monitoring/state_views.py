@@ -111,6 +111,7 @@ def dataset_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "state": state,
         "shown": _display(state.watermark),
         "history": history,
+        "schemas": statestore.schema_history(state),
         "pending": pending,
         "pending_count": pending.steps.count() if pending else 0,
         "form": form,

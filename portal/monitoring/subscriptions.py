@@ -7,6 +7,7 @@ per event once `listen` registered it."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from urllib.parse import urlsplit
 
 from django.conf import settings
@@ -159,12 +160,10 @@ def targets_for(event: Event) -> dict[str, Callable[[], None]]:
         if not FlowConfig.objects.restrict(user, VIEW).filter(pk=subscription.flow_id).exists():
             continue
         if subscription.by_email and user.email:
-            targets[f"sub{subscription.pk}:email"] = lambda address=user.email: sinks.send_email(
-                event, [address]
-            )
+            targets[f"sub{subscription.pk}:email"] = partial(sinks.send_email, event, [user.email])
         if subscription.webhook_url:
-            targets[f"sub{subscription.pk}:webhook"] = lambda url=subscription.webhook_url: (
-                sinks.send_webhook(event, url)
+            targets[f"sub{subscription.pk}:webhook"] = partial(
+                sinks.send_webhook, event, subscription.webhook_url
             )
     return targets
 

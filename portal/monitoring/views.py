@@ -19,6 +19,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import HttpResponseClientRedirect
 
+from portal.accounts.requests import AuthenticatedRequest, HtmxRequest
 from portal.monitoring import history, metrics, subscriptions
 from portal.monitoring.dashboard import dashboard_context
 from portal.monitoring.forms import SubscriptionForm
@@ -28,7 +29,7 @@ from portal.orchestration import statestore
 HTMX_STOP_POLLING = 286
 
 
-def _signed_in_or_redirect(request: HttpRequest) -> HttpResponse | None:
+def _signed_in_or_redirect(request: HtmxRequest) -> HttpResponse | None:
     """A fragment polled after the session expired sends the whole page to
     the login form instead of swapping the form into the fragment."""
     if request.user.is_authenticated:
@@ -44,7 +45,7 @@ def _signed_in_or_redirect(request: HttpRequest) -> HttpResponse | None:
 @require_GET
 @never_cache
 @vary_on_headers("HX-Request")
-def dashboard(request: HttpRequest) -> HttpResponse:
+def dashboard(request: HtmxRequest) -> HttpResponse:
     if (denied := _signed_in_or_redirect(request)) is not None:
         return denied
     context = dashboard_context()
@@ -66,7 +67,7 @@ def flow_chart_context(request: HttpRequest, flow_group: str, flow_name: str) ->
 @require_GET
 @never_cache
 @vary_on_headers("HX-Request")
-def flow_chart(request: HttpRequest, flow_group: str, flow_name: str) -> HttpResponse:
+def flow_chart(request: HtmxRequest, flow_group: str, flow_name: str) -> HttpResponse:
     """The fragment; polled by htmx while the flow has an unfinished
     execution, answered 286 (stop polling) with the final chart after."""
     if (denied := _signed_in_or_redirect(request)) is not None:
@@ -122,7 +123,7 @@ def _readable_flow_or_404(request: HttpRequest, flow_group: str, flow_name: str)
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def flow_subscription(request: HttpRequest, flow_group: str, flow_name: str) -> HttpResponse:
+def flow_subscription(request: AuthenticatedRequest, flow_group: str, flow_name: str) -> HttpResponse:
     """Subscribe to a flow, or change what and how you hear about it."""
     flow = _readable_flow_or_404(request, flow_group, flow_name)
     existing = subscriptions.subscription_of(request.user, flow)

@@ -11,6 +11,7 @@ import os
 import socket
 from collections.abc import Callable
 from datetime import datetime, timedelta
+from typing import Any
 
 from django.conf import settings
 from django.db import transaction
@@ -114,7 +115,7 @@ def _handle(action: Action, claimer: str) -> None:
             Action.objects.filter(pk=action.pk, claimed_by=claimer).update(done_at=timezone.now())
     except Exception as exc:
         logger.exception("action %s failed (attempt %d)", action, action.attempts)
-        fields = {"last_error": f"{type(exc).__name__}: {exc}"[:2000], "claimed_by": claimer}
+        fields: dict[str, Any] = {"last_error": f"{type(exc).__name__}: {exc}"[:2000], "claimed_by": claimer}
         if action.attempts >= MAX_ATTEMPTS:
             fields["done_at"] = timezone.now()
         else:

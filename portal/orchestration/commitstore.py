@@ -41,6 +41,7 @@ from django.utils import timezone
 from portal.orchestration import statestore  # noqa: F401  (registers the high_watermark step)
 from portal.orchestration.models import CommitStepRecord, CommitStore, CommitStoreDataset
 from portal.pipeline.commit_steps import CommitStep
+from portal.pipeline.jobspec import JobSpec
 
 logger = logging.getLogger(__name__)
 
@@ -193,14 +194,9 @@ class StaleAttempt(Exception):
     """The attempt writing the steps is no longer the job's current one."""
 
 
-def store_name_for(spec: Mapping[str, Any]) -> str:
-    flow_id = spec.get("flow_id")
-    return CommitStore.name_for(
-        spec.get("flow_group", ""),
-        spec.get("flow_name", ""),
-        spec["job_name"],
-        None if flow_id is None else int(flow_id),
-    )
+def store_name_for(jobspec: dict[str, Any] | JobSpec) -> str:
+    spec = JobSpec.from_dict(jobspec)
+    return CommitStore.name_for(spec.flow_group, spec.flow_name, spec.job_name, spec.flow_id)
 
 
 def _as_dict(step: CommitStep | Mapping[str, Any]) -> dict[str, Any]:

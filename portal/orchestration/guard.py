@@ -34,7 +34,7 @@ from portal.pipeline.schema import (
 from portal.topology.access import READ, WRITE
 from portal.topology.access import refusal as access_refusal
 from portal.topology.models import DataNode, SpecExecutor
-from portal.topology.reach import node_problems, node_root, portal_secrets_problems
+from portal.topology.reach import catalog_uri, node_problems, node_root, portal_secrets_problems
 
 logger = logging.getLogger(__name__)
 
@@ -134,6 +134,9 @@ def _expected_node_keys(job: Any, nodes: dict[str, DataNode], group: str, name: 
     dconn = destination.properties or {}
     if destination.kind == "files" and dconn.get("path"):
         expected["data.publisher.final.dir"] = _namespace(destination, group, name)
+    elif destination.kind == "iceberg":
+        expected["writer.iceberg.catalog.uri"] = catalog_uri(dconn.get("catalog.uri", ""))
+        expected["writer.iceberg.warehouse"] = node_root(dconn.get("warehouse", ""))
     elif destination.kind == "jdbc":
         for key in ("url", "driver"):
             if dconn.get(key):

@@ -16,7 +16,9 @@ paths:
 * every hop — a `files` destination publishes to
   `<node path>/<flowGroup>/<flowName>` (`data.publisher.final.dir`, or
   `.N` for each branch of a fork), always; a `jdbc` destination sets
-  `writer.output.format=jdbc` and `writer.jdbc.url` (and `.driver`).
+  `writer.output.format=jdbc` and `writer.jdbc.url` (and `.driver`); an
+  `iceberg` destination sets `writer.output.format=ICEBERG`,
+  `writer.iceberg.catalog.uri` and `writer.iceberg.warehouse`.
 
 Relative node paths are relative to FLOWPORT_DATA_DIR. Node-owned keys
 (`portal.pipeline.schema`: paths, JDBC URLs and drivers) are always taken
@@ -34,6 +36,7 @@ from django.conf import settings
 
 from portal.pipeline.properties import is_branch_scoped
 from portal.pipeline.schema import NODE, base_key, owner_of
+from portal.topology.reach import catalog_uri
 
 FILES_SOURCE = "portal.pipeline.sources.files.FileSource"
 JDBC_SOURCE = "portal.pipeline.sources.jdbc.JdbcSource"
@@ -118,6 +121,12 @@ def bind_hop(plan: dict[str, Any], parents: list[dict[str, Any]], *, final: bool
                 props.update({f"data.publisher.final.dir.{i}": target for i in range(branches)})
             else:
                 props["data.publisher.final.dir"] = target
+    elif kind == "iceberg":
+        props.setdefault("writer.output.format", "ICEBERG")
+        if conn.get("catalog.uri"):
+            props["writer.iceberg.catalog.uri"] = catalog_uri(conn["catalog.uri"])
+        if conn.get("warehouse"):
+            props["writer.iceberg.warehouse"] = _node_path(conn["warehouse"])
     elif kind == "jdbc":
         props.setdefault("writer.output.format", "jdbc")
         if conn.get("url"):

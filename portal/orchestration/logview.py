@@ -70,7 +70,7 @@ def apply(text: str, wanted: LogFilter) -> FilteredLog:
         level = line_level(line, level)
         if _RANK[level] < floor or (needle and needle not in line.lower()):
             continue
-        body = escape(line)
+        body: str = escape(line)
         if pattern is not None:
             body = _mark(line, pattern)
         kept.append(f'<span class="log-line level-{level.lower()}">{body}</span>')
@@ -78,7 +78,8 @@ def apply(text: str, wanted: LogFilter) -> FilteredLog:
 
 
 def _mark(line: str, pattern: re.Pattern) -> str:
-    parts, last = [], 0
+    parts: list[str] = []
+    last = 0
     for hit in pattern.finditer(line):
         parts.append(escape(line[last : hit.start()]))
         parts.append(f"<mark>{escape(hit.group(0))}</mark>")

@@ -1,5 +1,6 @@
-"""One pass of a scheduler process: due cron ticks (every
-SCHEDULER_POLL_SECONDS), then actions and the outbox (every pass), then the
+"""One pass of a scheduler process: due cron ticks (at the earliest cursor's
+next tick, and every SCHEDULER_POLL_SECONDS to see new and changed flows),
+then actions and the outbox (every pass), then the
 sweeps for dead workers and silent executors (every few seconds), then the
 duties the apps above registered (monitoring's monitors and history metrics,
 registered in MonitoringConfig.ready, so orchestration never imports them)."""
@@ -10,8 +11,11 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
+from typing import TypeVar
 
 from django.conf import settings
+from django.utils import timezone
 
 from portal.flows.refresh import refresh_compilations
 from portal.orchestration.actions import process_actions
@@ -22,6 +26,8 @@ from portal.orchestration.scheduler import schedule_due_ticks
 from portal.orchestration.workers import prune_departed_workers, sweep_silent_executors
 
 logger = logging.getLogger(__name__)
+
+Result = TypeVar("Result")
 
 
 @dataclass(frozen=True)
@@ -36,6 +42,11 @@ class Duty:
 
 _duties: list[Duty] = []
 
+# How often a scheduler looks for cursors the catalog's signal did not keep
+# (scheduler.reconcile_cursors joins the whole catalog, so not on every pass).
+RECONCILE_SECONDS = 60.0
+RECONCILE_CLEARANCE_SECONDS = 10.0
+
 
 def register_duty(duty: Duty) -> None:
     if all(known.name != duty.name for known in _duties):
@@ -43,14 +54,19 @@ def register_duty(duty: Duty) -> None:
 
 
 class OrchestratorLoop:
-    def __init__(self, write: Callable[[str], object] = logger.info) -> None:
+    def __init__(
+        self, write: Callable[[str], object] = logger.info, clock: Callable[[], datetime] = timezone.now
+    ) -> None:
         self.write = write
+        self.clock = clock  # the wall clock cron ticks are read against
         self._next_ticks = 0.0
+        self._next_due: datetime | None = None
+        self._next_reconcile = 0.0
         self._next_sweep = 0.0
         self._next_prune = 0.0
         self._next_duty: dict[str, float] = {}
 
-    def _guarded(self, name: str, func: Callable[[], object]) -> object:
+    def _guarded(self, name: str, func: Callable[[], Result]) -> Result | None:
         # One failing part (say the broker is down) must not stop the others.
         try:
             return func()
@@ -58,18 +74,40 @@ class OrchestratorLoop:
             logger.exception("scheduler: %s failed", name)
             return None
 
+    def _cron_ticks(self) -> None:
+        """A pass when the earliest cursor's tick has come (so a tick's lag is
+        the loop's poll, not SCHEDULER_POLL_SECONDS), or the poll interval is up."""
+        now, wall = time.monotonic(), self.clock()
+        if now < self._next_ticks and (self._next_due is None or wall < self._next_due):
+            return
+        # Not just before a tick: the reconciliation's joins would delay it.
+        reconcile = now >= self._next_reconcile and (
+            self._next_due is None or (self._next_due - wall).total_seconds() > RECONCILE_CLEARANCE_SECONDS
+        )
+        if reconcile:
+            self._next_reconcile = now + RECONCILE_SECONDS
+        self._next_ticks = now + settings.SCHEDULER_POLL_SECONDS
+        report = self._guarded("cron ticks", lambda: schedule_due_ticks(wall, reconcile=reconcile))
+        self._next_due = report.next_due if report is not None else None
+        if report is not None and report.created:
+            self.write(f"created {report.created} execution(s)")
+
+    def _budget(self, most: float) -> float:
+        """Seconds a batched chore may take: up to `most`, but not past the next tick."""
+        if self._next_due is None:
+            return most
+        return max(0.0, min(most, (self._next_due - self.clock()).total_seconds()))
+
     def tick(self) -> None:
         now = time.monotonic()
-        if now >= self._next_ticks:
-            self._next_ticks = now + settings.SCHEDULER_POLL_SECONDS
-            report = self._guarded("cron ticks", schedule_due_ticks)
-            if report is not None and report.created:
-                self.write(f"created {report.created} execution(s)")
+        self._cron_ticks()
         while self._guarded("actions", process_actions):
-            pass
+            # A burst of launches (a top of the hour) must not hold back the next minute's ticks.
+            self._cron_ticks()
         self._guarded("outbox relay", relay_outbox)
         # After a topology change: the affected flows' verdicts, in batches.
-        self._guarded("recompiles", refresh_compilations)
+        self._guarded("recompiles", lambda: refresh_compilations(self._budget(1.0)))
+        self._cron_ticks()
         if now >= self._next_sweep:
             self._next_sweep = now + max(1, settings.WORKER_HEARTBEAT_SECONDS)
             self._guarded("lost jobs", sweep_lost_jobs)
@@ -80,6 +118,7 @@ class OrchestratorLoop:
             if now >= self._next_duty.get(duty.name, 0.0):
                 self._next_duty[duty.name] = now + max(1, duty.every())
                 self._guarded(duty.name, duty.run)
+                self._cron_ticks()
         if now >= self._next_prune:
             self._next_prune = now + max(1, settings.HISTORY_PRUNE_SECONDS)
-            self._guarded("history retention", prune_history)
+            self._guarded("history retention", lambda: prune_history(self._budget(1.0)))

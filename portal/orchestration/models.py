@@ -98,15 +98,16 @@ class ScheduleCursor(models.Model):
 
     flow = models.OneToOneField(FlowConfig, on_delete=models.CASCADE, related_name="schedule_cursor")
     schedule = models.CharField(max_length=200)
-    last_tick = models.DateTimeField()
-    # The next tick after last_tick (null: to be worked out, e.g. after the
-    # flow's schedule changed). Indexed: a pass reads only the due cursors,
-    # not every scheduled flow.
+    # Null until a scheduler first sees the flow: it starts counting from then.
+    last_tick = models.DateTimeField(null=True, blank=True)
+    # The next tick after last_tick (null: to be worked out, e.g. for a new
+    # flow or after its schedule changed). Indexed: a pass reads only the due
+    # cursors, not every scheduled flow.
     next_tick = models.DateTimeField(null=True, blank=True, db_index=True)
     updated = models.DateTimeField(auto_now=True)
 
     def __str__(self) -> str:
-        return f"{self.flow} at {self.last_tick:%Y-%m-%d %H:%M}"
+        return f"{self.flow} at {self.last_tick:%Y-%m-%d %H:%M}" if self.last_tick else f"{self.flow} (new)"
 
 
 class JobStatus(models.TextChoices):
@@ -121,7 +122,7 @@ class JobStatus(models.TextChoices):
 
 # Within one attempt a job's status only moves up this rank, so a late or
 # duplicated update can never move it backwards.
-JOB_STATUS_RANK = {
+JOB_STATUS_RANK: dict[str, int] = {
     JobStatus.PENDING: 0,
     JobStatus.ORCHESTRATED: 1,
     JobStatus.RUNNING: 2,
@@ -324,6 +325,8 @@ class DatasetStateHistory(models.Model):
     watermark = models.TextField(blank=True)
     status = models.CharField(max_length=16)
     records = models.BigIntegerField(default=0)
+    # The schema the run delivered (Spark's JSON), the history of schema.evolution.policy.
+    source_schema = models.TextField(blank=True)
     reason = models.TextField(blank=True)
     changed_by = models.CharField(max_length=150, blank=True)
     created = models.DateTimeField(auto_now_add=True)

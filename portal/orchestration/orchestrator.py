@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import transaction
@@ -176,7 +176,7 @@ def _send(job: JobExecution) -> None:
     )
 
 
-def _resend_after() -> timezone.datetime:
+def _resend_after() -> datetime:
     return timezone.now() + timedelta(seconds=settings.WORKER_LEASE_SECONDS)
 
 

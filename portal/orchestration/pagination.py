@@ -5,7 +5,10 @@ cheap; to go further back, filter by time (`until`)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.core.paginator import Paginator
+from django.db.models import QuerySet
 from django.utils.functional import cached_property
 from rest_framework.pagination import PageNumberPagination
 from rest_framework.response import Response
@@ -14,6 +17,8 @@ COUNT_CAP = 1_000
 
 
 class CappedPaginator(Paginator):
+    object_list: QuerySet[Any]  # the API paginates querysets only
+
     @cached_property
     def capped(self) -> bool:
         return self._bounded_count > COUNT_CAP
@@ -36,7 +41,8 @@ class CappedPageNumberPagination(PageNumberPagination):
 
     def get_paginated_response(self, data) -> Response:
         response = super().get_paginated_response(data)
-        response.data["countCapped"] = self.page.paginator.capped
+        paginator = self.page.paginator if self.page is not None else None
+        response.data["countCapped"] = isinstance(paginator, CappedPaginator) and paginator.capped
         return response
 
     def get_paginated_response_schema(self, schema: dict) -> dict:

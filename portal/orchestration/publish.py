@@ -23,7 +23,8 @@ from portal.orchestration.commitstore import (
 )
 from portal.orchestration.models import JobExecution, JobStatus
 from portal.pipeline.commit_steps import CommitStep
-from portal.pipeline.publisher import plan_commit
+from portal.pipeline.jobspec import JobSpec
+from portal.pipeline.publisher import apply_commit_policy, plan_commit
 from portal.pipeline.taskstate import SUCCEEDED
 
 logger = logging.getLogger(__name__)
@@ -52,29 +53,36 @@ class DatasetCommit:
         }
 
 
-def watermark_steps(spec: dict[str, Any], states: list[dict[str, Any]], plan: dict[str, list]) -> None:
-    """Give each high_watermark step what the state store needs (who, records, status)."""
+def watermark_steps(
+    jobspec: dict[str, Any] | JobSpec, states: list[dict[str, Any]], plan: dict[str, list[dict[str, Any]]]
+) -> None:
+    """Give each high_watermark step what the state store needs (who, records, status), and the
+    schema the dataset's committed tasks delivered: the schema recorded for the next run's
+    ``schema.evolution.policy`` (a task that was not committed records nothing, so a schema a
+    ``freeze`` refused stays refused)."""
+    spec = JobSpec.from_dict(jobspec)
+    committed = {s["task_id"] for s in apply_commit_policy(spec, states) if s["committed"]}
     for urn, steps in plan.items():
         tasks = [s for s in states if s["dataset_urn"] == urn]
+        delivered = [t for t in tasks if t["task_id"] in committed and t.get("source_schema")]
         for step in steps:
             if step["type"] == "high_watermark":
                 step.update(
-                    flow_id=spec.get("flow_id"),
-                    flow_group=spec["flow_group"],
-                    flow_name=spec["flow_name"],
-                    job_name=spec["job_name"],
-                    execution_id=spec["execution_id"],
+                    flow_id=spec.flow_id,
+                    flow_group=spec.flow_group,
+                    flow_name=spec.flow_name,
+                    job_name=spec.job_name,
+                    execution_id=spec.execution_id,
                     records=sum(int(t.get("records_extracted") or 0) for t in tasks),
-                    source_schema=next((t["source_schema"] for t in tasks if t.get("source_schema")), None),
+                    source_schema=delivered[-1]["source_schema"] if delivered else None,
                     status="COMMITTED" if all(t["status"] == SUCCEEDED for t in tasks) else "FAILED",
                 )
 
 
 def commit(
-    spec: dict[str, Any],
+    jobspec: dict[str, Any] | JobSpec,
     states: list[dict[str, Any]],
     *,
-    properties: dict[str, str] | None = None,
     job: JobExecution | None = None,
     attempt: int = 0,
     initializer: Callable[[], object] | None = None,
@@ -84,13 +92,16 @@ def commit(
     to the CommitStepStore in one transaction, then the sequence runs
     (verify, else execute, step by step) and removes them. A sequence that
     fails is tried `commit.step.max.redo` times; after that its steps stay
-    stored and the next run finishes them before pulling that dataset."""
-    props = properties if properties is not None else spec["properties"]
+    stored and the next run finishes them before pulling that dataset.
+    `spec`'s properties are the decrypted ones (JDBC steps name their password
+    by property)."""
+    spec = JobSpec.from_dict(jobspec)
+    props = spec.properties
     plan = plan_commit(spec, states)
     watermark_steps(spec, states, plan)
     store, store_name = CommitStepStore(), store_name_for(spec)
     store.create(store_name)
-    work_dir = spec.get("work_dir") or props.get("job.work.dir") or ""
+    work_dir = spec.job_work_dir
     redo = max_redo(props)
 
     def current() -> bool:
@@ -111,9 +122,9 @@ def commit(
                 store_name,
                 urn,
                 dicts,
-                execution_id=spec["execution_id"],
+                execution_id=spec.execution_id,
                 attempt=attempt,
-                job_name=spec["job_name"],
+                job_name=spec.job_name,
                 work_dir=work_dir,
                 fence=current if job is not None else None,
             )

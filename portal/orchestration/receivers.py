@@ -10,7 +10,7 @@ from django.dispatch import receiver
 
 from portal.flows.signals import flow_catalog_changed
 from portal.orchestration.models import FlowExecution
-from portal.orchestration.scheduler import create_execution
+from portal.orchestration.scheduler import create_execution, sync_cursor
 from portal.orchestration.services import relaunch_waiting as relaunch
 from portal.topology.signals import topology_catalog_changed
 
@@ -26,3 +26,9 @@ def run_immediately(sender: Any, action: str, flow: Any, **kwargs: Any) -> None:
 @receiver(topology_catalog_changed, dispatch_uid="orchestration.relaunch_waiting")
 def relaunch_waiting(sender: Any, **kwargs: Any) -> None:
     relaunch()
+
+
+@receiver(flow_catalog_changed, dispatch_uid="orchestration.schedule_cursor")
+def keep_schedule_cursor(sender: Any, action: str, flow: Any, **kwargs: Any) -> None:
+    if action in ("add", "update"):
+        sync_cursor(flow)

@@ -18,11 +18,10 @@ planning the commit, so their output is never published.
 
 from __future__ import annotations
 
-import copy
 import logging
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from portal.events.models import Event
@@ -39,8 +38,9 @@ from portal.orchestration.commitstore import (
 from portal.orchestration.models import CommitStoreDataset
 from portal.pipeline import fs
 from portal.pipeline.commit_steps import CommitStep
-from portal.pipeline.properties import Properties
-from portal.pipeline.publisher import cleanup_task_output
+from portal.pipeline.jobspec import JobSpec
+from portal.pipeline.publisher import remove_task_output
+from portal.pipeline.sources import jdbc_tables
 
 logger = logging.getLogger(__name__)
 
@@ -139,15 +139,13 @@ def _recover_one(
 
 
 def recover(
-    spec: Mapping[str, Any],
-    properties: Mapping[str, str] | None = None,
-    *,
-    initializer: Callable[[], object] | None = None,
+    spec: dict[str, Any] | JobSpec, *, initializer: Callable[[], object] | None = None
 ) -> RecoveryReport:
     """Finish the job's leftover commit steps (see the module docstring).
-    `properties`: the job's decrypted properties (JDBC steps name their
+    `spec`'s properties are the job's decrypted ones (JDBC steps name their
     password by property); `initializer` runs first in each thread."""
-    props = dict(properties if properties is not None else spec.get("properties") or {})
+    spec = JobSpec.from_dict(spec)
+    props = dict(spec.properties)
     store, store_name = CommitStepStore(), store_name_for(spec)
     report = RecoveryReport()
     rows = store.pending(store_name)
@@ -164,25 +162,25 @@ def recover(
     _cleanup_recovered_runs(store, store_name, rows, report)
     for result in report.skipped.values():
         statestore.record_skip(
-            flow_id=spec.get("flow_id"),
-            flow_group=spec.get("flow_group", ""),
-            flow_name=spec.get("flow_name", ""),
-            job_name=spec["job_name"],
+            flow_id=spec.flow_id,
+            flow_group=spec.flow_group,
+            flow_name=spec.flow_name,
+            job_name=spec.job_name,
             dataset_urn=result.dataset_urn,
-            execution_id=spec.get("execution_id"),
+            execution_id=spec.execution_id,
             reason=result.message,
         )
         raise_event(
             "dataset.skipped",
-            f"{spec['job_name']}: {result.message}",
+            f"{spec.job_name}: {result.message}",
             severity=Event.Severity.ERROR,
             # once per run (a redelivered attempt does not repeat it) and stuck commit
-            dedupe_key=f"dataset.skipped:{store_name}:{result.token}:{spec.get('execution_id')}",
+            dedupe_key=f"dataset.skipped:{store_name}:{result.token}:{spec.execution_id}",
             subject=result.dataset_urn[:200],
-            flow_group=spec.get("flow_group", ""),
-            flow_name=spec.get("flow_name", ""),
-            execution_id=spec.get("execution_id"),
-            job_name=spec["job_name"],
+            flow_group=spec.flow_group,
+            flow_name=spec.flow_name,
+            execution_id=spec.execution_id,
+            job_name=spec.job_name,
         )
     return report
 
@@ -198,29 +196,30 @@ def _cleanup_recovered_runs(
         if row.execution_id is None or row.execution_id in still or key in seen or not row.work_dir:
             continue
         seen.add(key)
-        cleanup_task_output(
-            {"job_name": row.job_name, "execution_id": row.execution_id, "work_dir": row.work_dir}
-        )
+        remove_task_output(row.work_dir, row.job_name, row.execution_id)
 
 
-def exclude_datasets(spec: dict[str, Any], skipped: set[str]) -> dict[str, Any] | None:
+def exclude_datasets(spec: JobSpec, skipped: set[str]) -> JobSpec | None:
     """The JobSpec without the skipped datasets, or None when nothing is left
     to pull. Files and JDBC sources get a narrowed dataset list; other
     sources run unchanged (the worker drops the skipped datasets' TaskStates)."""
     if not skipped:
         return spec
-    spec = copy.deepcopy(spec)
-    if spec.get("backfill"):
+    backfill = {u: dict(b) for u, b in spec.backfill.items() if u not in skipped}
+    if spec.backfill and not backfill:
         # A backfill runs only the datasets it lists: drop the skipped ones,
         # and run nothing (not a normal run!) when none is left.
-        spec["backfill"] = {u: b for u, b in spec["backfill"].items() if u not in skipped}
-        if not spec["backfill"]:
-            return None
-    raw = spec.setdefault("properties", {})
-    props = Properties(raw)
+        return None
+    props, raw = spec.props, dict(spec.properties)
     source = props.get("source.class") or ""
     if source == JDBC_SOURCE:
-        keep = [t for t in props.get_list("source.jdbc.tables") if t not in skipped]
+        tables = props.get_list(jdbc_tables.TABLES_KEY)
+        if jdbc_tables.has_patterns(tables):  # matched on the worker: leave the skipped ones out there
+            raw[jdbc_tables.EXCLUDE_KEY] = ",".join(
+                [*props.get_list(jdbc_tables.EXCLUDE_KEY), *sorted(skipped)]
+            )
+            return spec
+        keep = [t for t in tables if t not in skipped]
         if not keep:
             return None
         raw["source.jdbc.tables"] = ",".join(keep)
@@ -228,10 +227,12 @@ def exclude_datasets(spec: dict[str, Any], skipped: set[str]) -> dict[str, Any] 
         root = props.get("source.files.path") or ""
         if (props.get_int("source.files.dataset.level", 1) or 0) == 0:
             urn = props.get("dataset.urn") or root.rstrip("/").rsplit("/", 1)[-1] or "files"
-            return None if urn in skipped else spec
-        names = props.get_list("source.files.datasets") or (fs.list_dirs(root) if root else [])
-        keep = [n for n in names if n not in skipped]
-        if not keep:
-            return None
-        raw["source.files.datasets"] = ",".join(keep)
-    return spec
+            if urn in skipped:
+                return None
+        else:
+            names = props.get_list("source.files.datasets") or (fs.list_dirs(root) if root else [])
+            keep = [n for n in names if n not in skipped]
+            if not keep:
+                return None
+            raw["source.files.datasets"] = ",".join(keep)
+    return replace(spec, properties=raw, backfill=backfill)

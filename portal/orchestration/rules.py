@@ -3,7 +3,9 @@
 rule (flows.rules): whoever may see a flow sees its executions; whoever may
 change it (its owner, its owning group, staff) may run it and kill or resume
 its executions. An execution whose flow was deleted has no owner left: only
-staff see it and act on it."""
+staff see it and act on it. A dataset's state (its watermarks) is the user's
+whose flow made it: only they (and staff) may carry it over to a new flow
+(statestore.adopt_state)."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ from django.db.models import Q
 
 from portal.accounts import access
 from portal.flows.models import FlowConfig
-from portal.orchestration.models import FlowExecution
+from portal.orchestration.models import DatasetState, FlowExecution
 
 
 def execution_rule(user: Any, action: str) -> Q:
@@ -27,5 +29,10 @@ def execution_rule(user: Any, action: str) -> Q:
     return Q(flow__in=flows)
 
 
+def dataset_state_rule(user: Any, action: str) -> Q:
+    return Q() if user.is_staff else Q(owner_id=user.pk)
+
+
 def register() -> None:
     access.register(FlowExecution, execution_rule)
+    access.register(DatasetState, dataset_state_rule)

@@ -25,7 +25,7 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from portal.bulk import insert_rows
+from portal.bulk import any_of, insert_rows
 from portal.flows import policies as run_policies
 from portal.flows.models import FlowConfig
 from portal.orchestration.actions import ActionKind, enqueue_for
@@ -42,6 +42,9 @@ class TickReport:
     created: int = 0
     already_there: int = 0
     missed_skipped: int = 0
+    # The earliest tick still to come (None: no unpaused flow is scheduled), so
+    # the loop can wake for it instead of waiting out its poll interval.
+    next_due: datetime | None = None
 
 
 def db_epoch_millis() -> int:
@@ -120,8 +123,25 @@ def _missed_any(ticks: list[datetime], now: datetime) -> bool:
 BATCH_SIZE = 2000
 
 
-def _ensure_cursors(now: datetime) -> None:
-    """A newly scheduled flow starts counting from now."""
+def sync_cursor(flow: FlowConfig) -> None:
+    """Keep a saved flow's cursor in step with its schedule (called in the
+    saving transaction), so a pass reads only due cursors and never joins the
+    whole catalog: a new schedule starts counting from now, a changed one is
+    worked out again on the next pass, a removed one drops its cursor."""
+    if not flow.schedule:
+        ScheduleCursor.objects.filter(flow=flow).delete()
+        return
+    # No last tick yet: the first pass to see it starts counting, as for a flow
+    # found by reconcile_cursors.
+    cursor, created = ScheduleCursor.objects.get_or_create(flow=flow, defaults={"schedule": flow.schedule})
+    if not created and cursor.schedule != flow.schedule:
+        ScheduleCursor.objects.filter(pk=cursor.pk).update(next_tick=None)
+
+
+def reconcile_cursors(now: datetime) -> None:
+    """The same, for flows written without the catalog's signal (a bulk load,
+    a restore): whole-catalog joins, so the loop runs it now and then, not on
+    every pass."""
     missing = FlowConfig.objects.exclude(schedule="").filter(schedule_cursor__isnull=True)
     # A flow paused before its first tick starts counting at its first
     # sight too, so its resume catches up from there under its policy.
@@ -131,6 +151,10 @@ def _ensure_cursors(now: datetime) -> None:
             for pk, sched in missing.values_list("pk", "schedule")
         ],
         ignore_conflicts=True,
+    )
+    ScheduleCursor.objects.filter(flow__schedule="").delete()
+    ScheduleCursor.objects.exclude(schedule=F("flow__schedule")).exclude(next_tick=None).update(
+        next_tick=None
     )
 
 
@@ -190,11 +214,12 @@ def _next_tick(schedule: str, after: datetime) -> datetime:
     return croniter(schedule, after.astimezone(tz)).get_next(datetime)
 
 
-def schedule_due_ticks(now: datetime | None = None) -> TickReport:
+def schedule_due_ticks(now: datetime | None = None, *, reconcile: bool = True) -> TickReport:
     """One pass over the due cursors; safe to run from many processes.
 
-    Only cursors whose next tick has come (an index lookup) are read, so a
-    pass costs what is due, not the whole catalog. They go in batches: one
+    Only cursors whose next tick has come or is to be worked out (index
+    lookups) are read, so a pass costs what is due, not the whole catalog
+    (`reconcile` adds `reconcile_cursors`' joins). They go in batches: one
     transaction locks a batch's cursor rows (SKIP LOCKED: another
     scheduler's batch is left to it), creates the due ticks' executions with
     their LAUNCH actions and advances the cursors, so ticks and cursors
@@ -203,17 +228,17 @@ def schedule_due_ticks(now: datetime | None = None) -> TickReport:
     now = now or timezone.now()
     report = TickReport()
     tz = timezone.get_default_timezone()
-    _ensure_cursors(now)
-    # Due, or not worked out yet, or the flow's schedule changed since (one join, no cron per flow).
+    if reconcile:
+        reconcile_cursors(now)
+    # Due, or not worked out yet (new, or the flow's schedule changed: see sync_cursor).
     due_now = Q(next_tick__lte=now) | Q(next_tick__isnull=True) | ~Q(schedule=F("flow__schedule"))
-    # Three reads, not one OR: the first two use the next_tick index. A paused
-    # flow's cursor waits where it stopped, so on resume its missed ticks follow
-    # its catch-up policy.
+    # Two reads, not one OR: each uses the next_tick index. A paused flow's
+    # cursor waits where it stopped, so on resume its missed ticks follow its
+    # catch-up policy; a new flow starts counting when first seen, paused or not.
     unpaused = ScheduleCursor.objects.filter(flow__paused=False)
     flow_ids = sorted(
         set(unpaused.filter(next_tick__lte=now).values_list("flow_id", flat=True))
-        | set(unpaused.filter(next_tick__isnull=True).values_list("flow_id", flat=True))
-        | set(unpaused.exclude(schedule=F("flow__schedule")).values_list("flow_id", flat=True))
+        | set(ScheduleCursor.objects.filter(next_tick__isnull=True).values_list("flow_id", flat=True))
     )
     tick_cache: dict[tuple[str, datetime], list[datetime]] = {}
     next_cache: dict[tuple[str, datetime], datetime] = {}
@@ -223,7 +248,8 @@ def schedule_due_ticks(now: datetime | None = None) -> TickReport:
             # Tuples, not model instances: a top of the hour reads tens of thousands.
             cursors = list(
                 ScheduleCursor.objects.select_for_update(skip_locked=True, of=("self",))
-                .filter(due_now, flow_id__in=chunk)
+                # The id range, not the ids: one index range, no list of thousands.
+                .filter(due_now, flow_id__gte=chunk[0], flow_id__lte=chunk[-1])
                 .values_list(
                     "pk",
                     "flow_id",
@@ -239,11 +265,11 @@ def schedule_due_ticks(now: datetime | None = None) -> TickReport:
             moves: dict[tuple[str, datetime], list[int]] = defaultdict(list)
             for pk, flow_id, cursor_schedule, last_tick, schedule, paused, group, name in cursors:
                 if not schedule:
-                    continue  # no longer scheduled; _ensure_cursors leaves it alone
-                if paused:  # paused since the id list was read: its cursor waits for resume
+                    continue  # no longer scheduled: sync_cursor drops its cursor
+                if paused and last_tick is not None:  # its cursor waits for resume
                     continue
-                if cursor_schedule != schedule:
-                    # A changed schedule starts counting from now, not from the old one.
+                if cursor_schedule != schedule or last_tick is None:
+                    # A new or changed schedule starts counting from now, not from the old one.
                     moves[(schedule, now)].append(pk)
                     continue
                 key = (schedule, last_tick)
@@ -275,7 +301,7 @@ def schedule_due_ticks(now: datetime | None = None) -> TickReport:
             for (schedule, last_tick), pks in moves.items():
                 if (schedule, last_tick) not in next_cache:
                     next_cache[(schedule, last_tick)] = _next_tick(schedule, last_tick)
-                ScheduleCursor.objects.filter(pk__in=pks).update(
+                ScheduleCursor.objects.filter(pk__in=any_of(pks)).update(
                     schedule=schedule,
                     last_tick=last_tick,
                     next_tick=next_cache[(schedule, last_tick)],
@@ -283,4 +309,10 @@ def schedule_due_ticks(now: datetime | None = None) -> TickReport:
                 )
     if report.missed_skipped:
         logger.warning("skipped %d ticks missed while no scheduler ran", report.missed_skipped)
+    report.next_due = (
+        unpaused.filter(next_tick__isnull=False)
+        .order_by("next_tick")
+        .values_list("next_tick", flat=True)
+        .first()
+    )
     return report

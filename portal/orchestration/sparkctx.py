@@ -12,12 +12,14 @@ from __future__ import annotations
 import logging
 import socket
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from django.conf import settings
 from pyspark.sql import SparkSession
 
+from portal.pipeline.logtag import tag_thread
 from portal.pipeline.session import get_or_create_spark
 
 logger = logging.getLogger(__name__)
@@ -80,3 +82,19 @@ def session_for(master: str, conf: dict[str, Any] | None = None) -> SparkSession
             if key.startswith("spark.sql."):
                 _session.conf.set(key, str(value))
         return _session
+
+
+def activator(spark: SparkSession, log_tag: str) -> Callable[[], None]:
+    """A thread initializer that makes `spark` the active session of the
+    calling thread (the fs layer finds Hadoop file systems through it) and
+    tags its Spark work with the job (its driver log)."""
+
+    def initializer() -> None:
+        try:
+            jvm: Any = spark._jvm
+            jvm.org.apache.spark.sql.SparkSession.setActiveSession(spark._jsparkSession)
+            tag_thread(spark, log_tag)
+        except Exception:  # best effort: local paths do not need it
+            logger.debug("could not set the active SparkSession", exc_info=True)
+
+    return initializer

@@ -20,6 +20,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
+from portal.accounts import access
 from portal.flows.models import FlowConfig
 from portal.orchestration.models import (
     CommitStore,
@@ -30,6 +31,7 @@ from portal.orchestration.models import (
     JobState,
     JobStatus,
 )
+from portal.pipeline import schemadrift
 from portal.pipeline.commit_steps import CommitStep, register_step_type
 
 
@@ -46,6 +48,8 @@ def flow_id_for(flow_id: int | None, flow_group: str, flow_name: str) -> int | N
 
 
 def _owner_of(flow_id: int | None) -> int | None:
+    if flow_id is None:  # no such flow (filter(pk=None) would match nothing too)
+        return None
     return FlowConfig.objects.filter(pk=flow_id).values_list("owner_id", flat=True).first()
 
 
@@ -98,7 +102,8 @@ def check_in(
             flow_name=flow_name,
             job_name=job_name,
             dataset_urn=dataset_urn,
-            defaults={"owner_id": lambda: _owner_of(flow_id)},
+            # Django calls a callable default only when it creates the row; django-stubs lacks that.
+            defaults={"owner_id": lambda: _owner_of(flow_id)},  # type: ignore[misc]  # see above
         )
         previous = state.watermark
         state.watermark = watermark
@@ -114,6 +119,7 @@ def check_in(
             watermark=watermark,
             status=status,
             records=records,
+            source_schema=source_schema or "",
             reason=reason,
             changed_by=changed_by,
         )
@@ -175,6 +181,31 @@ class HighWatermarkCommitStep(CommitStep):
         )
 
 
+def schema_history(state: DatasetState, limit: int = 50) -> list[dict[str, Any]]:
+    """The schema each of the dataset's last ``limit`` committed runs delivered, newest first, with
+    what changed from the run before (``schema.evolution.policy``; docs/pipeline.md)."""
+    rows = list(
+        state.history.exclude(source_schema="")
+        .order_by("-created", "-id")
+        .only("execution_id", "created", "status", "source_schema")[: limit + 1]
+    )
+    rows.reverse()
+    result = []
+    for before, row in zip([None, *rows], rows, strict=False):
+        change = schemadrift.diff(before.source_schema, row.source_schema) if before else None
+        result.append(
+            {
+                "execution_id": row.execution_id,
+                "created": row.created,
+                "status": row.status,
+                "columns": schemadrift.columns(row.source_schema),
+                "change": "first recorded" if change is None else change.describe(),
+                "changed": bool(change),
+            }
+        )
+    return list(reversed(result[1:] if len(rows) > limit else result))
+
+
 # --- skipped datasets, admin resets -------------------------------------------------------
 
 SKIPPED = "SKIPPED"
@@ -201,7 +232,8 @@ def record_skip(
             flow_name=flow_name,
             job_name=job_name,
             dataset_urn=dataset_urn,
-            defaults={"owner_id": lambda: _owner_of(flow_id)},
+            # Django calls a callable default only when it creates the row; django-stubs lacks that.
+            defaults={"owner_id": lambda: _owner_of(flow_id)},  # type: ignore[misc]  # see above
         )
         state.last_status = SKIPPED
         state.save(update_fields=["last_status", "updated"])
@@ -280,10 +312,11 @@ ADOPTED = "ADOPTED"
 def states_of(flow_group: str, flow_name: str):
     """The datasets a flow's pages show: the current flow's own state, or,
     once no flow has the name, what deleted flows of that name left."""
-    flow_id = FlowConfig.objects.filter(flow_group=flow_group, flow_name=flow_name).values_list(
-        "pk", flat=True
+    flow_id = (
+        FlowConfig.objects.filter(flow_group=flow_group, flow_name=flow_name)
+        .values_list("pk", flat=True)
+        .first()
     )
-    flow_id = flow_id.first()
     rows = DatasetState.objects.filter(flow_group=flow_group, flow_name=flow_name)
     return rows.filter(flow_id=flow_id) if flow_id is not None else rows
 
@@ -324,12 +357,13 @@ def _adopt_pending_steps(orphans: list[DatasetState], flow: FlowConfig) -> None:
 def adopt_state(flow: FlowConfig, *, user: Any) -> int:
     """Make an earlier flow's state (same group/name, that flow deleted) this
     flow's own, so its next run continues from those watermarks. Only the
-    owner of this flow who also owned the earlier one (or staff) may: the
-    watermarks say how far another user's data was read. Refused while this
-    flow has state of its own for the same datasets. Returns the number of
-    datasets adopted; each gets an audited history row."""
-    if not (user.is_staff or user.pk == flow.owner_id):
-        raise AdoptionRefused("Only the flow's owner or staff can adopt state for it.")
+    user who may change this flow and made the earlier one's state (or staff)
+    may, as accounts.access decides (the rules of FlowConfig and
+    DatasetState): the watermarks say how far another user's data was read.
+    Refused while this flow has state of its own for the same datasets.
+    Returns the number of datasets adopted; each gets an audited history row."""
+    if not access.can(user, access.CHANGE, flow):
+        raise AdoptionRefused("Only the flow's owner, its owning group or staff can adopt state for it.")
     with transaction.atomic():
         orphans = list(adoptable_state(flow).select_for_update())
         if not orphans:
@@ -339,7 +373,10 @@ def adopt_state(flow: FlowConfig, *, user: Any) -> int:
         live = [s.flow_id for s in orphans if s.flow_id is not None]
         if FlowConfig.objects.filter(pk__in=live).exists():
             raise AdoptionRefused("That state belongs to a flow that still exists.")
-        if not user.is_staff and {state.owner_id for state in orphans} != {user.pk}:
+        yours = access.restrict(
+            DatasetState.objects.filter(pk__in=[s.pk for s in orphans]), user, access.CHANGE
+        )
+        if yours.count() != len(orphans):
             raise AdoptionRefused(
                 "That state was made by a flow you did not own; ask staff to move it if it should be yours."
             )

@@ -10,7 +10,8 @@ Public contract:
 * :class:`~portal.pipeline.jobspec.JobSpec` — the plain-JSON input (:mod:`.jobspec`).
 * :func:`portal.pipeline.publisher.plan_commit` — commit steps per dataset URN.
 * :mod:`portal.pipeline.commit_steps` — ``CommitStep``, ``FsRenameCommitStep``,
-  ``JdbcPublishCommitStep``, ``CommitSequence``.
+  ``JdbcPublishCommitStep``, ``CommitSequence``; :mod:`portal.pipeline.iceberg` —
+  ``IcebergCommitStep`` (an Iceberg destination's one commit) and ``committed_watermarks``.
 * :func:`portal.pipeline.session.get_or_create_spark` — the SparkSession with Flowport's settings.
 * :func:`portal.pipeline.progress.job_progress` ``(spark, job_name, execution_id) -> dict`` — live
   progress of a running job, for the worker's heartbeat.

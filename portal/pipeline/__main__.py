@@ -66,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     return 0 if all(s["status"] == "SUCCEEDED" for s in states) else 1
 
 
-def _decrypted(properties: dict, master_key_file: str) -> dict:
+def _decrypted(properties: dict[str, str], master_key_file: str) -> dict[str, str]:
     # The keys package's crypto is Django-free; imported only on this path.
     from pathlib import Path
 

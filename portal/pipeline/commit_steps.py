@@ -19,6 +19,8 @@ the remaining steps and a second complete run changes nothing.
   ``from_dict(data, properties)`` resolves it.  With ``merge_keys`` (``writer.jdbc.write.mode=upsert``
   on ``extract.primary.key.fields``) the rows are upserted on the keys instead of appended
   (``ON CONFLICT`` / ``ON DUPLICATE KEY``), the latest by ``merge_order`` winning within a run.
+  With ``evolve`` (``schema.evolution.policy=evolve``) the target first takes the staging table's
+  new and wider columns (:mod:`portal.pipeline.target_evolution`).
 * ``high_watermark``: executed by the state store on the orchestration side — register its class
   with :func:`register_step_type`; ``from_dict`` refuses unknown types.
 """
@@ -31,7 +33,7 @@ from typing import Any, ClassVar
 
 from psycopg import sql
 
-from portal.pipeline import fs, pgconn
+from portal.pipeline import fs, pgconn, target_evolution
 from portal.pipeline.dialects import POSTGRESQL
 from portal.pipeline.errors import CommitConflictError, ConfigError
 from portal.pipeline.jdbc_targets import JdbcTarget
@@ -123,8 +125,33 @@ class FsRenameCommitStep(CommitStep):
         fs.rename(self.src, self.dst)
 
 
+class SecretBearingStep(CommitStep):
+    """A step stored as plain ``FIELDS`` whose one secret (a database or catalog password) is
+    never stored: the step names the job property holding it (``password_property``), and
+    :meth:`build` takes it from the job's resolved properties again."""
+
+    FIELDS: ClassVar[tuple[str, ...]] = ()
+    REQUIRED: ClassVar[tuple[str, ...]] = ()
+
+    def __init__(self, data: Mapping[str, Any], password: str | None = None) -> None:
+        missing = [k for k in self.REQUIRED if data.get(k) in (None, "")]
+        if missing:
+            raise ConfigError(f"{self.type} step is missing {', '.join(missing)}")
+        self.data: dict[str, Any] = {k: data.get(k) for k in self.FIELDS}
+        self.data["branch"] = int(self.data.get("branch") or 0)
+        self.password = password
+
+    @classmethod
+    def build(cls, data: Mapping[str, Any], properties: Mapping[str, str] | None) -> CommitStep:
+        key = data.get("password_property")
+        return cls(data, (properties or {}).get(key) if key else None)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": self.type, **self.data}
+
+
 @register_step_type
-class JdbcPublishCommitStep(CommitStep):
+class JdbcPublishCommitStep(SecretBearingStep):
     type = "jdbc_publish"
     FIELDS = (
         "dataset_urn",
@@ -140,26 +167,14 @@ class JdbcPublishCommitStep(CommitStep):
         "job_name",
         "merge_keys",
         "merge_order",
+        "evolve",
     )
 
+    REQUIRED = ("url", "target_table", "staging_tables", "execution_id", "job_name")
+
     def __init__(self, data: Mapping[str, Any], password: str | None = None) -> None:
-        missing = [
-            k for k in ("url", "target_table", "staging_tables", "execution_id", "job_name") if k not in data
-        ]
-        if missing:
-            raise ConfigError(f"jdbc_publish step is missing {', '.join(missing)}")
-        self.data = {k: data.get(k) for k in self.FIELDS}
+        super().__init__(data, password)
         self.data["marker_table"] = self.data["marker_table"] or "flowport_publish_marker"
-        self.data["branch"] = int(self.data["branch"] or 0)
-        self.password = password
-
-    @classmethod
-    def build(cls, data: Mapping[str, Any], properties: Mapping[str, str] | None) -> CommitStep:
-        key = data.get("password_property")
-        return cls(data, (properties or {}).get(key) if key else None)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"type": self.type, **self.data}
 
     def _connect(self) -> Any:
         return pgconn.connect(self.data["url"], self.data["user"], self.password)
@@ -227,12 +242,13 @@ class JdbcPublishCommitStep(CommitStep):
                 d["rows"],
                 self._key(),
                 merge=self._merge(),
+                evolve=bool(d.get("evolve")),
             )
             if done is not None:
                 self._same(done)
             return
         marker_table = pgconn.table_ident(d["marker_table"])
-        target = pgconn.table_ident(d["target_table"])
+        target_ident = pgconn.table_ident(d["target_table"])
         with self._connect() as conn, conn.transaction():
             conn.execute(
                 sql.SQL(
@@ -252,10 +268,16 @@ class JdbcPublishCommitStep(CommitStep):
                     raise CommitConflictError(f"staging table {staging} is gone and no publish marker exists")
                 staging_ident = pgconn.table_ident(staging)
                 keys, order = self._merge()
-                new = conn.execute("SELECT to_regclass(%s)", (d["target_table"],)).fetchone()[0] is None
-                conn.execute(sql.SQL("CREATE TABLE IF NOT EXISTS {} (LIKE {})").format(target, staging_ident))
+                # Quoted as the table is created: a mixed-case name is not folded to lower case.
+                target_name = POSTGRESQL.quote(d["target_table"])
+                new = conn.execute("SELECT to_regclass(%s)", (target_name,)).fetchone()[0] is None
+                conn.execute(
+                    sql.SQL("CREATE TABLE IF NOT EXISTS {} (LIKE {})").format(target_ident, staging_ident)
+                )
                 if keys and new:
                     conn.execute(POSTGRESQL.unique_index(d["target_table"], keys))
+                if d.get("evolve"):  # schema.evolution.policy=evolve: new and wider columns first
+                    target_evolution.evolve(POSTGRESQL, conn.execute, d["target_table"], staging)
                 columns = [
                     r[0]
                     for r in conn.execute(
@@ -303,3 +325,7 @@ class CommitSequence:
                 step.execute()
                 executed += 1
         return executed
+
+
+# The Iceberg destination's step registers itself (its module needs the classes above).
+from portal.pipeline import iceberg as _iceberg  # noqa: E402,F401

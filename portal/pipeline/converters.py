@@ -117,7 +117,8 @@ class JsonFlattenConverter(Converter):
         for name in json_fields:
             ddl = self.props.get(f"converter.flatten.json.schema.{name}")
             if ddl:
-                schema: T.DataType | Column = T._parse_datatype_string(ddl)
+                # Parsed here so a bad DDL fails now; from_json takes a DataType as its JSON anyway.
+                schema: str | Column = T._parse_datatype_string(ddl).json()
             else:
                 sample = df.select(name).where(F.col(name).isNotNull()).first()
                 if sample is None:

@@ -201,5 +201,5 @@ def root_cause(error: BaseException) -> str:
     text = str(error).strip()
     found = _JAVA_ERROR.findall(text)
     if found:
-        return found[-1].strip()
+        return str(found[-1]).strip()
     return text.splitlines()[0] if text else type(error).__name__

@@ -12,7 +12,9 @@ one-pass fork, reads the database once and stages nothing.
 Counted on the way.  Every count is an aggregation observed (``DataFrame.observe``) on the pass that
 reads the data.  When nothing can drop or add a row between the extract and the writer
 (:attr:`Feed.plain`), the extract is not observed at all: the writer's own count is the record
-count (the single branch's written rows, or the rows the one-pass fork read).
+count (the single branch's written rows, or the rows the one-pass fork read).  The task asks the
+feed for the frame each write reads and tells it what the write counted; which read counts is
+decided here, never in the task's steps.
 """
 
 from __future__ import annotations
@@ -57,6 +59,7 @@ class Feed:
         self.staged = False
         self.metrics: dict[str, Any] = {}
         self._extract_obs, self._pre_obs = Observation(), Observation()
+        self._writer_counts = False  # the one branch written one by one counts the records
 
     @property
     def plain(self) -> bool:
@@ -69,6 +72,43 @@ class Feed:
             and not self.converters
             and not self.checker.active
         )
+
+    def stage_if_read_twice(self, branches_one_by_one: int, branch_checkers: Sequence[RowChecker]) -> None:
+        """Stage a live source's extract once when the task would read it twice (:func:`reads_twice`:
+        a second read of a live table could see different rows than the first), never otherwise."""
+        if self.extraction.stage and reads_twice(branches_one_by_one, [self.checker, *branch_checkers]):
+            self.stage()
+
+    def one_pass_frame(self) -> DataFrame:
+        """The good rows for the one-pass fork, whose read counts (observed unless :attr:`plain`)."""
+        return self.checker.good(self.frame(not self.plain))
+
+    def read_by_one_pass(self, seen: int) -> None:
+        """The one-pass fork read ``seen`` rows: the record count of a :attr:`plain` feed."""
+        if self.plain:
+            self.count_at_writer(seen)
+
+    def one_pass_failed(self, branches: int) -> None:
+        """The one-pass fork failed and ``branches`` now re-read the feed: fresh observations, and a
+        live source's extract staged (once) when more than one branch re-reads it."""
+        self.renew()
+        if self.extraction.stage and branches > 1 and not self.staged:
+            self.stage()
+
+    def one_by_one(self, branches: int, takes_all_unchanged: bool) -> None:
+        """Before ``branches`` are written one by one, decide who counts the records: the writer
+        when one branch takes every record unchanged from a :attr:`plain` feed, else the first
+        branch's read."""
+        self._writer_counts = branches == 1 and takes_all_unchanged and self.plain
+
+    def branch_frame(self, first: bool) -> DataFrame:
+        """The frame a branch written one by one derives from; the first one's read counts."""
+        return self.frame(first and not self._writer_counts)
+
+    def written(self, records: int) -> None:
+        """A branch written one by one wrote ``records``: the record count when the writer counts."""
+        if self._writer_counts:
+            self.count_at_writer(records)
 
     def stage(self) -> None:
         """Read the extract once into Parquet (observing its metrics); later reads read that copy."""
@@ -94,13 +134,11 @@ class Feed:
         """The writer's count is the record count (:attr:`plain` feeds, read unobserved)."""
         self.metrics[RECORDS] = records
 
-    def collect(self) -> None:
-        """After the writes: the extract's observed metrics, unless staged or counted at the writer."""
-        if not self.staged and RECORDS not in self.metrics:
+    def records(self, read: bool) -> int:
+        """After the writes: the records the task extracted (``read``: a write read the feed).  The
+        extract's observed metrics are collected unless staged or counted at the writer."""
+        if read and not self.staged and RECORDS not in self.metrics:
             self.metrics.update(observed(self._extract_obs))
-
-    @property
-    def records(self) -> int:
         return int(self.metrics.get(RECORDS) or 0)
 
     def pre_metrics(self) -> dict[str, Any]:

@@ -19,6 +19,7 @@ listed).  The seed's sensitive-data example is :mod:`portal.pipeline.examples`.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from typing import TypeVar
 
 from pyspark.sql import Column
 from pyspark.sql import functions as F
@@ -27,6 +28,8 @@ from pyspark.sql import types as T
 from portal.pipeline.errors import ConfigError, ForkBranchMismatchError
 from portal.pipeline.loader import load_class
 from portal.pipeline.properties import Properties
+
+Decision = TypeVar("Decision")
 
 DEFAULT_OPERATOR = "portal.pipeline.fork.IdentityForkOperator"
 
@@ -82,11 +85,11 @@ class RouteByFieldForkOperator(ForkOperator):
 
 def build_fork_operator(props: Properties) -> ForkOperator:
     path = props.get("fork.operator.class") or DEFAULT_OPERATOR
-    cls = load_class(path, "fork.operator.class", ForkOperator)
+    cls: type[ForkOperator] = load_class(path, "fork.operator.class", ForkOperator)
     return cls(props)
 
 
-def checked(operator: ForkOperator, decisions: list, what: str) -> list:
+def checked(operator: ForkOperator, decisions: list[Decision], what: str) -> list[Decision]:
     """Enforce one decision per branch (ForkBranchMismatchException in Gobblin)."""
     branches = operator.get_branches()
     if len(decisions) != branches:

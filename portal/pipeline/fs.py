@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlparse
 
+from portal.pipeline import gateway
+
 
 @dataclass(frozen=True)
 class FileInfo:
@@ -45,8 +47,7 @@ def _jvm_fs(uri: str) -> tuple[Any, Any] | None:
         if _scheme(uri) == "file":
             return None
         raise RuntimeError(f"a SparkSession is needed to access '{uri}'")
-    jvm = spark.sparkContext._jvm
-    path = jvm.org.apache.hadoop.fs.Path(uri)
+    path = gateway.jvm(spark).org.apache.hadoop.fs.Path(uri)
     fs = path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
     return fs, path
 
@@ -144,10 +145,7 @@ def digest(uri: str) -> str:
     fs, path = handle
     stream = fs.open(path)
     try:
-        from pyspark.sql import SparkSession
-
-        jvm = SparkSession.getActiveSession().sparkContext._jvm  # type: ignore[union-attr]
-        data = jvm.org.apache.commons.io.IOUtils.toByteArray(stream)
+        data = gateway.active_jvm().org.apache.commons.io.IOUtils.toByteArray(stream)
         sha.update(bytes(data))
     finally:
         stream.close()

@@ -14,7 +14,8 @@ transaction through psycopg; this module does the same for the other dialects:
 
 With merge keys (``writer.jdbc.write.mode=upsert`` on ``extract.primary.key.fields``) the rows are
 upserted (:meth:`~portal.pipeline.dialects.Dialect.move_rows`) and a target created here gets a
-unique index on the keys. The marker counts the rows staged.
+unique index on the keys. The marker counts the rows staged. Under ``schema.evolution.policy=evolve``
+the target first takes the staging table's new and wider columns (:mod:`portal.pipeline.target_evolution`).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
+from portal.pipeline import target_evolution
 from portal.pipeline.dialects import MYSQL, SQLITE, Dialect, dialect_for
 from portal.pipeline.errors import CommitConflictError
 
@@ -107,6 +109,14 @@ class JdbcTarget:
     def drop(self, conn: Any, table: str) -> None:
         self._run(conn, f"DROP TABLE IF EXISTS {self.dialect.quote(table)}")
 
+    def _evolve(self, conn: Any, target: str, staging_tables: list[str]) -> None:
+        """``schema.evolution.policy=evolve``: the target takes the staging tables' new and wider columns."""
+        if not self.exists(conn, target):
+            return
+        for staging in staging_tables:
+            if self.exists(conn, staging):
+                target_evolution.evolve(self.dialect, lambda q, a: self._run(conn, q, a), target, staging)
+
     def publish(
         self,
         marker_table: str,
@@ -115,6 +125,7 @@ class JdbcTarget:
         rows: int | None,
         key: Key,
         merge: tuple[list[str], str | None] = ([], None),
+        evolve: bool = False,
     ) -> tuple[str, int] | None:
         """Move the staging rows and write the marker; returns an existing marker instead (done)."""
         q = self.dialect.quote
@@ -136,6 +147,8 @@ class JdbcTarget:
                         self._run(conn, f"CREATE TABLE IF NOT EXISTS {q(target)} LIKE {q(staging)}")
                 if keys and not created and self.exists(conn, target):
                     self._run(conn, self.dialect.unique_index(target, keys))
+                if evolve:  # DDL commits at once in MySQL: before the rows' transaction
+                    self._evolve(conn, target, staging_tables)
                 self._run(conn, "SELECT GET_LOCK(?, 60)", (repr(key),))
                 self._run(conn, "START TRANSACTION")
             else:
@@ -157,6 +170,8 @@ class JdbcTarget:
                         self._run(conn, f"CREATE TABLE {dst} AS SELECT * FROM {src} WHERE 0")  # noqa: S608
                         if keys:
                             self._run(conn, self.dialect.unique_index(target, keys))
+                    if evolve:
+                        self._evolve(conn, target, [staging])
                     probe = f"SELECT * FROM {src} LIMIT 0"  # noqa: S608
                     columns = [c[0] for c in self._run(conn, probe).description]
                     total += int(self._run(conn, f"SELECT count(*) FROM {src}").fetchone()[0])  # noqa: S608

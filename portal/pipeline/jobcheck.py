@@ -11,15 +11,18 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from portal.pipeline import table_templates
 from portal.pipeline.errors import ConfigError
 from portal.pipeline.properties import Properties, branch_names, check_branch_keys, is_branch_scoped
 from portal.pipeline.schema import (
     FILES_SOURCE_CLASS,
+    ICEBERG_NAME,
     JDBC_SOURCE_CLASS,
     SOURCE_FILES,
     SOURCE_JDBC,
     USER,
     WRITER_FILES,
+    WRITER_ICEBERG,
     WRITER_JDBC,
     PropertySpec,
     base_key,
@@ -45,6 +48,8 @@ def writer_kind(branch: Properties) -> str | None:
     fmt = (branch.get("writer.output.format") or "").upper()
     if fmt == "JDBC" or (not fmt and branch.get("flowport.hop.destination.kind") == "jdbc"):
         return WRITER_JDBC
+    if fmt == "ICEBERG" or (not fmt and branch.get("flowport.hop.destination.kind") == "iceberg"):
+        return WRITER_ICEBERG
     return WRITER_FILES
 
 
@@ -86,5 +91,32 @@ def job_property_problems(values: Mapping[str, str], *, first_hop: bool = True) 
     names = branch_names(props, branches)
     for index in range(branches):
         branch = props.for_branch(index, branches, names[index])
-        problems += _missing(branch, writer_kind(branch))
+        kind = writer_kind(branch)
+        problems += _missing(branch, kind)
+        if kind == WRITER_JDBC:
+            named = branch.describe("writer.jdbc.table")
+            problems += table_templates.template_problems(branch.get("writer.jdbc.table"), named)
+        if kind == WRITER_ICEBERG:
+            problems += _iceberg_problems(branch)
+    return problems
+
+
+def _iceberg_problems(branch: Properties) -> list[str]:
+    """What the Iceberg writer would refuse before reading (portal.pipeline.iceberg.table_spec)."""
+    problems = table_templates.template_problems(
+        branch.get("writer.iceberg.table"), branch.describe("writer.iceberg.table")
+    )
+    if not problems:  # ``{table}`` stands for a plain name, checked per dataset by the worker
+        problems = [
+            f"{branch.describe(key)} must be a plain name (letters, digits, '_', '-'), got '{value}'"
+            for key in ("writer.iceberg.namespace", "writer.iceberg.table")
+            if (value := branch.get(key))
+            and "${" not in value
+            and not ICEBERG_NAME.match(table_templates.fill(value, "t"))
+        ]
+    merge = (branch.get("writer.iceberg.write.mode") or "").lower() == "merge"
+    if merge and not branch.get_list("extract.primary.key.fields"):
+        problems.append(
+            f"{branch.describe('writer.iceberg.write.mode')}: merge needs extract.primary.key.fields (the merge keys)"
+        )
     return problems

@@ -9,6 +9,8 @@ Fields (JSON keys are the attribute names):
 ==========================  ======================================================================
 ``job_name``                str, required.
 ``flow_group``/``flow_name`` str, identify the flow (informational for the pipeline).
+``flow_id``                 int (optional): the flow's id in the portal, whose state the job reads
+                            and writes (informational for the pipeline).
 ``execution_id``            int, the FlowExecution id; part of every staging/output path and of the
                             JDBC publish marker, so a retried execution reuses its own paths.
 ``properties``              dict[str, str], resolved Gobblin-style keys.
@@ -36,14 +38,17 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from portal.pipeline.errors import ConfigError
+from portal.pipeline.properties import Properties
 
 _KNOWN = (
     "job_name",
     "flow_group",
     "flow_name",
+    "flow_id",
     "execution_id",
     "properties",
     "previous_watermarks",
@@ -60,6 +65,17 @@ def _str_map(data: Any, name: str) -> dict[str, str]:
     if not isinstance(data, dict):
         raise ConfigError(f"jobspec field '{name}' must be an object of strings")
     return {str(k): "" if v is None else str(v) for k, v in data.items()}
+
+
+def _flow_id(value: Any) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        raise ConfigError("jobspec field 'flow_id' must be an integer")
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        raise ConfigError("jobspec field 'flow_id' must be an integer") from None
 
 
 def _bound(value: Any, where: str, key: str, required: bool) -> str | None:
@@ -113,11 +129,24 @@ class JobSpec:
     backfill: dict[str, dict[str, str | None]] = field(default_factory=dict)
     log_tag: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
+    flow_id: int | None = None
 
     @property
     def is_backfill(self) -> bool:
         """True when this run is a backfill (only the datasets in ``backfill`` run)."""
         return bool(self.backfill)
+
+    @cached_property
+    def props(self) -> Properties:
+        """The job-level view of ``properties``, built once per JobSpec: a run hands the one parsed
+        JobSpec from planning to commit, and ``properties`` is not changed after parsing (a narrowed
+        run is a new JobSpec, see ``dataclasses.replace``)."""
+        return Properties(self.properties)
+
+    @property
+    def job_work_dir(self) -> str:
+        """The work dir: ``work_dir``, else the ``job.work.dir`` property, else ``""`` (none)."""
+        return self.work_dir or self.props.get("job.work.dir") or ""
 
     @classmethod
     def from_dict(cls, data: dict[str, Any] | JobSpec) -> JobSpec:
@@ -140,6 +169,7 @@ class JobSpec:
             job_name=job_name.strip(),
             flow_group=str(data.get("flow_group") or ""),
             flow_name=str(data.get("flow_name") or ""),
+            flow_id=_flow_id(data.get("flow_id")),
             execution_id=execution_id,
             properties=_str_map(data.get("properties"), "properties"),
             previous_watermarks=_str_map(data.get("previous_watermarks"), "previous_watermarks"),
@@ -167,6 +197,8 @@ class JobSpec:
             previous_schemas=dict(self.previous_schemas),
             backfill={urn: dict(bounds) for urn, bounds in self.backfill.items()},
         )
+        if self.flow_id is not None:
+            data["flow_id"] = self.flow_id
         if self.log_tag:
             data["log_tag"] = self.log_tag
         return data

@@ -13,13 +13,15 @@ from __future__ import annotations
 
 from pyspark.sql import SparkSession
 
+from portal.pipeline.gateway import jvm
+
 MDC_KEY = "mdc.flowport.job"
 
 
 def tag_thread(spark: SparkSession, tag: str | None) -> None:
     """Tag (or, with ``None``, untag) the Spark work of the calling thread."""
-    spark.sparkContext.setLocalProperty(MDC_KEY, tag)
-    mdc = spark._jvm.org.slf4j.MDC
+    spark.sparkContext.setLocalProperty(MDC_KEY, tag)  # type: ignore[arg-type]  # PySpark: None unsets it
+    mdc = jvm(spark).org.slf4j.MDC
     if tag:
         mdc.put(MDC_KEY, tag)
     else:

@@ -26,7 +26,7 @@ from pathlib import Path
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from portal.pipeline import fs
+from portal.pipeline import fs, gateway
 from portal.pipeline.writers import DataWriter, FileDataWriter, WriteResult
 
 FORK_FILE_FORMAT = "flowport.pipeline.ForkFileFormat"
@@ -50,8 +50,9 @@ def available(spark: SparkSession) -> bool:
     app = spark.sparkContext.applicationId
     if app not in _LOADABLE:
         try:
-            jvm = spark.sparkContext._jvm
-            _LOADABLE[app] = bool(jvm.org.apache.spark.util.Utils.classIsLoadable(FORK_FILE_FORMAT))
+            _LOADABLE[app] = bool(
+                gateway.jvm(spark).org.apache.spark.util.Utils.classIsLoadable(FORK_FILE_FORMAT)
+            )
         except Exception:
             _LOADABLE[app] = False
     return _LOADABLE[app]

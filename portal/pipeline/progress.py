@@ -179,7 +179,7 @@ def job_progress(spark: SparkSession, job_name: str, execution_id: int) -> dict[
             return result
         state = execution.state
         units = [(u, u.status, dict(u.done_jobs)) for u in execution.units.values()]
-    rows = []
+    rows: list[dict[str, Any]] = []
     for unit, status, cache in units:
         counts = group_progress(spark, unit.group, cache) if status != PENDING else _zero()
         with _lock:

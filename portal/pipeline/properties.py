@@ -113,7 +113,8 @@ class Properties(Mapping[str, str]):
             return names
         return f"{names} for branch {self.branch} ({self.branch_name or f'fork_{self.branch}'})"
 
-    def get(self, key: str, default: str | None = None) -> str | None:  # type: ignore[override]
+    # Mapping.get's default may be of any type; a property's default is text.
+    def get(self, key: str, default: str | None = None) -> str | None:  # type: ignore[override]  # see above
         for name in self.candidates(key):
             value = self._values.get(name)
             if value is not None and value.strip() != "":
@@ -143,11 +144,11 @@ class Properties(Mapping[str, str]):
 
     def get_int(self, key: str, default: int | None = None) -> int | None:
         value = self.typed(key, INT)
-        return default if value is None else int(value)  # type: ignore[call-overload]
+        return default if value is None else int(value)  # type: ignore[call-overload]  # typed() gives an int
 
     def get_float(self, key: str, default: float | None = None) -> float | None:
         value = self.typed(key, NUMBER)
-        return default if value is None else float(value)  # type: ignore[arg-type]
+        return default if value is None else float(value)  # type: ignore[arg-type]  # typed() gives a number
 
     def get_bool(self, key: str, default: bool = False) -> bool:
         value = self.typed(key, BOOL)
@@ -170,7 +171,7 @@ class Properties(Mapping[str, str]):
     def get_mapping(self, key: str) -> dict[str, str]:
         """Parse ``a:b,c:d`` into ``{"a": "b", "c": "d"}`` (used by rename/cast converters)."""
         value = self.typed(key, MAPPING)
-        return dict(value) if value else {}  # type: ignore[call-overload]
+        return dict(value) if value else {}  # type: ignore[call-overload]  # typed() gives a dict
 
 
 def check_branch_keys(values: Mapping[str, str], num_branches: int) -> None:

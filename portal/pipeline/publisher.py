@@ -8,7 +8,8 @@ become atomic (the exactly-once seed).
 ``{"type": "fs_rename", "src", "dst", "size", "dataset_urn", "branch"}`` for every task-output file
 of a committed task (to ``data.publisher.final.dir(.N)/<dataset_urn>/<relative path>``; set
 ``data.publisher.dataset.subdir(.N)=false`` to drop the ``<dataset_urn>`` level),
-``{"type": "jdbc_publish", ...}`` once per (dataset, JDBC branch), and last
+``{"type": "jdbc_publish", ...}`` once per (dataset, JDBC branch), ``{"type": "iceberg_commit", ...}``
+once per (dataset, Iceberg branch) (:mod:`portal.pipeline.iceberg`), and last
 ``{"type": "high_watermark", "dataset_urn", "value"}``.
 
 ``job.commit.policy`` (default ``full``):
@@ -35,13 +36,11 @@ from collections import defaultdict
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlparse, urlunparse
 
-from portal.pipeline import fs, watermarks
+from portal.pipeline import fs, iceberg, table_templates, watermarks
 from portal.pipeline.confinement import confine
 from portal.pipeline.jobspec import JobSpec
 from portal.pipeline.properties import Properties
 from portal.pipeline.taskstate import SUCCEEDED
-
-POLICIES = ("full", "partial", "successful")
 
 
 def commit_policy(props: Properties) -> str:
@@ -68,8 +67,7 @@ def apply_commit_policy(
 ) -> list[dict[str, Any]]:
     """Copies of the TaskStates with ``committed`` set, and the actual high watermark of every task
     that will not be committed set back to its low watermark."""
-    spec = JobSpec.from_dict(jobspec)
-    policy = commit_policy(Properties(spec.properties))
+    policy = commit_policy(JobSpec.from_dict(jobspec).props)
     states = copy.deepcopy(task_states)
     job_ok = all(s["status"] == SUCCEEDED for s in states)
     for tasks in _by_dataset(states).values():
@@ -104,6 +102,13 @@ def _existing_key(props: Properties, key: str) -> str | None:
     return None
 
 
+def _jdbc_table(bprops: Properties, urn: str) -> str:
+    """The dataset's target, ``{table}`` put in as the writer did (and checked again: a task state
+    does not choose where rows go)."""
+    key = "writer.jdbc.table"
+    return table_templates.resolve(bprops.require(key), urn, bprops.describe(key))
+
+
 def _merge(bprops: Properties) -> dict[str, Any]:
     """Upsert keys of a JDBC branch (``writer.jdbc.write.mode=upsert``): ``extract.primary.key.fields``,
     the latest row of a run by the first ``extract.delta.fields`` winning."""
@@ -121,11 +126,12 @@ def plan_commit(
 ) -> dict[str, list[dict[str, Any]]]:
     """Commit steps per dataset URN (see the module docstring)."""
     spec = JobSpec.from_dict(jobspec)
-    props = Properties(spec.properties)
+    props = spec.props
     plan: dict[str, list[dict[str, Any]]] = {}
     for urn, tasks in _by_dataset(apply_commit_policy(spec, task_states)).items():
         steps: list[dict[str, Any]] = []
         jdbc: dict[int, dict[str, Any]] = {}
+        lake: dict[int, dict[str, Any]] = {}  # iceberg_commit steps by branch
         committed = [t for t in tasks if t["committed"]]
         for task in committed:
             count = len(task["branches"])
@@ -133,6 +139,9 @@ def plan_commit(
                 if branch["status"] != SUCCEEDED:
                     continue
                 bprops = _branch_props(props, branch, count)
+                if branch.get("format") == iceberg.FORMAT:
+                    iceberg.add_branch(lake, spec, urn, bprops, branch)
+                    continue
                 if branch.get("staging_table"):
                     step = jdbc.setdefault(
                         branch["index"],
@@ -143,12 +152,13 @@ def plan_commit(
                             "url": _strip_password(bprops.require("writer.jdbc.url")),
                             "user": bprops.get("writer.jdbc.username"),
                             "password_property": _existing_key(bprops, "writer.jdbc.password"),
-                            "target_table": bprops.require("writer.jdbc.table"),
+                            "target_table": _jdbc_table(bprops, urn),
                             "marker_table": bprops.get("writer.jdbc.marker.table", "flowport_publish_marker"),
                             "staging_tables": [],
                             "rows": 0,
                             "execution_id": spec.execution_id,
                             "job_name": spec.job_name,
+                            "evolve": props.get_choice("schema.evolution.policy") == "evolve",
                             **_merge(bprops),
                         },
                     )
@@ -179,6 +189,7 @@ def plan_commit(
             value = watermarks.merge([t["actual_high_watermark"] for t in committed])
         else:
             value = tasks[0].get("low_watermark")
+        steps.extend(iceberg.finish_steps(lake, value, spec.is_backfill))
         if value is not None and not spec.is_backfill:
             steps.append({"type": "high_watermark", "dataset_urn": urn, "value": value})
         plan[urn] = steps
@@ -189,8 +200,12 @@ def cleanup_task_output(jobspec: dict[str, Any] | JobSpec) -> None:
     """Delete this execution's task-staging/task-output/extract folders under the work dir (call it
     after the commit steps ran; custom ``writer.*.dir`` locations are left to their owners)."""
     spec = JobSpec.from_dict(jobspec)
-    work_dir = spec.work_dir or Properties(spec.properties).get("job.work.dir") or ""
+    remove_task_output(spec.job_work_dir, spec.job_name, spec.execution_id)
+
+
+def remove_task_output(work_dir: str, job_name: str, execution_id: int) -> None:
+    """:func:`cleanup_task_output` for a run known by its work dir, job and execution only."""
     if not work_dir:
         return
     for leaf in ("task-staging", "task-output", "extract"):
-        fs.delete(fs.join(work_dir, leaf, spec.job_name, str(spec.execution_id)))
+        fs.delete(fs.join(work_dir, leaf, job_name, str(execution_id)))

@@ -101,8 +101,8 @@ def _run(
     cancel_event: threading.Event | None,
     on_task_state: Callable[[dict[str, Any]], None] | None,
 ) -> list[dict[str, Any]]:
-    props = Properties(spec.properties)
-    work_dir = spec.work_dir or props.get("job.work.dir") or ""
+    props = spec.props
+    work_dir = spec.job_work_dir
     try:
         if not work_dir:
             raise PipelineError("jobspec field 'work_dir' (or property job.work.dir) is required")

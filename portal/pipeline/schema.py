@@ -17,6 +17,7 @@ import itertools
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from portal.pipeline.loader import ClassLoadError, check_class_path
 
@@ -30,6 +31,8 @@ NODE_KEYS = frozenset(
         "source.jdbc.driver",
         "writer.jdbc.url",
         "writer.jdbc.driver",
+        "writer.iceberg.catalog.uri",
+        "writer.iceberg.warehouse",
         "data.publisher.final.dir",
         "writer.staging.dir",
         "writer.output.dir",
@@ -69,6 +72,8 @@ MAX_VALUE_LENGTH = 64 * 1024
 _CONTROL_IN_KEY = re.compile(r"[\x00-\x1f\x7f]")
 _CONTROL_IN_VALUE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 _SAFE_URN = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.:=-]{0,254}\Z")
+# An Iceberg namespace or table name: it becomes a folder under the warehouse.
+ICEBERG_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_-]{0,127}\Z")
 
 
 def base_key(key: str) -> str:
@@ -159,8 +164,9 @@ def urn_problems(properties: Mapping[str, object]) -> list[str]:
     """``dataset.urn`` becomes a folder name under the publish dir: no separators, no ``..``."""
     problems = []
     for key, value in properties.items():
-        named = isinstance(key, str) and base_key(key) == "dataset.urn" and isinstance(value, str)
-        if named and value and (not _SAFE_URN.match(value) or ".." in value):
+        if not (isinstance(key, str) and base_key(key) == "dataset.urn" and isinstance(value, str)):
+            continue
+        if value and (not _SAFE_URN.match(value) or ".." in value):
             problems.append(
                 f"{key!r} must be a plain name (letters, digits, '_', '.', ':', '=', '-'; no '/' or '..')"
             )
@@ -217,11 +223,12 @@ FALSE_WORDS = frozenset({"false", "no", "0", "off", ""})
 BRANCH_SCOPED_PREFIXES = ("converter.", "qualitychecker.", "writer.", "data.publisher.")
 
 # What a job is made of, for "when required": its source kind and each branch's writer kind.
-SOURCE_FILES, SOURCE_JDBC, WRITER_FILES, WRITER_JDBC = (
+SOURCE_FILES, SOURCE_JDBC, WRITER_FILES, WRITER_JDBC, WRITER_ICEBERG = (
     "source:files",
     "source:jdbc",
     "writer:files",
     "writer:jdbc",
+    "writer:iceberg",
 )
 FILES_SOURCE_CLASS = "portal.pipeline.sources.files.FileSource"
 JDBC_SOURCE_CLASS = "portal.pipeline.sources.jdbc.JdbcSource"
@@ -250,12 +257,12 @@ class PropertySpec:
         return self.key.startswith(BRANCH_SCOPED_PREFIXES)
 
 
-def _s(key: str, type_: str, description: str, **kwargs: object) -> PropertySpec:
-    return PropertySpec(key, type_, description, **kwargs)  # type: ignore[arg-type]
+def _s(key: str, type_: str, description: str, **kwargs: Any) -> PropertySpec:
+    return PropertySpec(key, type_, description, **kwargs)
 
 
 FILE_SOURCE_FORMATS = ("avro", "csv", "json", "jsonl", "orc", "parquet")
-WRITER_FORMATS = ("AVRO", "CSV", "JDBC", "JSON", "ORC", "PARQUET")
+WRITER_FORMATS = ("AVRO", "CSV", "ICEBERG", "JDBC", "JSON", "ORC", "PARQUET")
 # Gobblin's names are accepted too (publisher.commit_policy maps them).
 COMMIT_POLICIES = (
     "full",
@@ -265,12 +272,17 @@ COMMIT_POLICIES = (
     "commit_on_partial_success",
     "commit_successful_tasks",
 )
+SCHEMA_EVOLUTION_POLICIES = ("evolve", "freeze", "discard_columns")  # portal.pipeline.schemadrift
 
 SPECS: tuple[PropertySpec, ...] = (
     # job
     _s("source.class", CLASS, "The source: a Source subclass; set from the source data node's kind."),
     _s("job.commit.policy", CHOICE, "When a job's output is published: full (every task succeeded), "
        "partial (per dataset), successful (what succeeded).", default="full", choices=COMMIT_POLICIES),
+    _s("schema.evolution.policy", CHOICE, "What a changed source schema does: evolve (add columns, widen "
+       "types, also at a JDBC destination), freeze (fail the dataset with the diff), discard_columns "
+       "(drop new columns). Unset: not enforced (the schema is still recorded).",
+       choices=SCHEMA_EVOLUTION_POLICIES),
     _s("job.work.dir", STRING, "The job's working folder (set by the portal)."),
     _s("job.name", STRING, "The job's name (set by the compiler)."),
     _s("flow.group", STRING, "The flow's group (set by the compiler)."),
@@ -305,7 +317,9 @@ SPECS: tuple[PropertySpec, ...] = (
        default="org.postgresql.Driver"),
     _s("source.jdbc.arrow", BOOL, "PostgreSQL: read with COPY into Arrow batches instead of Spark's "
        "JDBC reader (opt-in; measured slower on small machines).", default="false"),
-    _s("source.jdbc.tables", LIST, "Tables to read, comma-separated.", required_for=(SOURCE_JDBC,)),
+    _s("source.jdbc.tables", LIST, "Tables to read, comma-separated: names, or patterns such as public.* "
+       "(one dataset per table, matched again at every run).", required_for=(SOURCE_JDBC,)),
+    _s("source.jdbc.tables.exclude", LIST, "Tables (names or patterns) left out of source.jdbc.tables."),
     _s("source.jdbc.fetchsize", INT, "Rows fetched per round trip.", default="10000"),
     _s("source.jdbc.partition.column", STRING, "Numeric column the read is split on "
        "(default: the first primary key field)."),
@@ -351,7 +365,8 @@ SPECS: tuple[PropertySpec, ...] = (
     _s("fork.one.pass", BOOL, "Write all branches in one pass over the data.", default="true"),
     # writer and publisher (per branch)
     _s("writer.builder.class", CLASS, "A custom DataWriter class (replaces writer.output.format)."),
-    _s("writer.output.format", CHOICE, "Format written; JDBC for a jdbc destination.", default="PARQUET",
+    _s("writer.output.format", CHOICE, "Format written; JDBC for a jdbc destination, ICEBERG for an "
+       "iceberg one.", default="PARQUET",
        choices=WRITER_FORMATS),
     _s("writer.codec", STRING, "Compression codec of written files."),
     _s("writer.partition.columns", LIST, "Columns the output is partitioned by."),
@@ -362,13 +377,28 @@ SPECS: tuple[PropertySpec, ...] = (
     _s("writer.jdbc.url", STRING, "JDBC URL of the destination (set from the destination data node).",
        required_for=(WRITER_JDBC,)),
     _s("writer.jdbc.driver", STRING, "JDBC driver of the destination (set from the destination data node)."),
-    _s("writer.jdbc.table", STRING, "Destination table.", required_for=(WRITER_JDBC,)),
+    _s("writer.jdbc.table", STRING, "Destination table; {table} in it is each dataset's own table name "
+       "(copy_{table}, analytics.{table}: one target per table of a whole schema).",
+       required_for=(WRITER_JDBC,)),
     _s("writer.jdbc.username", STRING, "Destination database user."),
     _s("writer.jdbc.password", STRING, "Destination database password; give it as ENC(...)."),
     _s("writer.jdbc.batchsize", INT, "Rows per insert batch."),
     _s("writer.jdbc.write.mode", CHOICE, "append, or upsert: merge on extract.primary.key.fields.",
        default="append", choices=("append", "upsert")),
     _s("writer.jdbc.marker.table", STRING, "Table holding the exactly-once commit markers."),
+    _s("writer.iceberg.catalog.uri", STRING, "SQL catalog of the Iceberg destination, a SQLAlchemy URL "
+       "without password (set from the destination data node).", required_for=(WRITER_ICEBERG,)),
+    _s("writer.iceberg.warehouse", STRING, "Warehouse folder of the Iceberg destination's tables (set "
+       "from the destination data node).", required_for=(WRITER_ICEBERG,)),
+    _s("writer.iceberg.catalog.password", STRING, "Password of the Iceberg catalog's database; give it "
+       "as ENC(...)."),
+    _s("writer.iceberg.namespace", STRING, "Iceberg namespace of the destination table (default: the "
+       "flow group)."),
+    _s("writer.iceberg.table", STRING, "Iceberg table (default: the dataset URN, '.' and ':' as '_'); "
+       "{table} in it is the dataset's table name."),
+    _s("writer.iceberg.write.mode", CHOICE, "append, or merge: upsert on extract.primary.key.fields "
+       "(the latest row per key by extract.delta.fields wins).", default="append",
+       choices=("append", "merge")),
     _s("data.publisher.final.dir", STRING, "Where a files destination publishes (set by the portal).",
        required_for=(WRITER_FILES,)),
     _s("data.publisher.dataset.subdir", BOOL, "Publish each dataset in its own sub-folder.", default="true"),

@@ -14,7 +14,10 @@ from pathlib import Path
 from portal.pipeline.schema import NODE, SPECS, PropertySpec
 
 GROUPS = (
-    ("Job", ("job.", "flow.", "flowport.", "mr.", "numbers.", "dataset.", "spark.", "source.class")),
+    (
+        "Job",
+        ("job.", "flow.", "flowport.", "mr.", "numbers.", "dataset.", "spark.", "source.class", "schema."),
+    ),
     ("Files source", ("source.files.", "source.schema")),
     ("JDBC source", ("source.jdbc.", "source.conn.", "extract.")),
     ("Converters (per branch)", ("converter.",)),
@@ -27,6 +30,7 @@ KINDS = {
     "source:jdbc": "JDBC source",
     "writer:files": "files destination",
     "writer:jdbc": "JDBC destination",
+    "writer:iceberg": "Iceberg destination",
 }
 
 

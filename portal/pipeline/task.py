@@ -6,7 +6,8 @@ with nothing of their own but a file writer are written together by one Spark wr
 extract once (:mod:`portal.pipeline.onepass`); otherwise each branch is its own Spark write that
 re-derives its DataFrame from the extract, which was measured cheaper than ``cache()``.  Counts
 come from ``DataFrame.observe`` during the writes (or from the one-pass writer itself), so checking
-and counting costs no extra pass.  Configuration of every branch (writer format, required keys,
+and counting costs no extra pass; which read counts is the feed's business
+(:mod:`portal.pipeline.feed`, :mod:`portal.pipeline.observe`), so the steps below read in order.  Configuration of every branch (writer format, required keys,
 class paths) is validated before any data is read.
 
 Failure semantics (the fork seed's): a failing branch does not stop the others; the task succeeds
@@ -25,17 +26,17 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from pyspark.sql import Column, DataFrame, Observation, SparkSession
-from pyspark.sql import functions as F
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql.types import StructType
 
-from portal.pipeline import fs, onepass, progress
+from portal.pipeline import fs, onepass, progress, schema_evolution
 from portal.pipeline.converters import Converter, ConverterContext, apply_converters, build_converters
 from portal.pipeline.errors import CancelledError, PipelineError, QualityCheckError
-from portal.pipeline.feed import Feed, reads_twice
-from portal.pipeline.fork import as_column, build_fork_operator, checked
+from portal.pipeline.feed import Feed
+from portal.pipeline.fork import ForkOperator, as_column, build_fork_operator, checked
 from portal.pipeline.jobspec import JobSpec
 from portal.pipeline.logtag import tag_thread
-from portal.pipeline.observe import observed
+from portal.pipeline.observe import WRITTEN, observe_written, observed
 from portal.pipeline.properties import Properties, branch_names, check_branch_keys
 from portal.pipeline.quality import (
     RowChecker,
@@ -45,7 +46,7 @@ from portal.pipeline.quality import (
     parse_schema,
     run_task_policies,
 )
-from portal.pipeline.sources.base import Source
+from portal.pipeline.sources.base import Extraction, Source
 from portal.pipeline.taskstate import CANCELLED, FAILED, SKIPPED, SUCCEEDED, BranchState, TaskState
 from portal.pipeline.workunits import WorkUnit
 from portal.pipeline.writers import DataWriter, WriterContext, WriteResult, build_writer
@@ -124,6 +125,28 @@ class _Branch:
     writer: DataWriter
 
 
+@dataclass
+class _PreFork:
+    """The pre-fork stream: its view of the properties, fork operator, converters and checks."""
+
+    props: Properties
+    operator: ForkOperator
+    converters: list[Converter]
+    checker: RowChecker
+    policies: list[TaskPolicy]
+
+
+@dataclass
+class _Fork:
+    """Where the records go: the branches that get any, each branch's route (and the operator's
+    decision it came from), and whether one pass writes them all."""
+
+    active: list[_Branch]
+    routes: list[Column]
+    decisions: list[Any]
+    one_pass: bool
+
+
 class TaskRunner:
     """Runs one WorkUnit; :meth:`run` never raises, it returns the TaskState."""
 
@@ -192,73 +215,92 @@ class TaskRunner:
     # -- the pipeline -------------------------------------------------------------------------------
 
     def _execute(self, ingestion_time: dt.datetime) -> None:
-        """extract -> convert -> check -> fork -> write, then the counts, verdicts and watermark."""
-        job, wu = self.job, self.wu
-        pre = job.props.pre_fork()
-        ctx = ConverterContext(wu.task_id, wu.dataset_urn, ingestion_time)
+        """extract -> convert -> check -> fork -> write, then the verdicts and the watermark."""
+        pre = self._build(ingestion_time)
+        recorded = self.job.jobspec.previous_schemas.get(self.wu.dataset_urn)
+        extraction = schema_evolution.apply(
+            self.job.source.extract(self.wu), recorded, pre.props, self.wu.dataset_urn
+        )
+        feed = self._extract(extraction, pre)
+        check = self._check_schema(feed, pre)
+        fork = self._fork(feed, pre, check.schema)
+        self._write(feed, fork, check.previous_schema)
+        self._check_records(feed, fork, pre, check)
+        finish = extraction.finish
+        self.state.actual_high_watermark = finish(feed.metrics) if finish else self.wu.expected_high_watermark
+        self.state.status = SUCCEEDED
+
+    def _build(self, ingestion_time: dt.datetime) -> _PreFork:
+        """The pre-fork stream's and every branch's components, built (so validated) before any data
+        is read."""
+        pre = self.job.props.pre_fork()
+        ctx = ConverterContext(self.wu.task_id, self.wu.dataset_urn, ingestion_time)
         operator = build_fork_operator(pre)
         self._build_branches(pre, operator.get_branches(), ingestion_time, ctx)
-        pre_converters = build_converters(pre, ctx)
-        pre_checker = RowChecker(pre)
-        pre_policies = build_task_policies(pre)  # every branch's and the job's configuration checked
+        return _PreFork(pre, operator, build_converters(pre, ctx), RowChecker(pre), build_task_policies(pre))
 
-        extraction = job.source.extract(wu)
+    def _extract(self, extraction: Extraction, pre: _PreFork) -> Feed:
+        """The work unit's bounded extract with the pre-fork converters and row checker (lazy)."""
+        job = self.job
         self.extract_dir = fs.join(
-            job.work_dir, "extract", job.jobspec.job_name, str(job.jobspec.execution_id), wu.task_id
+            job.work_dir, "extract", job.jobspec.job_name, str(job.jobspec.execution_id), self.wu.task_id
         )
-        feed = Feed(job.spark, extraction, pre_converters, pre_checker, self.extract_dir)
-        schema = extraction.df.drop(*extraction.helper_columns).schema
+        return Feed(job.spark, extraction, pre.converters, pre.checker, self.extract_dir)
+
+    def _check_schema(self, feed: Feed, pre: _PreFork) -> TaskCheckContext:
+        """The source schema recorded, and the pre-fork task policies' verdict on it."""
+        schema = feed.extraction.df.drop(*feed.extraction.helper_columns).schema
         self.state.source_schema = schema.json()
-        previous_schema = parse_schema(job.jobspec.previous_schemas.get(wu.dataset_urn))
-        check = TaskCheckContext(wu.dataset_urn, "pre-fork", schema, previous_schema, None)
-        failure = run_task_policies(pre_policies, check, "before", self.state.quality)
+        previous_schema = parse_schema(self.job.jobspec.previous_schemas.get(self.wu.dataset_urn))
+        check = TaskCheckContext(self.wu.dataset_urn, "pre-fork", schema, previous_schema, None)
+        failure = run_task_policies(pre.policies, check, "before", self.state.quality)
         if failure:
             raise QualityCheckError(failure)
+        return check
 
+    def _fork(self, feed: Feed, pre: _PreFork, schema: StructType) -> _Fork:
+        """Which branches get records, by which route, and whether one pass writes them all."""
+        operator = pre.operator
         forward = checked(operator, operator.fork_schema(schema), "fork_schema")
         decisions = checked(operator, operator.fork_data_records(schema), "fork_data_records")
-        routes = [as_column(d) for d in decisions]
         active = [b for b in self.branches if forward[b.state.index]]
         for b in self.branches:
             if not forward[b.state.index]:
                 b.state.status = SKIPPED
         one_pass = (
-            pre.get_bool("fork.one.pass", True)
+            pre.props.get_bool("fork.one.pass", True)
             and not any(b.converters or b.checker.active for b in active)
-            and onepass.eligible(job.spark, [b.writer for b in active])
+            and onepass.eligible(self.job.spark, [b.writer for b in active])
         )
-        # A second read of a live table could see different rows than the first: stage the extract
-        # once when this task would read it twice (see portal.pipeline.feed), never otherwise.
-        if extraction.stage and reads_twice(
-            0 if one_pass else len(active), [pre_checker, *self._checkers(active)]
-        ):
-            feed.stage()
+        feed.stage_if_read_twice(0 if one_pass else len(active), [b.checker for b in active])
+        return _Fork(active, [as_column(d) for d in decisions], decisions, one_pass)
 
-        self._fork_and_write(feed, active, routes, decisions, one_pass, previous_schema)
+    def _write(self, feed: Feed, fork: _Fork, previous_schema: StructType | None) -> None:
+        """Write the active branches (in one pass when possible, else each its own write, in parallel
+        threads); a failed branch fails the task."""
+        self._fork_and_write(feed, fork, previous_schema)
         self.state.extract_staged = feed.staged
-        failed = [b.state for b in active if b.state.status != SUCCEEDED]
+        failed = [b.state for b in fork.active if b.state.status != SUCCEEDED]
         if failed:
             raise PipelineError("; ".join(f"branch {s.index} ({s.name}) failed: {s.error}" for s in failed))
 
-        if active:
-            feed.collect()
-        self.state.records_extracted = feed.records
-        if pre_checker.active and active:
-            reports, rejected, err, fail = pre_checker.outcome(feed.pre_metrics(), "pre", "pre-fork")
+    def _check_records(self, feed: Feed, fork: _Fork, pre: _PreFork, check: TaskCheckContext) -> None:
+        """The records extracted, the pre-fork row policies' verdict (their err file written) and the
+        pre-fork task policies' verdict on the records."""
+        self.state.records_extracted = feed.records(read=bool(fork.active))
+        if pre.checker.active and fork.active:
+            reports, rejected, err, fail = pre.checker.outcome(feed.pre_metrics(), "pre", "pre-fork")
             self.state.quality.extend(reports)
             self.state.records_rejected = rejected
             if err:
-                self.state.err_dir = self._err_dir(pre, "pre_fork")
-                pre_checker.err_rows(feed.frame(False)).write.mode("overwrite").json(self.state.err_dir)
+                self.state.err_dir = self._err_dir(pre.props, "pre_fork")
+                pre.checker.err_rows(feed.frame(False)).write.mode("overwrite").json(self.state.err_dir)
             if fail:
                 raise QualityCheckError(fail)
         check.records = self.state.records_extracted
-        failure = run_task_policies(pre_policies, check, "after", self.state.quality)
+        failure = run_task_policies(pre.policies, check, "after", self.state.quality)
         if failure:
             raise QualityCheckError(failure)
-        finish = extraction.finish
-        self.state.actual_high_watermark = finish(feed.metrics) if finish else wu.expected_high_watermark
-        self.state.status = SUCCEEDED
 
     def _build_branches(
         self, pre: Properties, count: int, ingestion_time: dt.datetime, ctx: ConverterContext
@@ -287,49 +329,32 @@ class TaskRunner:
             )
         self.state.branches = [b.state for b in self.branches]
 
-    @staticmethod
-    def _checkers(branches: list[_Branch]) -> list[RowChecker]:
-        return [b.checker for b in branches]
-
-    def _fork_and_write(
-        self,
-        feed: Feed,
-        active: list[_Branch],
-        routes: list[Column],
-        decisions: list[Any],
-        one_pass: bool,
-        previous_schema: Any,
-    ) -> None:
+    def _fork_and_write(self, feed: Feed, fork: _Fork, previous_schema: StructType | None) -> None:
         """Fork the feed to the active branches and write them: in one pass when possible, else each
-        branch its own write (in parallel threads); counts recorded on the pass that reads."""
-        job = self.job
-        if one_pass:
-            seen = self._run_one_pass(
-                active, feed.checker.good(feed.frame(not feed.plain)), routes, previous_schema
-            )
+        branch its own write (in parallel threads); the feed decides which read counts."""
+        job, active = self.job, fork.active
+        if fork.one_pass:
+            seen = self._run_one_pass(active, feed.one_pass_frame(), fork.routes, previous_schema)
             if seen is not None:
                 self.state.fork_feed = "one_pass"
-                if feed.plain:
-                    feed.count_at_writer(seen)
+                feed.read_by_one_pass(seen)
                 return
-            feed.renew()
-            if feed.extraction.stage and len(active) > 1:
-                feed.stage()  # the branches now re-read: see _execute
-        # One branch taking every record unchanged: its written count is the record count.
+            feed.one_pass_failed(len(active))
+        # One branch taking every record unchanged: its written count may be the record count.
         only = active[0] if len(active) == 1 else None
-        counted_by_writer = (
+        feed.one_by_one(
+            len(active),
             only is not None
-            and feed.plain
-            and decisions[only.state.index] is True
+            and fork.decisions[only.state.index] is True
             and not only.converters
-            and not only.checker.active
+            and not only.checker.active,
         )
         first = active[0] if active else None
 
         def run_branch(branch: _Branch) -> None:
             _thread_setup(job.spark, self.group, self.pool, job.jobspec.log_tag)
-            frame = feed.frame(branch is first and not counted_by_writer)
-            self._run_branch(branch, frame, feed.checker, routes[branch.state.index], previous_schema)
+            frame = feed.branch_frame(branch is first)
+            self._run_branch(branch, frame, feed.checker, fork.routes[branch.state.index], previous_schema)
 
         if len(active) > 1:
             self.state.fork_feed = "per_branch"
@@ -337,8 +362,7 @@ class TaskRunner:
                 list(pool.map(run_branch, active))
         elif only is not None:
             run_branch(only)
-            if counted_by_writer:
-                feed.count_at_writer(only.state.records_written)
+            feed.written(only.state.records_written)
 
     def _err_dir(self, props: Properties, leaf: str) -> str:
         spec = self.job.jobspec
@@ -346,7 +370,12 @@ class TaskRunner:
         return fs.join(root, spec.job_name, str(spec.execution_id), self.wu.task_id, leaf)
 
     def _run_branch(
-        self, branch: _Branch, df: DataFrame, pre_checker: RowChecker, route: Column, previous_schema: Any
+        self,
+        branch: _Branch,
+        df: DataFrame,
+        pre_checker: RowChecker,
+        route: Column,
+        previous_schema: StructType | None,
     ) -> None:
         started = time.time()
         try:
@@ -356,16 +385,8 @@ class TaskRunner:
             if failure:
                 raise QualityCheckError(failure)
             tagged = branch.checker.tag(df)
-            obs = Observation()
-            written = (
-                F.count(F.lit(1))
-                if not branch.checker.active
-                else F.sum(F.when(F.col("fp_reject_index").isNull(), 1).otherwise(0))
-            )
-            metrics = [written.alias("fp_written")] + [
-                c.alias(n) for n, c in branch.checker.metrics("row").items()
-            ]
-            result = branch.writer.write(branch.checker.good(tagged.observe(obs, *metrics)))
+            counted, obs = observe_written(tagged, branch.checker)
+            result = branch.writer.write(branch.checker.good(counted))
             self._finish_branch(branch, check, result, observed(obs), tagged)
         except Exception as exc:
             self._branch_failed(branch, exc)
@@ -373,7 +394,7 @@ class TaskRunner:
             branch.state.duration_seconds = round(time.time() - started, 3)
 
     def _run_one_pass(
-        self, active: list[_Branch], df: DataFrame, routes: list[Column], previous_schema: Any
+        self, active: list[_Branch], df: DataFrame, routes: list[Column], previous_schema: StructType | None
     ) -> int | None:
         """Write the active branches in one pass (:mod:`portal.pipeline.onepass`) and return the rows
         it read.  None, with nothing recorded or left behind, when a branch's schema policy fails or
@@ -406,13 +427,15 @@ class TaskRunner:
         elapsed = round(time.time() - started, 3)
         for branch, check, result, count in zip(active, checks, results, written, strict=True):
             try:
-                self._finish_branch(branch, check, result, {"fp_written": count}, None)
+                self._finish_branch(branch, check, result, {WRITTEN: count}, None)
             except Exception as exc:
                 self._branch_failed(branch, exc)
             branch.state.duration_seconds = elapsed
         return seen
 
-    def _branch_check(self, branch: _Branch, schema: Any, previous_schema: Any) -> TaskCheckContext:
+    def _branch_check(
+        self, branch: _Branch, schema: StructType, previous_schema: StructType | None
+    ) -> TaskCheckContext:
         scope = f"branch {branch.state.index} ({branch.state.name})"
         return TaskCheckContext(self.wu.dataset_urn, scope, schema, previous_schema, None)
 
@@ -428,7 +451,7 @@ class TaskRunner:
         state = branch.state
         state.output_dir, state.output_files = result.output_dir, result.output_files
         state.bytes_written, state.staging_table = result.bytes_written, result.staging_table
-        state.records_written = int(values.get("fp_written") or 0)
+        state.records_written = int(values.get(WRITTEN) or 0)
         reports, state.records_rejected, state.records_err_file, fail = branch.checker.outcome(
             values, "row", check.scope
         )

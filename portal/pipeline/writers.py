@@ -1,7 +1,7 @@
 """Writers: each branch writes its records to a staging location, then moves them to task output.
 
 ``writer.output.format(.N)`` picks the writer: ``PARQUET`` (default), ``ORC``, ``JSON`` (JSON lines),
-``CSV`` (with header), ``AVRO`` or ``JDBC``; ``writer.builder.class(.N)`` names a custom
+``CSV`` (with header), ``AVRO``, ``JDBC`` or ``ICEBERG`` (:mod:`portal.pipeline.iceberg`); ``writer.builder.class(.N)`` names a custom
 :class:`DataWriter` subclass instead.
 
 AVRO needs no download: PySpark 4 ships Spark's Avro file format inside ``spark-sql``
@@ -22,7 +22,8 @@ it is where the publisher will move the files (checked before any data is read).
 The JDBC writer (``writer.jdbc.url``, ``writer.jdbc.table``, ``writer.jdbc.username``,
 ``writer.jdbc.password``, ``writer.jdbc.marker.table``) writes the branch into its own staging table
 next to the target; publishing appends it to the target in one transaction
-(:class:`portal.pipeline.commit_steps.JdbcPublishCommitStep`).
+(:class:`portal.pipeline.commit_steps.JdbcPublishCommitStep`). ``{table}`` in ``writer.jdbc.table``
+gives each dataset its own target (:mod:`portal.pipeline.table_templates`).
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from psycopg import sql
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from portal.pipeline import fs, pgconn
+from portal.pipeline import fs, gateway, pgconn, table_templates
 from portal.pipeline.dialects import dialect_for
 from portal.pipeline.errors import ConfigError
 from portal.pipeline.jdbc_targets import JdbcTarget
@@ -49,13 +50,13 @@ from portal.pipeline.properties import Properties
 
 AVRO_FILE_FORMAT = "org.apache.spark.sql.avro.AvroFileFormat"
 FILE_FORMATS = {"PARQUET": "parquet", "ORC": "orc", "JSON": "json", "CSV": "csv", "AVRO": AVRO_FILE_FORMAT}
-ALL_FORMATS = (*FILE_FORMATS, "JDBC")
+ALL_FORMATS = (*FILE_FORMATS, "JDBC", "ICEBERG")
 
 
 def avro_available(spark: SparkSession) -> bool:
     """Whether this Spark build has its Avro file format on the classpath (PySpark >= 4.0 does)."""
     try:
-        return bool(spark.sparkContext._jvm.org.apache.spark.util.Utils.classIsLoadable(AVRO_FILE_FORMAT))
+        return bool(gateway.jvm(spark).org.apache.spark.util.Utils.classIsLoadable(AVRO_FILE_FORMAT))
     except Exception:
         return False
 
@@ -171,7 +172,7 @@ class FileDataWriter(DataWriter):
     def collect(self, staged: str) -> WriteResult:
         """Move the data files Spark wrote under ``staged`` to this branch's task output."""
         fs.delete(self.output_dir)
-        files = []
+        files: list[dict[str, Any]] = []
         forked = (self.props.get_int("fork.branches", 1) or 1) > 1
         for info in fs.list_files(staged):
             relative = branch_file_name(info.relative, self.ctx.branch_index) if forked else info.relative
@@ -216,7 +217,9 @@ class JdbcDataWriter(DataWriter):
     def __init__(self, props: Properties, ctx: WriterContext) -> None:
         super().__init__(props, ctx)
         self.url = props.require("writer.jdbc.url")
-        self.table = props.require("writer.jdbc.table")
+        # ``{table}``: this dataset's own target (portal.pipeline.table_templates)
+        key = "writer.jdbc.table"
+        self.table = table_templates.resolve(props.require(key), ctx.dataset_urn, props.describe(key))
         self.staging_table = staging_table_name(self.table, ctx.jobspec, ctx.task_id, ctx.branch_index)
         mode = (props.get("writer.jdbc.write.mode") or "append").lower()
         if mode not in ("append", "upsert"):
@@ -286,7 +289,7 @@ class JdbcDataWriter(DataWriter):
 def build_writer(props: Properties, ctx: WriterContext) -> DataWriter:
     custom = props.get("writer.builder.class")
     if custom:
-        cls = load_class(custom, props.describe("writer.builder.class"), DataWriter)
+        cls: type[DataWriter] = load_class(custom, props.describe("writer.builder.class"), DataWriter)
         return cls(props, ctx)
     # The allowed formats, the default and the refusal's message are the property schema's.
     fmt = props.get_choice("writer.output.format") or "PARQUET"
@@ -299,4 +302,8 @@ def build_writer(props: Properties, ctx: WriterContext) -> DataWriter:
         )
     if fmt == "JDBC":
         return JdbcDataWriter(props, ctx)
+    if fmt == "ICEBERG":
+        from portal.pipeline.iceberg import IcebergDataWriter  # the Iceberg destination's own module
+
+        return IcebergDataWriter(props, ctx)
     return FileDataWriter(props, ctx, fmt)

@@ -66,7 +66,7 @@ class RestLiResource(APIView):
 
     def _dispatch(self, request: Request, key: str | None = None) -> HttpResponse:
         has_key = key is not None
-        allowed = _METHODS.get((request.method, has_key))
+        allowed = _METHODS.get((request.method or "", has_key))
         if allowed is None:
             raise RestLiError(
                 405,
@@ -93,7 +93,7 @@ class RestLiResource(APIView):
             return getattr(self, f"finder_{name}")(request, query)
         if method == "action":
             name = query.get("action")
-            if not has_key or name not in self.entity_actions:
+            if key is None or name not in self.entity_actions:
                 raise RestLiError(
                     400, f"/{self.resource} has no {'entity' if has_key else 'collection'} action {name!r}."
                 )
@@ -101,7 +101,7 @@ class RestLiResource(APIView):
         handler = getattr(self, f"restli_{method}", None)
         if handler is None:
             raise RestLiError(405, f"/{self.resource} does not support the Rest.li method {method!r}.")
-        return handler(request, self.raw_key(key)) if has_key else handler(request)
+        return handler(request, self.raw_key(key)) if key is not None else handler(request)
 
     def get(self, request: Request, key: str | None = None) -> HttpResponse:
         return self._dispatch(request, key)
@@ -191,7 +191,9 @@ class RestLiResource(APIView):
         response["X-RestLi-Protocol-Version"] = PROTOCOL_VERSION
         return response
 
-    def handle_exception(self, exc: Exception) -> HttpResponse:
+    # DRF takes any HttpResponse back (finalize_response checks for HttpResponseBase); Rest.li's
+    # errors are plain JSON responses, not DRF Responses.
+    def handle_exception(self, exc: Exception) -> HttpResponse:  # type: ignore[override]  # see above
         if isinstance(exc, RestLiError):
             return error_response(exc.status, exc.message)
         if isinstance(exc, Http404):

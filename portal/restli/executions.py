@@ -7,6 +7,7 @@ may see which execution), kill and resume through orchestration.services.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from django.db.models import F, Q, QuerySet, Window
@@ -28,9 +29,11 @@ def _execution_key(resource: RestLiResource, text: str) -> tuple[str, str, int]:
     key.pop("$params", None)
     try:
         flow_group, flow_name = records.flow_id(key, "key")
-        return flow_group, flow_name, int(key.get("flowExecutionId"))
+        return flow_group, flow_name, int(key["flowExecutionId"])
     except records.ValidationFailure as failure:
         raise RestLiError(400, f"Invalid key: {failure.message}") from None
+    except KeyError:
+        raise RestLiError(400, "Invalid key: flowExecutionId is required.") from None
     except (TypeError, ValueError):
         raise RestLiError(400, "Invalid key: flowExecutionId must be a whole number.") from None
 
@@ -48,7 +51,7 @@ def _execution(request: Request, resource: RestLiResource, text: str) -> FlowExe
         ) from None
 
 
-def _resuming(executions: list[FlowExecution]) -> set[tuple[str, str, int]]:
+def _resuming(executions: Sequence[FlowExecution]) -> set[tuple[str, str, int]]:
     """Which of these executions have a RESUME request not handled yet (one
     query over the few waiting actions)."""
     if not executions:
@@ -61,7 +64,7 @@ def _resuming(executions: list[FlowExecution]) -> set[tuple[str, str, int]]:
     return set(pending)
 
 
-def _renderer(rows: list[FlowExecution], record, **options):
+def _renderer(rows: Sequence[FlowExecution], record, **options):
     resuming = _resuming(rows)
     return lambda e: record(
         e, resume_requested=(e.flow_group, e.flow_name, e.execution_id) in resuming, **options

@@ -21,6 +21,7 @@ from django.http import HttpResponse, JsonResponse
 from rest_framework.request import Request
 
 from portal.accounts import access
+from portal.accounts.requests import api_user
 from portal.flows import services as flow_services
 from portal.flows.compiler import compile_flow
 from portal.flows.models import DESTINATION_PROPERTY, SOURCE_PROPERTY, FlowConfig
@@ -124,7 +125,7 @@ class FlowConfigsResource(RestLiResource):
         _run_once_defaults(given)
         data = records.service_data(given, request.user)
         try:
-            flow = flow_services.create_flow(owner=request.user, data=data)
+            flow = flow_services.create_flow(owner=api_user(request), data=data)
         except DjangoValidationError as error:
             raise _refused(error) from None
         except flow_services.FlowAlreadyExists:
@@ -219,7 +220,7 @@ class FlowConfigsV2Resource(FlowConfigsResource):
         """Compile and answer the plan in `gobblin.flow.compiled`; store nothing."""
         _run_once_defaults(given)
         data = records.service_data(given, request.user)
-        flow = FlowConfig(owner=request.user, **data)
+        flow = FlowConfig(owner=api_user(request), **data)
         try:
             flow.full_clean(validate_unique=False, validate_constraints=False)
             validate_template_uris_for(request.user, flow.template_uri_list)

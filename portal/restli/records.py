@@ -16,6 +16,7 @@ from django.contrib.auth.models import Group
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.utils import timezone
 
+from portal.accounts import access
 from portal.flows.models import DESTINATION_PROPERTY, SOURCE_PROPERTY, FlowConfig
 from portal.flows.schedules import to_unix_cron
 from portal.orchestration import status as execution_status
@@ -91,8 +92,8 @@ def flow_id(value: Any, path: str) -> tuple[str, str]:
     """(flowGroup, flowName) of a FlowId, checked as FlowId.pdl does (strlen 1-128)."""
     if not isinstance(value, dict):
         raise ValidationFailure([(path, "field is required but not found and has no default value")])
-    problems = []
-    names = []
+    problems: list[tuple[str, str]] = []
+    names: list[str] = []
     for field in ("flowGroup", "flowName"):
         item = value.get(field)
         if item is None:
@@ -101,7 +102,8 @@ def flow_id(value: Any, path: str) -> tuple[str, str]:
             problems.append((f"{path}/{field}", f"{item!r} cannot be coerced to String"))
         elif not 1 <= len(item) <= MAX_KEY_LENGTH:
             problems.append((f"{path}/{field}", f"length of {item!r} is out of range 1...{MAX_KEY_LENGTH}"))
-        names.append(item)
+        else:
+            names.append(item)
     if problems:
         raise ValidationFailure(problems)
     return names[0], names[1]
@@ -206,7 +208,7 @@ def owning_group_for(user, name: str | None) -> Group | None:
     member may make a group own a flow."""
     if not name:
         return None
-    group = user.groups.filter(name=name).first()
+    group = access.restrict(Group.objects.filter(name=name), user, access.CHANGE).first()
     if group is None:
         raise RestLiError(403, f"Requester not part of owning group specified: {name!r}.")
     return group
@@ -263,7 +265,7 @@ def flow_config_record(flow: FlowConfig) -> dict[str, Any]:
     }
     if flow.schedule:
         record["schedule"] = {"cronSchedule": schedule_text(flow), "runImmediately": flow.run_immediately}
-    if flow.owning_group_id:
+    if flow.owning_group is not None:
         record["owningGroup"] = flow.owning_group.name
     return record
 

@@ -12,7 +12,7 @@ MAX_DIFF_CHARS = 200_000
 
 def templates_diff(before: dict[str, str], after: dict[str, str]) -> str:
     """A unified diff over all templates of two versions (added, removed, changed)."""
-    chunks = []
+    chunks: list[str] = []
     for path in sorted(set(before) | set(after)):
         old, new = before.get(path), after.get(path)
         if old == new:

@@ -3,16 +3,8 @@
 from __future__ import annotations
 
 from django import forms
-from django.core.exceptions import ValidationError
 
-
-class ServiceErrorsMixin:
-    def add_service_errors(self, error: ValidationError) -> None:
-        if not hasattr(error, "error_dict"):
-            self.add_error(None, error.messages)
-            return
-        for field, messages in error.message_dict.items():
-            self.add_error(field if field in self.fields else None, messages)
+from portal.form_errors import ServiceErrorsMixin
 
 
 class PackCreateForm(ServiceErrorsMixin, forms.Form):

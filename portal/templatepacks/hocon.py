@@ -120,8 +120,9 @@ def parse_template(text: str, name: str) -> ConfigTree:
     return tree
 
 
-def plain_value(tree: ConfigTree, key: str) -> str | None:
-    """A scalar setting read before resolution (inherit URI, required list)."""
+def plain_value(tree: ConfigTree, key: str) -> str | int | float | None:
+    """A scalar setting read before resolution (inherit URI, required list); HOCON
+    reads an unquoted number (or true/false) as one, so callers take its text."""
     try:
         value = tree.get(key, None)
     except ConfigException:
@@ -132,7 +133,7 @@ def plain_value(tree: ConfigTree, key: str) -> str | None:
 
 
 def required_attributes(tree: ConfigTree) -> list[str]:
-    value = plain_value(tree, REQUIRED_KEY) or ""
+    value = str(plain_value(tree, REQUIRED_KEY) or "")
     return [item.strip() for item in value.split(",") if item.strip()]
 
 

@@ -8,12 +8,12 @@ roll back. PackAuditEvent is append-only.
 from __future__ import annotations
 
 from django.conf import settings
-from django.contrib.auth.models import Group
 from django.core.validators import RegexValidator
 from django.db import models
 from django.utils import timezone
 
 from portal.accounts import access
+from portal.accounts.models import PrincipalGrant
 
 validate_pack_name = RegexValidator(
     r"^[A-Za-z0-9_.-]{1,128}\Z", "Use 1-128 letters, digits, '_', '.' or '-'."
@@ -95,34 +95,26 @@ class JobTemplate(models.Model):
         super().save(*args, **kwargs)
 
 
-class PackAcl(models.Model):
+class PackAcl(PrincipalGrant):
+    """A template pack's access list: owners edit the pack and its ACL,
+    readers use its templates (templatepacks.rules)."""
+
     class Role(models.TextChoices):
         OWNER = "owner", "owner"
         READER = "reader", "reader"
 
     pack = models.ForeignKey(TemplatePack, on_delete=models.CASCADE, related_name="acl")
     role = models.CharField(max_length=8, choices=Role.choices)
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE)
-    group = models.ForeignKey(Group, null=True, blank=True, on_delete=models.CASCADE)
 
-    class Meta:
-        ordering = ["role", "user__username", "group__name"]
+    class Meta(PrincipalGrant.Meta):
         constraints = [
-            models.CheckConstraint(
-                condition=models.Q(user__isnull=False, group__isnull=True)
-                | models.Q(user__isnull=True, group__isnull=False),
-                name="packacl_user_xor_group",
-            ),
+            *PrincipalGrant.Meta.constraints,
             models.UniqueConstraint(fields=["pack", "role", "user"], name="packacl_unique_user"),
             models.UniqueConstraint(fields=["pack", "role", "group"], name="packacl_unique_group"),
         ]
 
     def __str__(self) -> str:
         return f"{self.pack.name}: {self.principal} {self.role}"
-
-    @property
-    def principal(self) -> str:
-        return f"user:{self.user.username}" if self.user_id else f"group:{self.group.name}"
 
 
 class AuditQuerySet(models.QuerySet):

@@ -63,7 +63,7 @@ class LoadedTemplate:
     # The settings read before resolution, read once per template (pyhocon's
     # key lookup is slow enough to matter when thousands of flows compile).
     @property
-    def inherit(self) -> str | None:
+    def inherit(self) -> str | int | float | None:
         return self._plain(hocon.INHERIT_KEY)
 
     @property
@@ -72,13 +72,13 @@ class LoadedTemplate:
             self.__dict__["_required"] = hocon.required_attributes(self.tree)
         return self.__dict__["_required"]
 
-    def _plain(self, key: str) -> str | None:
+    def _plain(self, key: str) -> str | int | float | None:
         memo = self.__dict__.setdefault("_plain_values", {})
         if key not in memo:
             memo[key] = hocon.plain_value(self.tree, key)
         return memo[key]
 
-    def plain(self, key: str) -> str | None:
+    def plain(self, key: str) -> str | int | float | None:
         return self._plain(key)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.contrib.auth.models import User
 from rest_framework import serializers
 
 from portal.accounts import access
@@ -11,7 +12,9 @@ from portal.templatepacks.models import JobTemplate, PackAuditEvent, PackVersion
 
 
 class TemplatePackSerializer(serializers.ModelSerializer):
-    createdBy = serializers.SlugRelatedField(source="created_by", slug_field="username", read_only=True)
+    createdBy: serializers.SlugRelatedField[User] = serializers.SlugRelatedField(
+        source="created_by", slug_field="username", read_only=True
+    )
     currentVersion = serializers.IntegerField(
         source="current_version.number", read_only=True, allow_null=True
     )
@@ -49,9 +52,13 @@ class TemplateWriteSerializer(serializers.Serializer):
 
 
 class PackVersionSerializer(serializers.ModelSerializer):
-    createdBy = serializers.SlugRelatedField(source="created_by", slug_field="username", read_only=True)
+    createdBy: serializers.SlugRelatedField[User] = serializers.SlugRelatedField(
+        source="created_by", slug_field="username", read_only=True
+    )
     current = serializers.SerializerMethodField()
-    templates = serializers.SlugRelatedField(many=True, slug_field="path", read_only=True)
+    templates: serializers.SlugRelatedField[JobTemplate] = serializers.SlugRelatedField(
+        many=True, slug_field="path", read_only=True
+    )
 
     class Meta:
         model = PackVersion
@@ -76,8 +83,12 @@ class AclSerializer(serializers.Serializer):
 
 
 class AuditEventSerializer(serializers.ModelSerializer):
-    actor = serializers.SlugRelatedField(slug_field="username", read_only=True)
-    onBehalfOf = serializers.SlugRelatedField(source="on_behalf_of", slug_field="username", read_only=True)
+    actor: serializers.SlugRelatedField[User] = serializers.SlugRelatedField(
+        slug_field="username", read_only=True
+    )
+    onBehalfOf: serializers.SlugRelatedField[User] = serializers.SlugRelatedField(
+        source="on_behalf_of", slug_field="username", read_only=True
+    )
     pack = serializers.CharField(source="pack_name")
     version = serializers.IntegerField(source="version_number", allow_null=True)
 

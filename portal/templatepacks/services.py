@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from typing import Any
 
 from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.files.uploadedfile import UploadedFile
 from django.db import IntegrityError, transaction
 from django.db.models import Max
+from django.http import HttpRequest
 
 from portal.accounts import access
 from portal.templatepacks import audit, hocon, safety
@@ -74,7 +77,7 @@ def _announce(pack_name: str, paths: set[str]) -> None:
     template_pack_changed.send(sender=TemplatePack, pack_name=pack_name, paths=paths)
 
 
-def _require_edit(user, pack: TemplatePack) -> None:
+def _require_edit(user: Any, pack: TemplatePack) -> None:
     if not access.can(user, access.CHANGE, pack):
         raise PermissionDenied(f"Only owners of {pack.name} may change it.")
 
@@ -91,7 +94,7 @@ def validate_template_path(path: str) -> str:
     return path
 
 
-def check_templates(pack_name: str, templates: dict[str, str], user, number: int, field: str) -> None:
+def check_templates(pack_name: str, templates: dict[str, str], user: Any, number: int, field: str) -> None:
     """Every template parses, and its parents exist, are readable and not cyclic."""
     pending = PendingPack(pack_name, templates, number)
     loader = TemplateLoader(user, pending)
@@ -114,7 +117,9 @@ def _current_templates(pack: TemplatePack) -> dict[str, str]:
     return dict(JobTemplate.objects.filter(version_id=pack.current_version_id).values_list("path", "text"))
 
 
-def _new_version(pack: TemplatePack, user, templates: dict[str, str], kind: str, message: str) -> PackVersion:
+def _new_version(
+    pack: TemplatePack, user: Any, templates: dict[str, str], kind: str, message: str
+) -> PackVersion:
     number = (pack.versions.aggregate(n=Max("number"))["n"] or 0) + 1
     version = PackVersion.objects.create(
         pack=pack, number=number, kind=kind, message=message[:500], created_by=user
@@ -129,12 +134,12 @@ def _new_version(pack: TemplatePack, user, templates: dict[str, str], kind: str,
 
 def _change_templates(
     pack: TemplatePack,
-    user,
+    user: Any,
     change: Callable[[dict[str, str]], tuple[dict[str, str], str]],
     *,
     kind: str,
     action: str,
-    request,
+    request: HttpRequest | None,
     field: str,
 ) -> PackVersion:
     """`change` turns the current templates into the new ones (and a summary),
@@ -167,7 +172,7 @@ def _lf(text: str) -> str:
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
-def read_upload(upload, field: str = "archive") -> dict[str, str]:
+def read_upload(upload: UploadedFile[bytes], field: str = "archive") -> dict[str, str]:
     try:
         templates = read_archive(upload, getattr(upload, "name", ""))
     except ArchiveError as error:
@@ -175,7 +180,14 @@ def read_upload(upload, field: str = "archive") -> dict[str, str]:
     return {path: _lf(text) for path, text in templates.items()}
 
 
-def create_pack(*, user, name: str, description: str = "", archive=None, request=None) -> TemplatePack:
+def create_pack(
+    *,
+    user: Any,
+    name: str,
+    description: str = "",
+    archive: UploadedFile[bytes] | None = None,
+    request: HttpRequest | None = None,
+) -> TemplatePack:
     """A new pack owned by its creator; from an archive, or empty (templates
     are then added in the UI)."""
     try:
@@ -210,7 +222,9 @@ def create_pack(*, user, name: str, description: str = "", archive=None, request
     return pack
 
 
-def upload_version(pack: TemplatePack, *, user, upload, request=None) -> PackVersion:
+def upload_version(
+    pack: TemplatePack, *, user: Any, upload: UploadedFile[bytes], request: HttpRequest | None = None
+) -> PackVersion:
     """An archive replaces the pack's whole template set, as a new version."""
     templates = read_upload(upload)
     return _change_templates(
@@ -219,7 +233,9 @@ def upload_version(pack: TemplatePack, *, user, upload, request=None) -> PackVer
     )  # fmt: skip
 
 
-def save_template(pack: TemplatePack, *, user, path: str, text: str, request=None) -> PackVersion:
+def save_template(
+    pack: TemplatePack, *, user: Any, path: str, text: str, request: HttpRequest | None = None
+) -> PackVersion:
     """Create or edit one template (a new version with everything else kept)."""
     path, text = validate_template_path(path), _lf(text)
     try:
@@ -236,7 +252,9 @@ def save_template(pack: TemplatePack, *, user, path: str, text: str, request=Non
     )
 
 
-def delete_template(pack: TemplatePack, *, user, path: str, request=None) -> PackVersion:
+def delete_template(
+    pack: TemplatePack, *, user: Any, path: str, request: HttpRequest | None = None
+) -> PackVersion:
     def remove(templates: dict[str, str]) -> tuple[dict[str, str], str]:
         if path not in templates:
             raise ValidationError({"path": [f"{pack.name} has no template {path!r}."]})
@@ -247,7 +265,9 @@ def delete_template(pack: TemplatePack, *, user, path: str, request=None) -> Pac
     )
 
 
-def rollback(pack: TemplatePack, *, user, number: int, request=None) -> PackVersion:
+def rollback(
+    pack: TemplatePack, *, user: Any, number: int, request: HttpRequest | None = None
+) -> PackVersion:
     """A new version whose templates are those of version `number`."""
     old = pack.versions.filter(number=number).first()
     if old is None:
@@ -259,7 +279,7 @@ def rollback(pack: TemplatePack, *, user, number: int, request=None) -> PackVers
     )  # fmt: skip
 
 
-def delete_pack(pack: TemplatePack, *, user, request=None) -> None:
+def delete_pack(pack: TemplatePack, *, user: Any, request: HttpRequest | None = None) -> None:
     _require_edit(user, pack)
     name = pack.name
     paths = template_paths(pack)
@@ -278,7 +298,9 @@ def delete_pack(pack: TemplatePack, *, user, request=None) -> None:
     logger.info("template pack %s deleted by %s", name, user)
 
 
-def set_acl(pack: TemplatePack, *, user, entries: list[dict], request=None) -> None:
+def set_acl(
+    pack: TemplatePack, *, user: Any, entries: list[dict[str, str]], request: HttpRequest | None = None
+) -> None:
     """Replace the ACL. entries: [{"role": "owner"|"reader", "user"|"group": name}]."""
 
     _require_edit(user, pack)
@@ -287,6 +309,6 @@ def set_acl(pack: TemplatePack, *, user, entries: list[dict], request=None) -> N
     logger.info("ACL of %s changed by %s: %s → %s", pack.name, user, before, after)
 
 
-def preview(*, user, template_uri: str, properties: dict[str, str]) -> ResolvedTemplates:
+def preview(*, user: Any, template_uri: str, properties: dict[str, str]) -> ResolvedTemplates:
     """`POST /api/templates/resolve`: what a flow with these properties gets."""
     return resolve_with(TemplateLoader(user), [template_uri], properties)

@@ -1,17 +1,20 @@
-"""Template pack pages. Thin: access via TemplatePack.objects.visible_to
-(invisible = 404) and changes via services (which check edit rights)."""
+"""Template pack pages. Thin: access via accounts.access, as the API asks it
+(a pack the user cannot see is 404; a form to change a pack they only read is
+403 before it is shown), and changes via services (which re-check edit rights)."""
 
 from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.exceptions import ValidationError
+from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 from django.views.decorators.vary import vary_on_headers
 
 from portal.accounts import access
+from portal.accounts.requests import AuthenticatedRequest
 from portal.templatepacks import access_requests, services, versions
 from portal.templatepacks.acl import acl_entries
 from portal.templatepacks.forms import AclForm, ArchiveForm, PackCreateForm, TemplateForm
@@ -20,8 +23,11 @@ from portal.templatepacks.models import JobTemplate, PackAuditEvent, PackVersion
 HISTORY_ON_DETAIL = 10
 
 
-def _pack(request: HttpRequest, name: str) -> TemplatePack:
-    return get_object_or_404(TemplatePack.objects.restrict(request.user), name=name)
+def _pack(request: HttpRequest, name: str, action: str = access.VIEW) -> TemplatePack:
+    """The pack: 404 if the user cannot see it, 403 (as the API's services
+    answer) if the page changes it and they only read it."""
+    denied = f"Only owners of {name} may change it."
+    return access.get_allowed(TemplatePack.objects.all(), request.user, action, denied=denied, name=name)
 
 
 def _to_detail(pack: TemplatePack) -> HttpResponse:
@@ -112,13 +118,13 @@ def pack_detail(request: HttpRequest, name: str) -> HttpResponse:
     return render(request, "templatepacks/pack_detail.html", context)
 
 
-def _history(pack: TemplatePack):
+def _history(pack: TemplatePack) -> QuerySet[PackAuditEvent]:
     return PackAuditEvent.objects.filter(pack_name=pack.name).select_related("actor", "on_behalf_of")
 
 
 @login_required
 @vary_on_headers("HX-Request")
-def pack_history(request: HttpRequest, name: str) -> HttpResponse:
+def pack_history(request: AuthenticatedRequest, name: str) -> HttpResponse:
     pack = _pack(request, name)
     context = {"pack": pack, "events": _history(pack)}
     if request.htmx:
@@ -169,7 +175,7 @@ def pack_compare(request: HttpRequest, name: str) -> HttpResponse:
 @login_required
 @require_http_methods(["GET", "POST"])
 def pack_upload(request: HttpRequest, name: str) -> HttpResponse:
-    pack = _pack(request, name)
+    pack = _pack(request, name, access.CHANGE)
     form = ArchiveForm(request.POST or None, request.FILES or None)
     if request.method == "POST" and form.is_valid():
         try:
@@ -201,7 +207,7 @@ def template_detail(request: HttpRequest, name: str, path: str) -> HttpResponse:
 @login_required
 @require_http_methods(["GET", "POST"])
 def template_edit(request: HttpRequest, name: str, path: str | None = None) -> HttpResponse:
-    pack = _pack(request, name)
+    pack = _pack(request, name, access.CHANGE)
     initial = {}
     if path is not None:
         current = get_object_or_404(JobTemplate, version_id=pack.current_version_id, path=path)
@@ -223,8 +229,6 @@ def template_edit(request: HttpRequest, name: str, path: str | None = None) -> H
         else:
             messages.success(request, f"Saved as version {version.number}.")
             return _to_detail(pack)
-    elif request.method == "GET" and not access.can(request.user, access.CHANGE, pack):
-        messages.info(request, "You can read this pack but only its owners can change it.")
     status = 400 if request.method == "POST" else 200
     return render(
         request, "templatepacks/template_form.html", {"form": form, "pack": pack, "path": path}, status=status
@@ -234,7 +238,7 @@ def template_edit(request: HttpRequest, name: str, path: str | None = None) -> H
 @login_required
 @require_POST
 def pack_acl(request: HttpRequest, name: str) -> HttpResponse:
-    pack = _pack(request, name)
+    pack = _pack(request, name, access.CHANGE)
     form = AclForm(request.POST)
     if form.is_valid():
         entries = form.entries()
@@ -267,11 +271,9 @@ def pack_rollback(request: HttpRequest, name: str, number: int) -> HttpResponse:
 @login_required
 @require_http_methods(["GET", "POST"])
 def pack_delete(request: HttpRequest, name: str) -> HttpResponse:
-    pack = _pack(request, name)
+    pack = _pack(request, name, access.CHANGE)
     if request.method == "POST":
         services.delete_pack(pack, user=request.user, request=request)
         messages.success(request, f"Template pack {name} deleted; its history is kept.")
         return redirect("templatepacks:list")
-    if not access.can(request.user, access.CHANGE, pack):
-        raise PermissionDenied(f"Only owners of {pack.name} may delete it.")
     return render(request, "templatepacks/pack_confirm_delete.html", {"pack": pack})

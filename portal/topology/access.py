@@ -11,11 +11,9 @@ from __future__ import annotations
 from typing import Any
 
 from django.conf import settings
-from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Group
-from django.core.exceptions import ValidationError
 from django.db import transaction
 
+from portal.accounts.grants import parse_principal_grants
 from portal.topology.models import DataNode, DataNodeGrant
 
 READ, WRITE = "read", "write"
@@ -78,52 +76,21 @@ def refusal(user: Any, node_name: str, action: str) -> str | None:
 def grant_entries(node: DataNode) -> list[dict[str, str]]:
     entries = []
     for grant in node.grants.select_related("user", "group"):
-        if grant.user_id:
+        if grant.user is not None:
             entries.append({"role": grant.role, "user": grant.user.username})
-        else:
+        elif grant.group is not None:
             entries.append({"role": grant.role, "group": grant.group.name})
     return sorted(entries, key=lambda e: (e["role"], e.get("user") or "", e.get("group") or ""))
 
 
 def parse_grants(entries: Any) -> list[DataNodeGrant]:
     """Validated, unsaved rows; ValidationError({"acl": [...]}) naming each bad entry."""
-    if not isinstance(entries, list):
-        raise ValidationError({"acl": ["Send a list of {role, user|group} entries."]})
-    rows, problems = [], []
-    users = get_user_model().objects
-    for index, entry in enumerate(entries, start=1):
-        if not isinstance(entry, dict) or entry.get("role") not in ROLES:
-            problems.append(f"entry {index}: role must be one of {', '.join(sorted(ROLES))}.")
-            continue
-        user_name, group_name = entry.get("user"), entry.get("group")
-        if bool(user_name) == bool(group_name) or not isinstance(user_name or group_name, str):
-            problems.append(f"entry {index}: give exactly one of 'user' or 'group' (a name).")
-        elif user_name:
-            user = users.filter(username=user_name).first()
-            if user is None:
-                problems.append(f"entry {index}: no user named {user_name!r}.")
-            else:
-                rows.append(DataNodeGrant(role=entry["role"], user=user))
-        else:
-            group = Group.objects.filter(name=group_name).first()
-            if group is None:
-                problems.append(f"entry {index}: no group named {group_name!r}.")
-            else:
-                rows.append(DataNodeGrant(role=entry["role"], group=group))
-    if problems:
-        raise ValidationError({"acl": problems})
-    return rows
+    return parse_principal_grants(entries, DataNodeGrant, roles=ROLES, field="acl")
 
 
 def set_grants(node: DataNode, entries: Any) -> None:
     """Replace the node's grants (validated whole, one transaction)."""
-    rows = parse_grants(entries)
-    seen, unique = set(), []
-    for row in rows:
-        key = (row.role, row.user_id, row.group_id)
-        if key not in seen:
-            seen.add(key)
-            unique.append(row)
+    unique = parse_grants(entries)
     with transaction.atomic():
         node.grants.all().delete()
         for row in unique:

@@ -4,6 +4,8 @@ changes for staff. Thin: validation and saving live in topology.services."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db.models import Prefetch
 from django.shortcuts import get_object_or_404
@@ -11,6 +13,9 @@ from django.urls import path
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import exceptions, mixins, serializers, status, viewsets
 from rest_framework.response import Response
+
+if TYPE_CHECKING:  # a protocol of the DRF stubs only
+    from rest_framework.decorators import ViewSetAction
 
 from portal.accounts.access import StaffOrReadOnly
 from portal.api_errors import Conflict
@@ -55,7 +60,7 @@ class DataNodeSerializer(serializers.Serializer):
 
 
 class CapabilitySerializer(serializers.Serializer):
-    source = StrictCharField(max_length=128, source="source.name")
+    source = StrictCharField(max_length=128, source="source.name")  # type: ignore[assignment]  # an API field; DRF's metaclass takes it off the class
     destination = StrictCharField(max_length=128, source="destination.name")
 
 
@@ -195,7 +200,12 @@ class SpecExecutorViewSet(
         return self.get_queryset().get(pk=executor.pk)
 
 
-DETAIL = {"get": "retrieve", "put": "update", "patch": "partial_update", "delete": "destroy"}
+DETAIL: dict[str, str | ViewSetAction[Any]] = {
+    "get": "retrieve",
+    "put": "update",
+    "patch": "partial_update",
+    "delete": "destroy",
+}
 urlpatterns = [
     path("topologies", SpecExecutorViewSet.as_view({"get": "list", "post": "create"}), name="topology-list"),
     path("topologies/<str:name>", SpecExecutorViewSet.as_view(DETAIL), name="topology-detail"),

@@ -104,6 +104,14 @@ def test_connection(node: DataNode, *, user: str = "", password: str = "") -> Co
         except Exception as error:  # the driver's own message, whatever the driver
             return ConnectionResult(False, f"{type(error).__name__}: {str(error).strip()}"[:1000])
         return ConnectionResult(True, f"Connected; {len(schemas)} schema(s).", schemas)
+    if node.kind == DataNode.Kind.ICEBERG:
+        try:
+            namespaces = [".".join(n) for n in _iceberg_catalog(node, password).list_namespaces()]
+        except Exception as error:  # SQLAlchemy's and the driver's own message
+            return ConnectionResult(False, f"{type(error).__name__}: {str(error).strip()}"[:1000])
+        return ConnectionResult(
+            True, f"Connected to the Iceberg catalog; {len(namespaces)} namespace(s).", namespaces
+        )
     return ConnectionResult(False, f"The portal cannot test a {node.get_kind_display()} node.")
 
 
@@ -121,7 +129,41 @@ def discover(node: DataNode, *, user: str = "", password: str = "") -> Discovery
         except Exception as error:
             return Discovery(False, f"{type(error).__name__}: {str(error).strip()}"[:1000])
         return Discovery(True, f"{len(datasets)} table(s).", datasets, truncated)
+    if node.kind == DataNode.Kind.ICEBERG:
+        try:
+            datasets = _iceberg_tables(node, password)
+        except Exception as error:
+            return Discovery(False, f"{type(error).__name__}: {str(error).strip()}"[:1000])
+        return Discovery(True, f"{len(datasets)} Iceberg table(s).", datasets)
     return Discovery(False, f"The portal cannot discover a {node.get_kind_display()} node.")
+
+
+# --- iceberg ----------------------------------------------------------------------------
+
+
+def _iceberg_catalog(node: DataNode, password: str):
+    """The node's SQL catalog, looked at only (its tables are not created), with the short timeout."""
+    from portal.pipeline.iceberg import load_catalog  # pyiceberg and PySpark load only for an Iceberg node
+
+    properties = node.properties or {}
+    uri = reach.catalog_uri(properties.get("catalog.uri", ""))
+    if uri.startswith("postgresql") and "connect_timeout" not in uri:
+        uri += ("&" if "?" in uri else "?") + f"connect_timeout={_timeout()}"
+    warehouse = reach.node_root(properties.get("warehouse", ""))
+    return load_catalog(uri, password or None, warehouse, create=False)
+
+
+def _iceberg_tables(node: DataNode, password: str) -> list[Dataset]:
+    catalog = _iceberg_catalog(node, password)
+    datasets = []
+    for namespace in catalog.list_namespaces():
+        for identifier in catalog.list_tables(namespace):
+            schema = catalog.load_table(identifier).schema()
+            columns = [Column(f.name, str(f.field_type)) for f in schema.fields]
+            datasets.append(Dataset(".".join(identifier), columns))
+            if len(datasets) >= DISCOVERY_MAX_FILES:
+                return datasets
+    return datasets
 
 
 # --- files ------------------------------------------------------------------------------
@@ -313,9 +355,9 @@ def _jdbc_connect(node: DataNode, user: str, password: str) -> _Catalog:
     user, password = _credentials(url, user, password)
     if sub == "sqlite":
         path = database.split("?")[0]
-        connection = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=_timeout())
-        connection.execute("SELECT 1 FROM sqlite_master LIMIT 1")  # a missing or foreign file fails here
-        return _SqliteCatalog(connection, "", "")
+        sqlite = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=_timeout())
+        sqlite.execute("SELECT 1 FROM sqlite_master LIMIT 1")  # a missing or foreign file fails here
+        return _SqliteCatalog(sqlite, "", "")
     host, port = hosts[0]
     if sub == "postgresql":
         connection = psycopg.connect(

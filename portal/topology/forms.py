@@ -6,6 +6,7 @@ from __future__ import annotations
 from django import forms
 from django.core.exceptions import ValidationError
 
+from portal.form_errors import ServiceErrorsMixin
 from portal.property_lines import parse_property_lines
 from portal.topology import nodefields
 from portal.topology.models import DataNode, SpecExecutor
@@ -15,21 +16,7 @@ def _map_text(mapping: dict[str, str]) -> str:
     return "\n".join(f"{key}={value}" for key, value in sorted(mapping.items()))
 
 
-class _ServiceErrorsMixin:
-    """Place errors raised by a service next to the field they name."""
-
-    text_fields: dict[str, str] = {}
-
-    def add_service_errors(self, error: ValidationError) -> None:
-        if hasattr(error, "error_dict"):
-            for field, messages in error.message_dict.items():
-                target = self.text_fields.get(field, field)
-                self.add_error(target if target in self.fields else None, messages)
-        else:
-            self.add_error(None, error.messages)
-
-
-class DataNodeForm(_ServiceErrorsMixin, forms.ModelForm):
+class DataNodeForm(ServiceErrorsMixin, forms.ModelForm):
     """The kind's connection fields (topology.nodefields: label, help, which
     pipeline keys they set; secrets as password fields taking ENC(...)), then
     any other properties as key=value lines. Changing the kind re-renders the
@@ -97,7 +84,8 @@ class DataNodeForm(_ServiceErrorsMixin, forms.ModelForm):
         return parse_property_lines(self.cleaned_data["properties_text"])
 
     def clean(self) -> dict:
-        cleaned = super().clean()
+        super().clean()  # fills self.cleaned_data (and returns it)
+        cleaned = self.cleaned_data
         extra = cleaned.get("properties_text") or {}
         for spec in self.connection_fields:
             if spec.key in extra:
@@ -139,7 +127,7 @@ class DataNodeForm(_ServiceErrorsMixin, forms.ModelForm):
         pass
 
 
-class SpecExecutorForm(_ServiceErrorsMixin, forms.ModelForm):
+class SpecExecutorForm(ServiceErrorsMixin, forms.ModelForm):
     text_fields = {"spark_conf": "spark_conf_text"}
     spark_conf_text = forms.CharField(
         label="Spark conf",
@@ -187,7 +175,8 @@ class CapabilityForm(forms.Form):
     destination = forms.ModelChoiceField(queryset=DataNode.objects.all(), to_field_name="name")
 
     def clean(self) -> dict:
-        cleaned = super().clean()
+        super().clean()  # fills self.cleaned_data (and returns it)
+        cleaned = self.cleaned_data
         if cleaned.get("source") and cleaned.get("source") == cleaned.get("destination"):
             raise ValidationError("Source and destination must be different data nodes.")
         return cleaned

@@ -113,8 +113,8 @@ class TopologySnapshot:
             for name, kind, props in DataNode.objects.values_list("name", "kind", "properties")
         ]
         executors = [
-            ExecutorInfo(**{**row, "spark_conf": dict(row["spark_conf"] or {})})
-            for row in SpecExecutor.objects.values(
+            ExecutorInfo(*row[:6], dict(row[6] or {}), *row[7:])  # the fields in ExecutorInfo's order
+            for row in SpecExecutor.objects.values_list(
                 "name",
                 "uri",
                 "technology",

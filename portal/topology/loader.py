@@ -152,7 +152,8 @@ def parse_topology_file(path: Path) -> tuple[list[dict], list[tuple[dict, list[t
     unknown_top = sorted(set(data) - {"dataNodes", "executors"})
     if unknown_top:
         problems.append((_line_of(data, text, unknown_top[0]), f"unknown key(s) {', '.join(unknown_top)}"))
-    nodes, executors, names = [], [], {"node": set(), "executor": set()}
+    nodes, executors = [], []
+    names: dict[str, set[str]] = {"node": set(), "executor": set()}
     for kind, key, keys, model in (
         ("node", "dataNodes", NODE_KEYS, DataNode),
         ("executor", "executors", EXECUTOR_KEYS, SpecExecutor),

@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import uuid
 
-from django.conf import settings
-from django.contrib.auth.models import Group
 from django.core.exceptions import ValidationError
 from django.db import models
 
+from portal.accounts.models import PrincipalGrant
 from portal.pipeline.dialects import dialect_for
 from portal.pipeline.errors import ConfigError
-from portal.topology.reach import node_problems
+from portal.topology.reach import catalog_problems, node_problems
 from portal.topology.validators import (
     MASTERS_FOR_TECHNOLOGY,
     spark_master_kind,
@@ -30,6 +29,7 @@ from portal.topology.validators import (
 class DataNode(models.Model):
     class Kind(models.TextChoices):
         JDBC = "jdbc", "JDBC database"
+        ICEBERG = "iceberg", "Apache Iceberg tables (SQL catalog)"
         FILES = "files", "Files (local / HDFS / object store path)"
         HIVE = "hive", "Hive"
         KAFKA = "kafka", "Kafka"
@@ -64,13 +64,15 @@ class DataNode(models.Model):
                     dialect_for(url, "url")
                 except ConfigError as error:
                     problems = {**problems, "url": str(error).removeprefix("url: ")}
+            if self.kind == "iceberg":
+                problems = {**catalog_problems(self.properties), **problems}
             if problems:
                 raise ValidationError(
                     {"properties": [f"{key}: {reason}" for key, reason in sorted(problems.items())]}
                 )
 
 
-class DataNodeGrant(models.Model):
+class DataNodeGrant(PrincipalGrant):
     """Who may use a data node, like a template pack's ACL: owners may read and write (and are
     who an administrator asks), readers may use it as a flow's source, writers as a destination.
     A user or a group (an LDAP group mirrored at login). Staff may use every node."""
@@ -82,24 +84,16 @@ class DataNodeGrant(models.Model):
 
     node = models.ForeignKey(DataNode, on_delete=models.CASCADE, related_name="grants")
     role = models.CharField(max_length=8, choices=Role.choices)
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE)
-    group = models.ForeignKey(Group, null=True, blank=True, on_delete=models.CASCADE)
 
-    class Meta:
-        ordering = ["role", "user__username", "group__name"]
+    class Meta(PrincipalGrant.Meta):
         constraints = [
-            models.CheckConstraint(
-                condition=models.Q(user__isnull=False, group__isnull=True)
-                | models.Q(user__isnull=True, group__isnull=False),
-                name="datanodegrant_user_xor_group",
-            ),
+            *PrincipalGrant.Meta.constraints,
             models.UniqueConstraint(fields=["node", "role", "user"], name="datanodegrant_unique_user"),
             models.UniqueConstraint(fields=["node", "role", "group"], name="datanodegrant_unique_group"),
         ]
 
     def __str__(self) -> str:
-        who = f"user:{self.user}" if self.user_id else f"group:{self.group}"
-        return f"{self.node}: {self.role} {who}"
+        return f"{self.node}: {self.role} {self.principal}"
 
 
 class SpecExecutor(models.Model):

@@ -63,6 +63,26 @@ FIELDS: dict[str, tuple[NodeField, ...]] = {
             placeholder="org.postgresql.Driver",
         ),
     ),
+    "iceberg": (
+        NodeField(
+            "catalog.uri",
+            "SQL catalog URL",
+            "The Iceberg catalog's database as a SQLAlchemy URL, without a password: sqlite:///catalog.db "
+            "(a relative path is under FLOWPORT_DATA_DIR) or postgresql+psycopg://user@host:5432/catalog; "
+            "a flow gives the password as writer.iceberg.catalog.password.",
+            binds=("writer.iceberg.catalog.uri",),
+            required=True,
+            placeholder="sqlite:///lake/catalog.db",
+        ),
+        NodeField(
+            "warehouse",
+            "Warehouse folder",
+            "Where the tables' data and metadata files go (a relative path is under FLOWPORT_DATA_DIR).",
+            binds=("writer.iceberg.warehouse",),
+            required=True,
+            placeholder="lake/warehouse",
+        ),
+    ),
     "hive": (
         NodeField(
             "metastore.uris",

@@ -65,7 +65,7 @@ def _addresses(host: str) -> set[str]:
         infos = socket.getaddrinfo(host, None)
     except (OSError, UnicodeError):
         return set()
-    return {info[4][0] for info in infos}
+    return {str(info[4][0]) for info in infos}  # typeshed allows an int (AF_CAN); IPs are text
 
 
 def _local_addresses() -> set[str]:
@@ -160,12 +160,69 @@ def node_problems(kind: str, properties: dict[str, str]) -> dict[str, str]:
         reason = files_root_problem(path)
         if reason:
             problems["path"] = reason
+    if kind == "iceberg":
+        problems.update(catalog_problems(properties))
     for key in ("url", "jdbc.url"):
         url = properties.get(key)
         if isinstance(url, str) and url:
             reason = jdbc_url_problem(url)
             if reason:
                 problems[key] = f"'{url}': {reason}; the portal's database cannot be a data node"
+    return problems
+
+
+def catalog_uri(uri: str) -> str:
+    """An Iceberg node's SQL catalog URL as the pipeline gets it: a relative SQLite path is made
+    absolute under FLOWPORT_DATA_DIR (like a files node's root)."""
+    prefix = "sqlite:///"
+    if uri.startswith(prefix) and not uri.startswith(prefix + "/"):
+        path, sep, query = uri[len(prefix) :].partition("?")
+        return f"{prefix}{node_root(path)}{sep}{query}"
+    return uri
+
+
+def _catalog_uri_problem(uri: str) -> str | None:
+    from sqlalchemy.engine import make_url  # SQLAlchemy parses the catalog URL as pyiceberg will
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        parsed = make_url(catalog_uri(uri))
+    except ArgumentError:
+        parsed = None
+    if parsed is None or parsed.get_backend_name() not in ("sqlite", "postgresql"):
+        return (
+            f"'{uri}' is not a sqlite:///… or postgresql+psycopg://… URL (the SQL catalogs Flowport speaks)"
+        )
+    if parsed.password:
+        return (
+            "the URL holds a password in clear; leave it out and give it in the flow as "
+            "writer.iceberg.catalog.password=ENC(...)"
+        )
+    if parsed.get_backend_name() == "sqlite":
+        return files_root_problem(parsed.database or "") or jdbc_url_problem(f"jdbc:sqlite:{parsed.database}")
+    host, port = parsed.host or "localhost", parsed.port or 5432
+    reason = jdbc_url_problem(f"jdbc:postgresql://{host}:{port}/{parsed.database or ''}")
+    return f"'{uri}': {reason}; the portal's database cannot be a data node" if reason else None
+
+
+def catalog_problems(properties: dict[str, str]) -> dict[str, str]:
+    """Field -> reason for an Iceberg node's catalog URL and warehouse: a SQLite or PostgreSQL URL
+    without a password of its own, and neither the portal's database nor its files."""
+    problems: dict[str, str] = {}
+    uri = properties.get("catalog.uri")
+    if not isinstance(uri, str) or not uri:
+        problems["catalog.uri"] = "required: the Iceberg catalog's SQLAlchemy URL"
+    else:
+        reason = _catalog_uri_problem(uri)
+        if reason:
+            problems["catalog.uri"] = reason
+    warehouse = properties.get("warehouse")
+    if not isinstance(warehouse, str) or not warehouse:
+        problems["warehouse"] = "required: the folder of the tables' files"
+    else:
+        reason = files_root_problem(warehouse)
+        if reason:
+            problems["warehouse"] = reason
     return problems
 
 

@@ -89,8 +89,10 @@ def current_revision_number() -> int:
     return TopologyRevision.objects.filter(pk=1).values_list("number", flat=True).first() or 0
 
 
-def _unique_error(model: type, field: str, value: str, noun: str) -> ValidationError | None:
-    if model.objects.filter(**{field: value}).exists():
+def _unique_error(
+    model: type[DataNode | SpecExecutor], field: str, value: str, noun: str
+) -> ValidationError | None:
+    if model._default_manager.filter(**{field: value}).exists():
         return ValidationError({field: f"A {noun} with {field} {value!r} already exists."})
     return None
 

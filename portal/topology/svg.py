@@ -56,11 +56,11 @@ def _svg(picture: Layout, kinds: dict[str, str], which: str) -> str:
             f"{escape(kinds[name])}</text></g>"
         )
     for edge in picture.edges:  # on top of everything, on a white halo that hugs the letters
-        box, anchor = edge.label_box, edge.label_anchor
-        assert box is not None
-        x = {"start": box.x + LABEL_PAD, "end": box.right - LABEL_PAD}.get(anchor, box.x + box.w / 2)
+        room, anchor = edge.label_box, edge.label_anchor
+        assert room is not None
+        x = {"start": room.x + LABEL_PAD, "end": room.right - LABEL_PAD}.get(anchor, room.x + room.w / 2)
         parts.append(
-            f'<text class="edge-label" x="{x:.1f}" y="{box.y + box.h / 2:.1f}" font-size="{LABEL_FONT}" '
+            f'<text class="edge-label" x="{x:.1f}" y="{room.y + room.h / 2:.1f}" font-size="{LABEL_FONT}" '
             f'text-anchor="{anchor}" dominant-baseline="central" fill="#14233c" stroke="#fff" stroke-width="4" '
             f'stroke-linejoin="round" paint-order="stroke">{escape(edge.label)}</text>'
         )

@@ -41,7 +41,8 @@ def _back_edges(names: list[str], pairs: set[tuple[str, str]]) -> set[tuple[str,
     """Edges closing a cycle: laid out reversed. Found depth first, starting
     from the nodes more data leaves than enters, so the flow keeps its direction."""
     index = {name: i for i, name in enumerate(names)}
-    out, balance = defaultdict(list), defaultdict(int)
+    out: defaultdict[str, list[str]] = defaultdict(list)
+    balance: defaultdict[str, int] = defaultdict(int)
     for source, destination in sorted(pairs, key=lambda p: (index[p[0]], index[p[1]])):
         out[source].append(destination)
         balance[source] -= 1
@@ -94,11 +95,15 @@ def _layers(names: list[str], pairs: set[tuple[str, str]]) -> dict[str, int]:
 # --- the layout -------------------------------------------------------------------------------------
 
 
+# A slot's key: a node's name, or (edge number, layer) for an edge's passage.
+_Key = str | tuple[int, int]
+
+
 @dataclass
 class _Item:
     """One slot in a layer: a node's box, or a passage for an edge skipping the layer."""
 
-    key: str | tuple[int, int]
+    key: _Key
     size: float  # across the layer (v)
     v: float = 0.0  # where it starts across the layer
 
@@ -107,10 +112,11 @@ class _Item:
         return self.v + self.size / 2
 
 
-def _order(layers: list[list[_Item]], links: list[tuple[object, object]]) -> None:
+def _order(layers: list[list[_Item]], links: list[tuple[_Key, _Key]]) -> None:
     """Fewer crossings: order each layer by the mean place of its neighbours
     in the layer before (sweeping down), then after (up), then before again."""
-    down, up = defaultdict(list), defaultdict(list)
+    down: defaultdict[_Key, list[_Key]] = defaultdict(list)
+    up: defaultdict[_Key, list[_Key]] = defaultdict(list)
     for a, b in links:
         down[b].append(a)
         up[a].append(b)
@@ -140,6 +146,12 @@ def _s_curve(a: Point, b: Point) -> Cubic:
     return (a, (a[0] + half, a[1]), (b[0] - half, b[1]), b)
 
 
+def _swapped(curve: Cubic) -> Cubic:
+    """The curve with u and v exchanged."""
+    a, b, c, d = curve
+    return ((a[1], a[0]), (b[1], b[0]), (c[1], c[0]), (d[1], d[0]))
+
+
 def _straight(a: Point, b: Point) -> Cubic:
     return (a, (a[0] + (b[0] - a[0]) / 3, a[1] + (b[1] - a[1]) / 3), (a[0] + (b[0] - a[0]) * 2 / 3, b[1]), b)
 
@@ -162,6 +174,10 @@ def _label_places(edge: Edge, lu: float, lv: float) -> list[tuple[Rect, int, flo
     return places
 
 
+# What a grid cell holds: ("box" or "label", its Rect, None) or ("line", its Edge, the segment).
+_Entry = tuple[str, Rect | Edge, tuple[Point, Point] | None]
+
+
 class _Grid:
     """Boxes, labels and line segments by the square cells they touch, so a
     label room is checked against its neighbourhood, not the whole picture."""
@@ -169,7 +185,7 @@ class _Grid:
     CELL = 48.0
 
     def __init__(self) -> None:
-        self.cells: dict[tuple[int, int], list[tuple[str, object, object]]] = defaultdict(list)
+        self.cells: dict[tuple[int, int], list[_Entry]] = defaultdict(list)
 
     def _keys(self, left: float, top: float, right: float, bottom: float):
         c = self.CELL
@@ -185,8 +201,9 @@ class _Grid:
         for key in self._keys(min(a[0], b[0]), min(a[1], b[1]), max(a[0], b[0]), max(a[1], b[1])):
             self.cells[key].append(("line", edge, (a, b)))
 
-    def near(self, rect: Rect) -> list[tuple[str, object, object]]:
-        found, seen = [], set()
+    def near(self, rect: Rect) -> list[_Entry]:
+        found: list[_Entry] = []
+        seen: set[int] = set()
         for key in self._keys(rect.x, rect.y, rect.right, rect.bottom):
             for entry in self.cells.get(key, ()):
                 if id(entry) not in seen:
@@ -206,11 +223,11 @@ def _cost(place: Rect, grid: _Grid, hull: Rect, own: Edge) -> float:
         cost += 0.2 + 0.3 * min(1.0, overhang / 60)
     crossed = set()
     for kind, thing, segment in grid.near(guard):
-        if kind == "box" and guard.overlaps(thing):  # type: ignore[arg-type]
+        if kind == "box" and isinstance(thing, Rect) and guard.overlaps(thing):
             cost += 10.0
-        elif kind == "label" and guard.overlaps(thing):  # type: ignore[arg-type]
+        elif kind == "label" and isinstance(thing, Rect) and guard.overlaps(thing):
             cost += 5.0
-        elif kind == "line" and id(thing) not in crossed and place.crosses(*segment):  # type: ignore[misc]
+        elif kind == "line" and segment is not None and id(thing) not in crossed and place.crosses(*segment):
             crossed.add(id(thing))
             cost += 3.0 if thing is own else 1.0
     return cost
@@ -238,19 +255,19 @@ def layout(nodes: list[str], capabilities: list[tuple[str, str, str, bool]], acr
     rows: list[list[_Item]] = [[] for _ in range(max(layer.values()) + 1)]
     for name in nodes:
         rows[layer[name]].append(_Item(name, box_v))
-    chains: dict[int, list[object]] = {}
-    links = []
+    chains: dict[int, list[_Key]] = {}
+    links: list[tuple[_Key, _Key]] = []
     for n, edge in enumerate(edges):
         first, last = ends[id(edge)]
         if first == last:
             continue
-        chain: list[object] = [first]
+        keys: list[_Key] = [first]
         for i in range(layer[first] + 1, layer[last]):
             rows[i].append(_Item((n, i), PASSAGE))
-            chain.append((n, i))
-        chain.append(last)
-        chains[id(edge)] = chain
-        links.extend(pairwise(chain))
+            keys.append((n, i))
+        keys.append(last)
+        chains[id(edge)] = keys
+        links.extend(pairwise(keys))
     _order(rows, links)
     slot_layer = {item.key: i for i, row in enumerate(rows) for item in row}
     for row in rows:
@@ -283,8 +300,9 @@ def layout(nodes: list[str], capabilities: list[tuple[str, str, str, bool]], acr
         chain = chains.get(id(edge))
         if chain is None:
             continue
-        sides[(chain[0], "far")].append((slot[chain[1]][1].middle, edge, "out"))
-        sides[(chain[-1], "near")].append((slot[chain[-2]][1].middle, edge, "in"))
+        source, destination = ends[id(edge)]  # the chain's first and last keys
+        sides[(source, "far")].append((slot[chain[1]][1].middle, edge, "out"))
+        sides[(destination, "near")].append((slot[chain[-2]][1].middle, edge, "in"))
     port: dict[tuple[int, str], float] = {}
     for (name, _side), members in sides.items():
         port.update(_ports(members, boxes_uv[name].h))
@@ -300,12 +318,13 @@ def layout(nodes: list[str], capabilities: list[tuple[str, str, str, bool]], acr
             a, b = (mu + half, out), (mu - half, out)
             edge.route([(a, (a[0] + 14, out + deep), (b[0] - 14, out + deep), b)])
             continue
-        first, last = boxes_uv[chain[0]], boxes_uv[chain[-1]]
-        points = [(first.right, first.y + first.h / 2 + port[(id(edge), "out")])]
+        source, destination = ends[id(edge)]
+        first_box, last_box = boxes_uv[source], boxes_uv[destination]
+        points = [(first_box.right, first_box.y + first_box.h / 2 + port[(id(edge), "out")])]
         for key in chain[1:-1]:
             u, item = slot[key]
             points.extend([(u, item.middle), (u + box_u, item.middle)])
-        points.append((last.x, last.y + last.h / 2 + port[(id(edge), "in")]))
+        points.append((last_box.x, last_box.y + last_box.h / 2 + port[(id(edge), "in")]))
         curves = []
         for i in range(len(points) - 1):
             a, b = points[i], points[i + 1]
@@ -340,7 +359,7 @@ def layout(nodes: list[str], capabilities: list[tuple[str, str, str, bool]], acr
     # From (u, v) to (x, y).
     if across:
         for edge in edges:
-            edge.route([tuple((v, u) for u, v in curve) for curve in edge.curves])  # type: ignore[misc]
+            edge.route([_swapped(curve) for curve in edge.curves])
             edge.label_box = edge.label_box.swapped() if edge.label_box else None
         boxes_xy = {name: box.swapped() for name, box in boxes_uv.items()}
     else:

@@ -85,6 +85,7 @@ def validate_connection_properties(value: object) -> None:
 
 def validate_spark_conf(value: object) -> None:
     validate_string_map(value)
-    bad = [key for key in value if not key.startswith("spark.")]  # type: ignore[union-attr]
+    assert isinstance(value, dict)  # validate_string_map refused anything else
+    bad = [key for key in value if not key.startswith("spark.")]
     if bad:
         raise ValidationError(f"Spark conf keys start with 'spark.': {', '.join(sorted(bad)[:5])}")

@@ -15,6 +15,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django.views.decorators.vary import vary_on_headers
 
 from portal.accounts import access
+from portal.accounts.requests import AuthenticatedRequest
 from portal.topology import access as node_access
 from portal.topology import connections, picker, services
 from portal.topology.forms import CapabilityForm, DataNodeForm, SpecExecutorForm
@@ -120,7 +121,7 @@ def executor_delete(request: HttpRequest, name: str) -> HttpResponse:
 @staff_required
 @require_POST
 @vary_on_headers("HX-Request")
-def capability_add(request: HttpRequest, name: str) -> HttpResponse:
+def capability_add(request: AuthenticatedRequest, name: str) -> HttpResponse:
     executor = get_object_or_404(SpecExecutor, name=name)
     form = CapabilityForm(request.POST)
     status = 200
@@ -147,7 +148,7 @@ def capability_add(request: HttpRequest, name: str) -> HttpResponse:
 @staff_required
 @require_POST
 @vary_on_headers("HX-Request")
-def capability_remove(request: HttpRequest, name: str, pk: int) -> HttpResponse:
+def capability_remove(request: AuthenticatedRequest, name: str, pk: int) -> HttpResponse:
     executor = get_object_or_404(SpecExecutor, name=name)
     services.remove_capability(get_object_or_404(Capability, pk=pk, executor=executor))
     if request.htmx:

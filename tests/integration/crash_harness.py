@@ -30,6 +30,7 @@ from portal.orchestration.models import (
     JobStatus,
 )
 from portal.pipeline import fs, run_job
+from portal.pipeline.jobspec import JobSpec
 from portal.pipeline.sources.files import file_watermark
 from tests.ports import own_redis_url
 
@@ -112,9 +113,9 @@ class RecordingPipeline:
     each JobSpec it was given kept for the test to read."""
 
     def __init__(self) -> None:
-        self.specs: list[dict[str, Any]] = []
+        self.specs: list[JobSpec] = []
 
-    def __call__(self, spark: Any, jobspec: dict[str, Any], **options: Any) -> list[dict[str, Any]]:
+    def __call__(self, spark: Any, jobspec: JobSpec, **options: Any) -> list[dict[str, Any]]:
         self.specs.append(jobspec)
         return run_job(spark, jobspec, **options)
 

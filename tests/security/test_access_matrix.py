@@ -63,9 +63,6 @@ TOPOLOGY_VIEW = Kind(SpecExecutor, OK, OK, OK, OK, OK)
 TOPOLOGY_CHANGE = Kind(SpecExecutor, DENIED, DENIED, DENIED, DENIED, OK)
 NODE_CHANGE = Kind(DataNode, DENIED, DENIED, DENIED, DENIED, OK)
 KEYS = Kind(CustomerKey, OK, OK, OK, OK, OK)
-# A form page shown to whoever sees the pack (a reader is told only its owners change
-# it); the change itself is refused by templatepacks.services (tests/unit/templatepacks).
-PACK_FORM = Kind(TemplatePack, OK, HIDDEN, OK, HIDDEN, OK)
 # An API token is its own user's: anyone else's id names nothing.
 OWN_TOKEN = Kind(ApiToken, OK, HIDDEN, HIDDEN, HIDDEN, HIDDEN)
 # Logging out (POST) ends at the login page, whoever asks.
@@ -109,17 +106,17 @@ ROUTES: dict[str, Kind] = {
     "packs/new/": SIGNED_IN,
     f"{PACK}/": PACK_VIEW,
     f"{PACK}/history/": PACK_VIEW,
-    f"{PACK}/upload/": PACK_FORM,
-    f"{PACK}/acl/": PACK_FORM,
+    f"{PACK}/upload/": PACK_CHANGE,
+    f"{PACK}/acl/": PACK_CHANGE,
     f"{PACK}/request-access/": SIGNED_IN,  # asked by those who cannot see the pack
     f"{PACK}/access-requests/<int:request_id>/": PACK_CHANGE,
     f"{PACK}/delete/": PACK_CHANGE,
     f"{PACK}/versions/<int:number>/": PACK_VIEW,
     f"{PACK}/compare/": PACK_VIEW,
     f"{PACK}/versions/<int:number>/rollback/": PACK_CHANGE,
-    f"{PACK}/new-template/": PACK_FORM,
+    f"{PACK}/new-template/": PACK_CHANGE,
     f"{PACK}/templates/<path:path>": PACK_VIEW,
-    f"{PACK}/edit/<path:path>": PACK_FORM,
+    f"{PACK}/edit/<path:path>": PACK_CHANGE,
     "topology/": TOPOLOGY_VIEW,
     "topology/executors/new/": TOPOLOGY_CHANGE,
     "topology/executors/<str:name>/": TOPOLOGY_VIEW,
@@ -328,3 +325,33 @@ def test_each_person_gets_what_the_route_declares(world: World, route: str):
     got = {person: ask(world, person, url) for person in PEOPLE}
     expected = {person: getattr(kind, person) for person in PEOPLE}
     assert got == expected, f"{url}: {got}"
+
+
+@pytest.mark.parametrize("page", ["upload/", "new-template/", "edit/{path}", "delete/"])
+def test_a_reader_opening_a_pack_change_form_is_refused_as_the_api_refuses_the_change(
+    world: World, page: str
+):
+    """Rita reads sales-pack; its change forms answer her 403 with the API's words
+    and show no form, instead of a form whose save would be refused."""
+    client = Client()
+    client.force_login(world.people["reader"])
+    response = client.get(f"/packs/sales-pack/{page.format(path=world.values['path'])}")
+    assert response.status_code == 403
+    assert b"Only owners of sales-pack may change it." in response.content
+    assert b'name="archive"' not in response.content and b'name="text"' not in response.content
+
+
+def test_a_reader_posting_the_pack_acl_is_refused_and_the_acl_is_kept(world: World):
+    client = Client()
+    client.force_login(world.people["reader"])
+    response = client.post("/packs/sales-pack/acl/", {"owners": "rita", "readers": ""})
+    assert response.status_code == 403
+    pack = TemplatePack.objects.get(name="sales-pack")
+    assert not access.can(world.people["reader"], access.CHANGE, pack)
+
+
+def test_an_outsider_asking_for_a_pack_change_form_learns_nothing_of_the_pack(world: World):
+    client = Client()
+    client.force_login(world.people["outsider"])
+    assert client.get("/packs/sales-pack/upload/").status_code == 404
+    assert client.get(f"/packs/sales-pack/edit/{world.values['path']}").status_code == 404

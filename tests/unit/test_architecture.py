@@ -16,7 +16,7 @@ PORTAL = Path(__file__).resolve().parents[2] / "portal"
 LAYERS: list[set[str]] = [
     # The Spark runtime (no Django) and the project's shared helpers.
     {"pipeline", "api_errors", "api_fields", "api_parsers", "broker", "bulk", "celery", "redis_transport"},
-    {"property_lines"},
+    {"property_lines", "form_errors"},
     {"accounts", "events"},
     {"templatepacks", "topology", "keys"},
     {"flows"},

@@ -27,6 +27,9 @@ class JobSpecPlan:
     properties: dict[str, str]
     serves_destinations: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    # The datasets a table pattern matched at save (portal.flows.tablesets), or why it was not matched.
+    datasets: list[str] = field(default_factory=list)
+    datasets_note: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -44,6 +47,9 @@ class JobSpecPlan:
             "servesDestinations": list(self.serves_destinations),
             "properties": dict(self.properties),
             "errors": list(self.errors),
+            # Only a job whose table patterns were matched at save or preview says what they matched.
+            **({"datasets": list(self.datasets)} if self.datasets else {}),
+            **({"datasetsNote": self.datasets_note} if self.datasets_note else {}),
         }
 
 
@@ -78,7 +84,14 @@ class CompiledFlow:
         if lines:
             return "\n".join(lines)
         hops = "; ".join(f"{j.source_node} → {j.destination_node} on {j.executor}" for j in self.jobs)
-        return f"{len(self.jobs)} job{'s' if len(self.jobs) != 1 else ''}: {hops}"
+        matched = "".join(
+            f"\n{j.source_node}: source.jdbc.tables matches {len(j.datasets)} table(s) now: "
+            + ", ".join(j.datasets[:50])
+            + (" …" if len(j.datasets) > 50 else "")
+            for j in self.jobs
+            if j.datasets
+        )
+        return f"{len(self.jobs)} job{'s' if len(self.jobs) != 1 else ''}: {hops}{matched}"
 
     @property
     def executors(self) -> list[str]:

@@ -1,6 +1,7 @@
 """Compile saved flows and record the verdicts: each flow's compilation
-status/message (via flows.services.set_compilation), its job DAG and the
-indexed hops that let a topology change find the flows it can affect.
+status/message (via flows.services.set_compilation; the one place a verdict
+is stored), its job DAG and the indexed hops that let a topology change find
+the flows it can affect.
 
 Every stored verdict carries the topology revision number it was compiled
 against; a write never replaces a verdict of a newer revision, so a slow
@@ -16,7 +17,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from portal.bulk import update_rows
+from portal.bulk import any_of, insert_rows, update_rows
 from portal.flows.compiler import FAILED, CompiledFlow, compile_flow
 from portal.flows.compiler.templates import BatchTemplates
 from portal.flows.models import CompiledHop, CompiledJobDag, FlowConfig
@@ -26,6 +27,14 @@ from portal.topology.graph import TopologySnapshot, current_snapshot
 logger = logging.getLogger(__name__)
 
 INTERNAL_ERROR = "Internal compiler error; the portal log has the details."
+
+
+VERDICT = ("status", "message")  # stored on the flow, not in its DAG
+
+
+def stored_dag(compiled: CompiledFlow) -> dict[str, Any]:
+    """What CompiledJobDag.dag keeps of a compile: all but the verdict."""
+    return {key: value for key, value in compiled.to_dict().items() if key not in VERDICT}
 
 
 def route_of(dag: dict[str, Any]) -> set[tuple[str, str, str]]:
@@ -72,11 +81,10 @@ def compile_and_record(flow: FlowConfig, *, topology: TopologySnapshot | None = 
             if topology is None:
                 return compile_and_record(flow)
             return compiled
-        dag = compiled.to_dict()
+        dag = stored_dag(compiled)
         CompiledJobDag.objects.update_or_create(
             flow=flow,
             defaults={
-                "status": compiled.status,
                 "dag": dag,
                 "topology_token": compiled.topology_token,
                 "revision": snapshot.number,
@@ -98,7 +106,9 @@ def record_batch(flows: Iterable[FlowConfig], snapshot: TopologySnapshot) -> dic
     counts = {"changed": 0, "unchanged": 0, "stale": 0}
     stored = {
         dag.flow_id: dag
-        for dag in CompiledJobDag.objects.select_for_update().filter(flow_id__in=[f.pk for f in flows])
+        for dag in CompiledJobDag.objects.select_for_update().filter(
+            flow_id__in=any_of([f.pk for f in flows])
+        )
     }
     templates = BatchTemplates()
     unchanged: list[int] = []
@@ -115,7 +125,7 @@ def record_batch(flows: Iterable[FlowConfig], snapshot: TopologySnapshot) -> dic
         if compiled is None:
             status, message, dag = FAILED, INTERNAL_ERROR, None
         else:
-            status, message, dag = compiled.status, compiled.message, compiled.to_dict()
+            status, message, dag = compiled.status, compiled.message, stored_dag(compiled)
         if (flow.compilation_status, flow.compilation_message) != (status, message):
             flow.compilation_status, flow.compilation_message = status, message
             verdicts.append(flow)
@@ -124,7 +134,7 @@ def record_batch(flows: Iterable[FlowConfig], snapshot: TopologySnapshot) -> dic
             counts["unchanged"] += 1
             continue
         counts["changed"] += 1
-        if dag is None:
+        if dag is None or compiled is None:  # both or neither
             continue
         token = compiled.topology_token
         route = route_of(dag)
@@ -132,31 +142,34 @@ def record_batch(flows: Iterable[FlowConfig], snapshot: TopologySnapshot) -> dic
             hops[flow.pk] = route
         if old is None:
             new_dags.append(
-                CompiledJobDag(
-                    flow=flow, status=status, dag=dag, topology_token=token, revision=snapshot.number
-                )
+                CompiledJobDag(flow=flow, dag=dag, topology_token=token, revision=snapshot.number)
             )
         else:
-            old.status, old.dag, old.topology_token, old.revision = status, dag, token, snapshot.number
+            old.dag, old.topology_token, old.revision = dag, token, snapshot.number
             changed_dags.append(old)
     if new_dags:
         CompiledJobDag.objects.bulk_create(new_dags)
     if changed_dags:
         now = timezone.now()
-        for dag in changed_dags:
-            dag.compiled_at = now
-        update_rows(changed_dags, ["status", "dag", "topology_token", "revision", "compiled_at"])
+        for row in changed_dags:
+            row.compiled_at = now
+        update_rows(changed_dags, ["dag", "topology_token", "revision", "compiled_at"])
     if verdicts:
         update_rows(verdicts, ["compilation_status", "compilation_message"])
     if hops:
-        CompiledHop.objects.filter(flow_id__in=list(hops)).delete()
-        CompiledHop.objects.bulk_create(
-            CompiledHop(flow_id=pk, source=s, destination=d, executor=e)
-            for pk, route in hops.items()
-            for s, d, e in sorted(route)
+        CompiledHop.objects.filter(flow_id__in=any_of(list(hops))).delete()
+        rows = [(pk, *hop) for pk, route in hops.items() for hop in sorted(route)]
+        insert_rows(
+            CompiledHop,
+            {
+                "flow_id": [row[0] for row in rows],
+                "source": [row[1] for row in rows],
+                "destination": [row[2] for row in rows],
+                "executor": [row[3] for row in rows],
+            },
         )
     if unchanged:
-        CompiledJobDag.objects.filter(flow_id__in=unchanged, revision__lt=snapshot.number).update(
+        CompiledJobDag.objects.filter(flow_id__in=any_of(unchanged), revision__lt=snapshot.number).update(
             revision=snapshot.number
         )
     return counts

@@ -37,6 +37,7 @@ from urllib.parse import parse_qsl, quote, urlencode, urlparse
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
+from portal.pipeline.gateway import jvm
 from portal.pipeline.properties import Properties
 
 # JDBC URL parameters that mean the same to libpq (anything else: keep the JDBC reader).
@@ -156,12 +157,13 @@ def read(
     """The rows of ``subquery`` (``(SELECT ...) AS alias``) with ``like``'s schema (the JDBC reader's
     DataFrame of it), read by one Spark task per slice; None when a column's type is unsupported."""
     schema = like.schema
-    columns = [_select(f) for f in schema.fields]
-    if any(c is None for c in columns):
+    selected = [_select(f) for f in schema.fields]
+    columns = [c for c in selected if c is not None]
+    if len(columns) < len(selected):
         return None
     conditions = slices.conditions() if slices else ["1=1"]
-    queries = [f"SELECT {', '.join(columns)} FROM {subquery} WHERE {c}" for c in conditions]  # type: ignore[arg-type]  # noqa: S608
-    jvm_zone = spark.sparkContext._jvm.java.util.TimeZone.getDefault().getID()  # type: ignore[union-attr]
+    queries = [f"SELECT {', '.join(columns)} FROM {subquery} WHERE {c}" for c in conditions]  # noqa: S608
+    jvm_zone = jvm(spark).java.util.TimeZone.getDefault().getID()
     reader = _SliceReader(queries, uri, schema.json(), jvm_zone)
     return spark.range(0, len(queries), 1, len(queries)).mapInArrow(reader, schema)
 
@@ -211,7 +213,7 @@ def _convert(batch: Any, schema: T.StructType, jvm_zone: str) -> Any:
 def _arrow_type(dtype: T.DataType) -> Any:
     import pyarrow as pa
 
-    simple = {
+    simple: dict[type[T.DataType], Any] = {
         T.BooleanType: pa.bool_(),
         T.ByteType: pa.int8(),
         T.ShortType: pa.int16(),

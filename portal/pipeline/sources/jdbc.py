@@ -47,7 +47,7 @@ from portal.pipeline import watermarks
 from portal.pipeline.dialects import Dialect, dialect_for, root_cause
 from portal.pipeline.errors import ConfigError, MissingPropertyError, PipelineError
 from portal.pipeline.schema import missing_message, spec_for
-from portal.pipeline.sources import arrow_pg
+from portal.pipeline.sources import arrow_pg, jdbc_tables
 from portal.pipeline.sources.base import Extraction, Source
 from portal.pipeline.workunits import WorkUnit
 
@@ -90,11 +90,11 @@ class _Kind:
 
     def format(self, value: Any) -> str:
         if self.is_date:
-            return value.isoformat()
+            return str(value.isoformat())
         if self.temporal:
             if value.tzinfo is not None and not self.aware:
                 value = value.astimezone(dt.UTC).replace(tzinfo=None)
-            return value.isoformat(sep=" ")
+            return str(value.isoformat(sep=" "))
         return str(value)
 
     def minus(self, text: str, amount: str) -> str:
@@ -186,18 +186,34 @@ class JdbcSource(Source):
 
     def get_work_units(self) -> list[WorkUnit]:
         settings = self._settings()
-        tables = [_ident(t, "source.jdbc.tables") for t in self.props.get_list("source.jdbc.tables")]
-        if not tables:
+        entries = self.props.get_list(jdbc_tables.TABLES_KEY)
+        if not entries:
             raise ConfigError("missing required property 'source.jdbc.tables'")
         units: list[WorkUnit] = []
-        for table in tables:
+        for table in self._tables(entries):
             if not self.wanted(table):
                 continue
             try:
-                units.extend(self._plan_table(table, settings))
+                units.extend(self._plan_table(_ident(table, "source.jdbc.tables"), settings))
             except PipelineError as exc:
                 units.append(WorkUnit(table, self.previous_watermark(table), None, error=str(exc)))
         return units
+
+    def _tables(self, entries: list[str]) -> list[str]:
+        """The tables this run reads: names as written, patterns matched against the catalog now
+        (:mod:`portal.pipeline.sources.jdbc_tables`)."""
+        exclude = self.props.get_list(jdbc_tables.EXCLUDE_KEY)
+        if not jdbc_tables.has_patterns(entries):
+            return jdbc_tables.resolve(entries, [], exclude)
+        query = jdbc_tables.catalog_query(self.dialect.name)
+        try:
+            rows = self._read(f"({query}) AS fp_catalog", customSchema="s STRING, t STRING, d INT").collect()
+        except Exception as exc:
+            raise PipelineError(
+                f"source.jdbc.tables: cannot list the tables to match {entries}: {root_cause(exc)[:300]}"
+            ) from exc
+        catalog = [jdbc_tables.Table(r["s"] or "", r["t"], bool(r["d"])) for r in rows]
+        return jdbc_tables.resolve(entries, catalog, exclude)
 
     def _plan_table(self, table: str, s: dict[str, Any]) -> list[WorkUnit]:
         schema = self._table_schema(table)
@@ -292,7 +308,7 @@ class JdbcSource(Source):
             raise ConfigError(f"{where}: low '{low}' is not below high '{high}'")
         wm_max, wm_min = info.get("wm_max"), info.get("wm_min")
         payload = {**base, "backfill": True}
-        if wm_max is None:
+        if wm_max is None or wm_min is None:  # an empty column has neither
             return [WorkUnit(table, low, low, empty=True, payload=payload)]
         upper = wm_max if kind.parse(wm_max) <= values["high"] else kind.format(values["high"])
         if low is not None:  # the column's own form: '... 05:00:00+00:00' on a timestamptz column

@@ -87,6 +87,20 @@ def test_dry_run_of_a_flow_the_pipeline_would_refuse_is_not_compiled(api, demo_t
         assert refused.json() == {"properties": [problem]}
 
 
+def test_dry_run_of_a_flow_with_a_secret_in_clear_fails_as_its_save_is_refused(api, demo_topology):
+    """A password typed in clear: the save refuses it (flows.secrets), so the dry run, asked
+    the same question, answers FAILED with the save's own words, never "compiled"."""
+    flow = {**FLOW, "properties": {"source.files.format": "csv", "target.password": "hunter2"}}
+    refused = api.post("/api/flowconfigs", flow, format="json")
+    assert refused.status_code == 400
+    (problem,) = refused.json()["properties"]
+    body = api.post("/api/flowconfigs/compile", flow, format="json").json()
+    assert body["status"] == "FAILED"
+    assert problem in body["errors"]
+    assert "hunter2" not in str(body)
+    assert not FlowConfig.objects.exists()
+
+
 @pytest.mark.parametrize(
     ("change", "field"),
     [

@@ -1,4 +1,4 @@
-"""Schedules in words for the flow form (formdata.describe_schedule and
+"""Schedules in words for the flow form (schedule_text.describe_schedule and
 schedule_preview): what a person reads next to the cron field."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from portal.flows.formdata import describe_schedule, schedule_preview
+from portal.flows.schedule_text import describe_schedule, schedule_preview
 from portal.flows.schedules import to_unix_cron
 
 

@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 import pytest
 from django.core.exceptions import ValidationError
 
+from portal.flows.schedule_text import describe_schedule
 from portal.flows.schedules import next_run_times, to_unix_cron
 
 
@@ -74,8 +75,6 @@ def test_a_step_that_cannot_repeat_in_its_field_is_refused(given, reason):
 def test_the_words_for_a_minute_step_agree_with_the_next_runs(step):
     """ "every n minutes" only where the runs really are n minutes apart; else
     the minutes are named, as the next runs show them."""
-    from portal.flows.formdata import describe_schedule
-
     expression = f"*/{step} * * * *"
     words = describe_schedule(to_unix_cron(expression))
     runs = next_run_times(expression, count=60 // step + 2, after=datetime(2026, 1, 1, 10, 0, 30, tzinfo=UTC))

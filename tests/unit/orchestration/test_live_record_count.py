@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from portal.orchestration.executor import JobHeartbeat
+from portal.orchestration.heartbeat import JobHeartbeat
 from portal.orchestration.joblogs import JobLog
 from portal.orchestration.models import JobExecution
 from tests.factories import FlowConfigFactory

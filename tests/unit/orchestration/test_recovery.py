@@ -9,6 +9,7 @@ is wrapped only to record the JobSpecs it ran."""
 from __future__ import annotations
 
 import threading
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -23,6 +24,7 @@ from portal.orchestration.models import (
     JobState,
 )
 from portal.pipeline.commit_steps import FsRenameCommitStep
+from portal.pipeline.jobspec import JobSpec
 from portal.pipeline.publisher import plan_commit
 from tests.integration.crash_harness import RecordingPipeline, World, compare, read_ids
 
@@ -62,7 +64,7 @@ def test_the_next_run_finishes_the_leftover_steps_before_it_pulls(world):
     assert world.watermark("orders") == world.landing.max_watermark("orders")
     assert world.pending("orders") is None
     # The pull of the second run started from the recovered watermark: only the new file.
-    assert world.pipeline.specs[-1]["previous_watermarks"]["orders"] == recovered_watermark
+    assert world.pipeline.specs[-1].previous_watermarks["orders"] == recovered_watermark
     state = JobState.objects.get(job=second, attempt=1)
     assert state.status == "COMMITTED"
     assert state.recovered["orders"]["status"] == "RECOVERED"
@@ -120,7 +122,7 @@ def test_a_dataset_whose_steps_cannot_be_redone_is_skipped_and_the_rest_goes_on(
     second.refresh_from_db()
     assert "Skipped 1 dataset(s) whose earlier commit could not be finished: orders." in second.message
     # orders was not pulled at all; customers was.
-    assert world.pipeline.specs[-1]["properties"]["source.files.datasets"] == "customers"
+    assert world.pipeline.specs[-1].properties["source.files.datasets"] == "customers"
     assert compare(world.landing.ids("customers"), read_ids(world.publish / "customers")) == (0, 0)
     pending = world.pending("orders")
     assert pending.redo_failures == 2  # commit.step.max.redo
@@ -267,26 +269,25 @@ def test_exclude_datasets_narrows_the_source(tmp_path):
     for name in ("a", "b", "c"):
         (tmp_path / name).mkdir()
     files = {"source.class": recovery.FILES_SOURCE, "source.files.path": str(tmp_path)}
-    spec = {"job_name": "j", "properties": files}
+    spec = JobSpec.from_dict({"job_name": "j", "properties": files})
     assert recovery.exclude_datasets(spec, set()) is spec
-    assert recovery.exclude_datasets(spec, {"b"})["properties"]["source.files.datasets"] == "a,c"
-    assert spec["properties"] == files  # not changed in place
-    listed = {**spec, "properties": {**files, "source.files.datasets": "c, a"}}
-    assert recovery.exclude_datasets(listed, {"a"})["properties"]["source.files.datasets"] == "c"
+    assert recovery.exclude_datasets(spec, {"b"}).properties["source.files.datasets"] == "a,c"
+    assert spec.properties == files  # not changed in place
+    listed = replace(spec, properties={**files, "source.files.datasets": "c, a"})
+    assert recovery.exclude_datasets(listed, {"a"}).properties["source.files.datasets"] == "c"
     assert recovery.exclude_datasets(spec, {"a", "b", "c"}) is None
-    root = {**spec, "properties": {**files, "source.files.dataset.level": "0", "dataset.urn": "all"}}
+    root = replace(spec, properties={**files, "source.files.dataset.level": "0", "dataset.urn": "all"})
     assert recovery.exclude_datasets(root, {"all"}) is None
     assert recovery.exclude_datasets(root, {"other"}) == root
-    jdbc = {
-        "job_name": "j",
-        "properties": {"source.class": recovery.JDBC_SOURCE, "source.jdbc.tables": "x,y"},
-    }
-    assert recovery.exclude_datasets(jdbc, {"x"})["properties"]["source.jdbc.tables"] == "y"
+    jdbc = JobSpec.from_dict(
+        {"job_name": "j", "properties": {"source.class": recovery.JDBC_SOURCE, "source.jdbc.tables": "x,y"}}
+    )
+    assert recovery.exclude_datasets(jdbc, {"x"}).properties["source.jdbc.tables"] == "y"
     assert recovery.exclude_datasets(jdbc, {"x", "y"}) is None
-    custom = {"job_name": "j", "properties": {"source.class": "my.Source"}}
+    custom = JobSpec.from_dict({"job_name": "j", "properties": {"source.class": "my.Source"}})
     assert recovery.exclude_datasets(custom, {"x"}) == custom
-    backfill = {**jdbc, "backfill": {"x": {"low": "1", "high": "9"}, "y": {"low": "1", "high": "9"}}}
+    backfill = replace(jdbc, backfill={"x": {"low": "1", "high": "9"}, "y": {"low": "1", "high": "9"}})
     narrowed = recovery.exclude_datasets(backfill, {"x"})
-    assert list(narrowed["backfill"]) == ["y"] and narrowed["properties"]["source.jdbc.tables"] == "y"
+    assert list(narrowed.backfill) == ["y"] and narrowed.properties["source.jdbc.tables"] == "y"
     # A backfill whose datasets are all skipped runs nothing (never a normal run).
-    assert recovery.exclude_datasets(files_spec_backfill(tmp_path), {"a"}) is None
+    assert recovery.exclude_datasets(JobSpec.from_dict(files_spec_backfill(tmp_path)), {"a"}) is None

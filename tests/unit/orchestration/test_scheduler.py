@@ -6,9 +6,13 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from portal.flows import services as flow_services
+from portal.flows.models import FlowConfig
+from portal.orchestration.loop import OrchestratorLoop
 from portal.orchestration.models import FlowExecution, ScheduleCursor
 from portal.orchestration.scheduler import db_epoch_millis, schedule_due_ticks
 from tests.factories import FlowConfigFactory
+from tests.unit.topology.helpers import executor, nodes
 
 pytestmark = pytest.mark.django_db
 T0 = datetime(2026, 3, 1, 12, 0, 30, tzinfo=UTC)
@@ -96,3 +100,67 @@ def test_a_pass_reads_only_the_cursors_that_are_due(owner):
     # The hourly flows were not due: no scheduler read or moved their cursors.
     assert dict(ScheduleCursor.objects.filter(flow__in=hourly).values_list("pk", "updated")) == untouched
     assert ScheduleCursor.objects.get(flow=every_minute).next_tick == datetime(2026, 3, 1, 12, 2, tzinfo=UTC)
+
+
+def _scheduled_through_the_catalog(owner, schedule: str) -> FlowConfig:
+    nodes("a", "b")
+    executor("x1", "a>b")
+    return flow_services.create_flow(
+        owner=owner,
+        data={
+            "flow_group": "g",
+            "flow_name": "hourly",
+            "source": "a",
+            "destinations": ["b"],
+            "schedule": schedule,
+            "properties": {"source.files.format": "csv"},
+        },
+    )
+
+
+def test_the_catalog_keeps_each_cursor_in_step_so_a_pass_needs_no_catalog_join(owner):
+    flow = _scheduled_through_the_catalog(owner, "0 * * * *")
+    cursor = ScheduleCursor.objects.get(flow=flow)
+    assert (cursor.schedule, cursor.last_tick, cursor.next_tick) == ("0 * * * *", None, None)
+    schedule_due_ticks(T0, reconcile=False)  # first sight, found without reconcile's joins
+    assert ScheduleCursor.objects.get(flow=flow).next_tick == datetime(2026, 3, 1, 13, 0, tzinfo=UTC)
+
+    flow_services.update_flow(flow, data={"schedule": "*/5 * * * *"})
+    assert ScheduleCursor.objects.get(flow=flow).next_tick is None  # to be worked out again
+    schedule_due_ticks(T0 + timedelta(minutes=1), reconcile=False)
+    assert ScheduleCursor.objects.get(flow=flow).next_tick == datetime(2026, 3, 1, 12, 5, tzinfo=UTC)
+
+    flow_services.update_flow(flow, data={"schedule": "", "paused": True})
+    assert not ScheduleCursor.objects.filter(flow=flow).exists()
+
+
+def test_a_pass_says_when_the_next_tick_comes_so_the_loop_can_wake_for_it(owner):
+    FlowConfigFactory(schedule="0 * * * *", owner=owner)
+    FlowConfigFactory(schedule="*/15 * * * *", owner=owner, paused=True)  # paused: no wake-up for it
+    assert schedule_due_ticks(T0).next_due == datetime(2026, 3, 1, 13, 0, tzinfo=UTC)
+    assert ScheduleCursor.objects.count() == 2
+
+
+def test_a_flow_written_around_the_catalog_is_found_by_reconciling(owner):
+    flow = FlowConfigFactory(schedule="* * * * *", owner=owner)  # a bulk load: no catalog signal
+    ScheduleCursor.objects.filter(flow=flow).delete()
+    assert schedule_due_ticks(T0, reconcile=False).next_due is None
+    schedule_due_ticks(T0)
+    assert schedule_due_ticks(T0 + ON_TIME).created == 1
+    FlowConfig.objects.filter(pk=flow.pk).update(schedule="")
+    schedule_due_ticks(T0 + ON_TIME)
+    assert not ScheduleCursor.objects.filter(flow=flow).exists()
+
+
+def test_the_loop_wakes_for_a_tick_instead_of_waiting_out_its_poll_interval(owner, settings):
+    settings.SCHEDULER_POLL_SECONDS = 3600  # only the cursor's next tick can wake it
+    FlowConfigFactory(schedule="* * * * *", owner=owner)
+    wall = [T0]
+    loop = OrchestratorLoop(clock=lambda: wall[0])
+    loop.tick()  # first sight at 12:00:30: counts from there
+    wall[0] = datetime(2026, 3, 1, 12, 0, 59, 900000, tzinfo=UTC)
+    loop.tick()
+    assert not FlowExecution.objects.exists()
+    wall[0] = datetime(2026, 3, 1, 12, 1, 0, 100000, tzinfo=UTC)
+    loop.tick()
+    assert FlowExecution.objects.get().scheduled_at == datetime(2026, 3, 1, 12, 1, tzinfo=UTC)

@@ -5,6 +5,7 @@ read the old history; the owner of both may adopt it explicitly."""
 from __future__ import annotations
 
 import pytest
+from django.contrib.auth.models import Group
 from django.urls import reverse
 
 from portal.flows import services as flow_services
@@ -165,3 +166,29 @@ def test_adopted_state_brings_its_unfinished_commit_steps(owner):
     assert adopt(owner, again).status_code == 200
     assert recovery.recover(spec_of(again, 3)).recovered.keys() == {"orders"}
     assert previous(again) == {"orders": "150"}
+
+
+def test_a_member_of_the_owning_group_may_not_adopt_state_another_user_made(owner, outsider):
+    """Mia may change the re-created flow (her group owns it) but the old watermarks
+    say how far olivia's data was read: accounts.access refuses them to her."""
+    team = Group.objects.create(name="team")
+    outsider.groups.add(team)
+    first = FlowConfigFactory(flow_group="sales", flow_name="orders", owner=owner)
+    run_checks_in(first, "100", 1)
+    flow_services.delete_flow(first)
+    again = FlowConfigFactory(flow_group="sales", flow_name="orders", owner=owner, owning_group=team)
+
+    refused = adopt(outsider, again)
+    assert refused.status_code == 409
+    assert "made by a flow you did not own" in str(refused.json())
+    assert previous(again) == {}
+
+
+def test_the_service_itself_refuses_a_user_who_may_not_change_the_flow(owner, outsider):
+    first = FlowConfigFactory(flow_group="sales", flow_name="orders", owner=owner)
+    run_checks_in(first, "100", 1)
+    flow_services.delete_flow(first)
+    again = FlowConfigFactory(flow_group="sales", flow_name="orders", owner=owner)
+    with pytest.raises(statestore.AdoptionRefused, match="owner, its owning group or staff"):
+        statestore.adopt_state(again, user=outsider)
+    assert previous(again) == {}

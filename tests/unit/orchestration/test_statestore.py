@@ -4,6 +4,7 @@ pages with an audited reset."""
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -245,3 +246,24 @@ def test_each_reset_input_is_described_by_its_help_and_its_errors(client, staff)
                 assert f'id="{element_id}"' in html, element_id
     assert 'aria-describedby="id_reason_helptext id_reason_error"' in html
     assert re.search(r'id="id_reason_error">\s*<p class="error">Give a reason', html)
+
+
+def _schema(*columns: tuple[str, str]) -> str:
+    fields = [{"name": n, "type": t, "nullable": True, "metadata": {}} for n, t in columns]
+    return json.dumps({"type": "struct", "fields": fields})
+
+
+@pytest.mark.django_db
+def test_each_committed_run_keeps_its_schema_and_the_history_says_what_changed():
+    _check_in("orders", "10", 1, source_schema=_schema(("id", "integer")))
+    _check_in("orders", "20", 2, source_schema=_schema(("id", "integer")))
+    statestore.check_in(**KEY, dataset_urn="orders", watermark="20", execution_id=3, status="FAILED")
+    state = _check_in("orders", "30", 4, source_schema=_schema(("id", "long"), ("email", "string")))
+    history = statestore.schema_history(state)
+    assert [(h["execution_id"], h["change"], h["changed"]) for h in history] == [
+        (4, "added email (string); changed id integer -> long (widened)", True),
+        (2, "no change", False),
+        (1, "first recorded", False),
+    ]
+    assert history[0]["columns"] == [("id", "long"), ("email", "string")]
+    assert [h["execution_id"] for h in statestore.schema_history(state, limit=2)] == [4, 2]

@@ -88,6 +88,16 @@ def test_an_unknown_execution_is_a_restli_404(wire, history):
     assert "No flow execution found" in response.json()["message"]
 
 
+def test_a_key_without_its_execution_id_is_a_restli_400_that_says_so(wire, history):
+    for url in (
+        "/flowexecutions/(flowGroup:team,flowName:nightly)",
+        "/flowstatuses/(flowGroup:team,flowName:nightly)",
+    ):
+        response = wire.send("GET", url)
+        assert response.status_code == 400
+        assert response.json()["message"] == "Invalid key: flowExecutionId is required."
+
+
 def test_latest_flow_execution_finder(wire, history):
     url = "/flowexecutions?q=latestFlowExecution&flowId=(flowGroup:team,flowName:nightly)"
     latest = wire.send("GET", url, restli_method="finder").json()

@@ -1,0 +1,57 @@
+"""A worker's run reads its JobSpec once: the one parsed JobSpec goes from
+recovery through the pull and the commit to the figures of the status."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from portal.orchestration import commitstore, executor
+from portal.pipeline.jobspec import JobSpec
+from tests.integration.crash_harness import RecordingPipeline, World
+
+in_db = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def world(tmp_path, monkeypatch, settings):
+    settings.FLOWPORT_LOG_DIR = str(tmp_path / "logs")
+    settings.FLOWPORT_WORK_DIR = str(tmp_path / "work")
+    pipeline = RecordingPipeline()
+    monkeypatch.setattr(executor, "run_job", pipeline)
+    commitstore.reset_failpoints()
+    yield World(tmp_path, pipeline)
+    commitstore.reset_failpoints()
+
+
+@pytest.fixture
+def parses(monkeypatch) -> list[str]:
+    """The job names of every JobSpec parsed from a dict from now on."""
+    parsed: list[str] = []
+    original = JobSpec.from_dict.__func__  # type: ignore[attr-defined]
+
+    def counting(cls: type[JobSpec], data: dict[str, Any] | JobSpec) -> JobSpec:
+        if not isinstance(data, JobSpec):
+            parsed.append(str(data.get("job_name")))
+        return original(cls, data)
+
+    monkeypatch.setattr(JobSpec, "from_dict", classmethod(counting))
+    return parsed
+
+
+@in_db
+def test_a_run_that_recovers_pulls_and_commits_parses_its_jobspec_once(world, parses):
+    for dataset in ("customers", "orders"):
+        world.landing.add(dataset, 3)
+        world.landing.add(dataset, 2)
+    assert world.run(world.new_job(), "after_step:1@orders") == "crashed"  # leaves steps to recover
+    world.landing.add("orders", 4)
+    parses.clear()
+
+    assert world.run(world.new_job()) == "committed"
+
+    assert parses == ["eo_job"]
+    assert world.exactly_once() == (0, 0)
+    pulled = world.pipeline.specs[-1]
+    assert isinstance(pulled, JobSpec) and pulled.previous_watermarks  # the pull read the recovered state
