@@ -139,7 +139,7 @@ class FlowStatusSerializer(FlowExecutionSerializer):
 
     @extend_schema_field(serializers.ListField(child=serializers.CharField()))
     def get_pendingRequests(self, execution: FlowExecution) -> list[str]:
-        return status.pending_requests(execution)
+        return status.pending_requests(execution.flow_group, execution.flow_name, execution.execution_id)
 
 
 class BackfillRangeSerializer(serializers.Serializer):

@@ -155,13 +155,19 @@ def last_status(user, flow_group: str, flow_name: str) -> FlowExecution:
     raise Http404(f"No flow {flow_group}/{flow_name}.")
 
 
-def pending_requests(execution: FlowExecution) -> list[str]:
-    """LAUNCH/KILL/RESUME requests for this execution not handled yet."""
+def pending_requests(flow_group: str, flow_name: str, execution_id: int) -> list[str]:
+    """LAUNCH/KILL/RESUME requests for this execution not handled yet.
+
+    Read it before the execution whenever both are shown: the orchestrator
+    handles a request and changes the execution in one transaction, so a
+    request gone from here is then seen in the execution read after it; read
+    the other way round, a page could show a cancelled execution with its
+    resume already handled, and stop following it."""
     kinds = (
         Action.objects.filter(
-            flow_group=execution.flow_group,
-            flow_name=execution.flow_name,
-            execution_id=execution.execution_id,
+            flow_group=flow_group,
+            flow_name=flow_name,
+            execution_id=execution_id,
             kind__in=USER_REQUESTS,
             done_at__isnull=True,
         )

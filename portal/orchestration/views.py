@@ -21,6 +21,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import HttpResponseClientRedirect
 
+from portal.accounts.requests import AuthenticatedRequest, HtmxRequest
 from portal.orchestration import joblogs, logview, services, status
 from portal.orchestration.filters import FlowExecutionFilterSet
 from portal.orchestration.forms import BackfillForm
@@ -44,7 +45,7 @@ def _execution_url(execution: FlowExecution) -> str:
     )
 
 
-def _go(request: HttpRequest, url: str) -> HttpResponse:
+def _go(request: HtmxRequest, url: str) -> HttpResponse:
     """After a POST: a plain redirect, or HX-Redirect for htmx (a 302 would
     be followed into the fragment)."""
     return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
@@ -69,7 +70,7 @@ def _local_input(filterset: FlowExecutionFilterSet, name: str) -> str:
 @login_required
 @require_GET
 @vary_on_headers("HX-Request")
-def execution_list(request: HttpRequest) -> HttpResponse:
+def execution_list(request: AuthenticatedRequest) -> HttpResponse:
     filterset = FlowExecutionFilterSet(
         request.GET, queryset=status.executions_visible_to(request.user).order_by("-execution_id", "-pk")
     )
@@ -89,9 +90,8 @@ def execution_list(request: HttpRequest) -> HttpResponse:
     return render(request, "orchestration/execution_list.html", context, status=code)
 
 
-def _detail_context(request: HttpRequest, execution: FlowExecution) -> dict:
+def _detail_context(request: HttpRequest, execution: FlowExecution, pending: list[str]) -> dict:
     can_act = status.can_act(request.user, execution)
-    pending = status.pending_requests(execution)
     hops = status.dag_by_hop(execution)
     return {
         "execution": execution,
@@ -115,10 +115,11 @@ def _detail_context(request: HttpRequest, execution: FlowExecution) -> dict:
 @require_GET
 @vary_on_headers("HX-Request")
 def execution_detail(
-    request: HttpRequest, flow_group: str, flow_name: str, execution_id: int
+    request: AuthenticatedRequest, flow_group: str, flow_name: str, execution_id: int
 ) -> HttpResponse:
+    pending = status.pending_requests(flow_group, flow_name, execution_id)  # first: see its docstring
     execution = status.flow_execution(request.user, flow_group, flow_name, execution_id)
-    context = _detail_context(request, execution)
+    context = _detail_context(request, execution, pending)
     if request.htmx:
         return render(request, "orchestration/partials/execution_status.html", context)
     return render(request, "orchestration/execution_detail.html", context)
@@ -128,7 +129,7 @@ def execution_detail(
 @require_GET
 @vary_on_headers("HX-Request")
 def job_log(
-    request: HttpRequest, flow_group: str, flow_name: str, execution_id: int, job_name: str
+    request: AuthenticatedRequest, flow_group: str, flow_name: str, execution_id: int, job_name: str
 ) -> HttpResponse:
     """A job attempt's worker and Spark driver logs; `?attempt=N` picks an
     earlier attempt. Polls itself while the attempt runs."""
@@ -171,7 +172,7 @@ def _job_attempt(
 @login_required
 @require_POST
 def job_rerun(
-    request: HttpRequest, flow_group: str, flow_name: str, execution_id: int, job_name: str
+    request: AuthenticatedRequest, flow_group: str, flow_name: str, execution_id: int, job_name: str
 ) -> HttpResponse:
     """Airflow's "clear task": one failed job (and what it kept from running) again."""
     execution = status.flow_execution(request.user, flow_group, flow_name, execution_id)
@@ -187,7 +188,7 @@ def job_rerun(
 @require_GET
 def job_log_download(
     request: HttpRequest, flow_group: str, flow_name: str, execution_id: int, job_name: str
-) -> HttpResponse:
+) -> HttpResponse | FileResponse:
     """`?attempt=N&log=worker|driver`: that log as a file, whole when this
     host can read it (masked), else the masked tail the worker stored."""
     _execution, job, attempt = _job_attempt(request, flow_group, flow_name, execution_id, job_name)
@@ -209,7 +210,7 @@ def job_log_download(
     return response
 
 
-def _request(request: HttpRequest, execution: FlowExecution, verb: Callable, done: str) -> HttpResponse:
+def _request(request: HtmxRequest, execution: FlowExecution, verb: Callable, done: str) -> HttpResponse:
     status.check_can_act(request.user, execution)
     try:
         verb(execution, user=request.user)
@@ -222,7 +223,9 @@ def _request(request: HttpRequest, execution: FlowExecution, verb: Callable, don
 
 @login_required
 @require_POST
-def execution_kill(request: HttpRequest, flow_group: str, flow_name: str, execution_id: int) -> HttpResponse:
+def execution_kill(
+    request: AuthenticatedRequest, flow_group: str, flow_name: str, execution_id: int
+) -> HttpResponse:
     execution = status.flow_execution(request.user, flow_group, flow_name, execution_id)
     return _request(
         request,
@@ -235,7 +238,7 @@ def execution_kill(request: HttpRequest, flow_group: str, flow_name: str, execut
 @login_required
 @require_POST
 def execution_resume(
-    request: HttpRequest, flow_group: str, flow_name: str, execution_id: int
+    request: AuthenticatedRequest, flow_group: str, flow_name: str, execution_id: int
 ) -> HttpResponse:
     execution = status.flow_execution(request.user, flow_group, flow_name, execution_id)
     return _request(
@@ -248,7 +251,7 @@ def execution_resume(
 
 @login_required
 @require_POST
-def flow_run(request: HttpRequest, flow_group: str, flow_name: str) -> HttpResponse:
+def flow_run(request: AuthenticatedRequest, flow_group: str, flow_name: str) -> HttpResponse:
     flow = status.visible_flow(request.user, flow_group, flow_name, "change")
     try:
         execution = services.run_now(flow, user=request.user)
@@ -302,7 +305,7 @@ def flow_backfill(request: HttpRequest, flow_group: str, flow_name: str) -> Http
 @login_required
 @require_GET
 @vary_on_headers("HX-Request")
-def flow_executions(request: HttpRequest, flow_group: str, flow_name: str) -> HttpResponse:
+def flow_executions(request: AuthenticatedRequest, flow_group: str, flow_name: str) -> HttpResponse:
     """One flow's recent executions: the fragment the flow page includes
     (it loads itself from here), or a page of its own without htmx."""
     flow = status.visible_flow(request.user, flow_group, flow_name)
