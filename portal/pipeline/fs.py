@@ -56,6 +56,17 @@ def _local(uri: str) -> str:
     return urlparse(uri).path if _scheme(uri) == "file" else uri
 
 
+def is_local(uri: str) -> bool:
+    """Whether ``uri`` is on this machine's disk (a plain path or ``file://``)."""
+    return _scheme(uri) in ("", "file")
+
+
+def local_path(uri: str) -> str:
+    """The plain path of a local ``uri`` (what Python's own file functions take)."""
+    assert is_local(uri), uri
+    return _local(uri)
+
+
 def join(base: str, *parts: str) -> str:
     """Join path segments with ``/`` for URIs and ``os.path.join`` for plain paths."""
     clean = [p.strip("/") for p in parts if p and p.strip("/")]

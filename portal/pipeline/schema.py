@@ -315,8 +315,9 @@ SPECS: tuple[PropertySpec, ...] = (
        required_for=(SOURCE_JDBC,)),
     _s("source.jdbc.driver", STRING, "JDBC driver class (set from the source data node).",
        default="org.postgresql.Driver"),
-    _s("source.jdbc.arrow", BOOL, "PostgreSQL: read with COPY into Arrow batches instead of Spark's "
-       "JDBC reader (opt-in; measured slower on small machines).", default="false"),
+    _s("source.jdbc.arrow", CHOICE, "PostgreSQL: read with COPY into Arrow batches (ADBC) instead of Spark's "
+       "JDBC reader. auto: where the Python workers then write the Parquet themselves (one plain "
+       "Parquet branch); true: always; false: never.", default="auto", choices=("auto", "true", "false")),
     _s("source.jdbc.tables", LIST, "Tables to read, comma-separated: names, or patterns such as public.* "
        "(one dataset per table, matched again at every run).", required_for=(SOURCE_JDBC,)),
     _s("source.jdbc.tables.exclude", LIST, "Tables (names or patterns) left out of source.jdbc.tables."),

@@ -29,7 +29,7 @@ from typing import Any
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
-from portal.pipeline import fs, onepass, progress, schema_evolution
+from portal.pipeline import directwrite, fs, onepass, progress, schema_evolution
 from portal.pipeline.converters import Converter, ConverterContext, apply_converters, build_converters
 from portal.pipeline.errors import CancelledError, PipelineError, QualityCheckError
 from portal.pipeline.feed import Feed
@@ -49,7 +49,7 @@ from portal.pipeline.quality import (
 from portal.pipeline.sources.base import Extraction, Source
 from portal.pipeline.taskstate import CANCELLED, FAILED, SKIPPED, SUCCEEDED, BranchState, TaskState
 from portal.pipeline.workunits import WorkUnit
-from portal.pipeline.writers import DataWriter, WriterContext, WriteResult, build_writer
+from portal.pipeline.writers import DataWriter, FileDataWriter, WriterContext, WriteResult, build_writer
 
 log = logging.getLogger(__name__)
 
@@ -145,6 +145,7 @@ class _Fork:
     routes: list[Column]
     decisions: list[Any]
     one_pass: bool
+    direct: bool = False
 
 
 class TaskRunner:
@@ -272,8 +273,17 @@ class TaskRunner:
             and not any(b.converters or b.checker.active for b in active)
             and onepass.eligible(self.job.spark, [b.writer for b in active])
         )
-        feed.stage_if_read_twice(0 if one_pass else len(active), [b.checker for b in active])
-        return _Fork(active, [as_column(d) for d in decisions], decisions, one_pass)
+        only = active[0] if len(active) == 1 else None
+        direct = (
+            only is not None
+            and decisions[only.state.index] is True
+            and not only.converters
+            and not only.checker.active
+            and feed.plain
+            and directwrite.eligible(self.job.spark, feed.extraction.arrow, only.writer)
+        )
+        feed.stage_if_read_twice(0 if one_pass or direct else len(active), [b.checker for b in active])
+        return _Fork(active, [as_column(d) for d in decisions], decisions, one_pass, direct)
 
     def _write(self, feed: Feed, fork: _Fork, previous_schema: StructType | None) -> None:
         """Write the active branches (in one pass when possible, else each its own write, in parallel
@@ -333,6 +343,10 @@ class TaskRunner:
         """Fork the feed to the active branches and write them: in one pass when possible, else each
         branch its own write (in parallel threads); the feed decides which read counts."""
         job, active = self.job, fork.active
+        if fork.direct:
+            self.state.fork_feed = "direct"
+            self._run_direct(active[0], feed, previous_schema)
+            return
         if fork.one_pass:
             seen = self._run_one_pass(active, feed.one_pass_frame(), fork.routes, previous_schema)
             if seen is not None:
@@ -388,6 +402,25 @@ class TaskRunner:
             counted, obs = observe_written(tagged, branch.checker)
             result = branch.writer.write(branch.checker.good(counted))
             self._finish_branch(branch, check, result, observed(obs), tagged)
+        except Exception as exc:
+            self._branch_failed(branch, exc)
+        finally:
+            branch.state.duration_seconds = round(time.time() - started, 3)
+
+    def _run_direct(self, branch: _Branch, feed: Feed, previous_schema: StructType | None) -> None:
+        """The one branch's Parquet written by the Python workers from the Arrow extract
+        (:mod:`portal.pipeline.directwrite`); its written count is the record count."""
+        started = time.time()
+        scan = feed.extraction.arrow
+        assert scan is not None and isinstance(branch.writer, FileDataWriter)
+        try:
+            check = self._branch_check(branch, scan.schema, previous_schema)
+            failure = run_task_policies(branch.policies, check, "before", self.state.quality)
+            if failure:
+                raise QualityCheckError(failure)
+            result, records = directwrite.write(self.job.spark, scan, branch.writer)
+            feed.count_at_writer(records)
+            self._finish_branch(branch, check, result, {WRITTEN: records}, None)
         except Exception as exc:
             self._branch_failed(branch, exc)
         finally:

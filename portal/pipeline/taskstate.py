@@ -16,7 +16,9 @@ failure, secrets masked, or None),
 ``message``), ``source_schema`` (Spark schema JSON of the extract, for the next run's schema check),
 ``err_dir`` (where pre-fork ERR_FILE rows went, or None), ``fork_feed`` (how several branches got
 their records: ``one_pass`` — one read written by every branch, see :mod:`portal.pipeline.onepass` —
-or ``per_branch`` — each branch re-read the bounded extract; None with a single branch),
+or ``per_branch`` — each branch re-read the bounded extract; ``direct`` — a single branch's Parquet
+written by the Python workers from the Arrow extract, see :mod:`portal.pipeline.directwrite`; None
+with a single branch otherwise),
 ``extract_staged`` (whether the extract was copied to Parquet before the branches read it: a live
 source this task would have read twice, see :mod:`portal.pipeline.feed`).
 

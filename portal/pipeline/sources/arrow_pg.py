@@ -14,11 +14,14 @@ session time zone the JDBC driver would set), decimals
 rounded half-up to the column's scale, ``timestamp without time zone`` read as wall-clock time in
 the JVM's default zone (``ResultSet.getTimestamp``), ``timestamptz`` as the instant it is.
 
-Opt-in (``source.jdbc.arrow=true``): measured by tests/bench/bench_extract.py on a loaded 2-core
-machine where PostgreSQL, the JVM and the Python workers share the cores, this reader was slower
-than Spark's JDBC reader (1.5x on a full load of 1 M rows, 2x on a 1 % increment: each task adds a
-Python worker and its Arrow hand-over, and the JVM's decoding was not the bottleneck there).  Where
-the JVM's row decoding is (more cores, a remote database), turn it on and measure.
+Where it pays (``source.jdbc.arrow``, default ``auto``): measured by tests/bench/bench_extract.py on a
+2-core machine, this reader handing its batches to Spark's own writer was no faster than Spark's
+JDBC reader (each task adds a Python worker and an Arrow hand-over into the JVM's rows), while the
+Python workers writing the batches to Parquet themselves (:mod:`portal.pipeline.directwrite`) take
+about 60 % of its time.  So ``auto`` makes the scan (:func:`scan_for`) for that writer and keeps
+Spark's JDBC reader as the DataFrame everything else reads; ``true`` makes the scan the DataFrame
+too (where the JVM's row decoding is the bottleneck: more cores, a remote database — measure);
+``false`` never reads with Arrow.
 
 Fallback: Spark's JDBC reader is kept when the URL is not ``jdbc:postgresql://`` or carries
 parameters libpq does not share, the driver is not installed, or a column has a type this reader
@@ -29,16 +32,18 @@ from __future__ import annotations
 
 import importlib.util
 import itertools
-from collections.abc import Iterator
+import json
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl, quote, urlencode, urlparse
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame
 from pyspark.sql import types as T
 
 from portal.pipeline.gateway import jvm
 from portal.pipeline.properties import Properties
+from portal.pipeline.sources.base import ArrowScan
 
 # JDBC URL parameters that mean the same to libpq (anything else: keep the JDBC reader).
 _LIBPQ_PARAMS = {
@@ -120,18 +125,39 @@ def _truncated(a: int, b: int) -> int:
 
 
 def read_or_keep(jdbc: DataFrame, props: Properties, subquery: str, slices: Slices | None) -> DataFrame:
-    """The Arrow reader's DataFrame of ``subquery`` where it can read it (see the module docstring),
-    else ``jdbc`` — Spark's JDBC reader's DataFrame of the same query and slices."""
-    if not props.get_bool("source.jdbc.arrow", False) or not driver_installed():
-        return jdbc
+    """The Arrow reader's DataFrame of ``subquery`` where it can read it and ``source.jdbc.arrow`` is
+    ``true`` (see the module docstring), else ``jdbc`` — Spark's JDBC reader's DataFrame of the same
+    query and slices."""
+    scan = scan_for(jdbc, props, subquery, slices)
+    return scan.frame(jdbc.sparkSession) if scan and frames_too(props) else jdbc
+
+
+def frames_too(props: Properties) -> bool:
+    """Whether the scan is also the DataFrame Spark reads (``source.jdbc.arrow=true``)."""
+    return props.get_choice("source.jdbc.arrow") == "true"
+
+
+def scan_for(jdbc: DataFrame, props: Properties, subquery: str, slices: Slices | None) -> ArrowScan | None:
+    """The Arrow reader's scan of ``subquery`` with ``jdbc``'s schema (Spark's JDBC reader's DataFrame
+    of the same query), one slice per Spark task; None where it cannot read it (module docstring)."""
+    if props.get_choice("source.jdbc.arrow") == "false" or not driver_installed():
+        return None
     uri = libpq_uri(
         props.get("source.jdbc.url") or "",
         props.get("source.conn.username"),
         props.get("source.conn.password"),
     )
     if uri is None:
-        return jdbc
-    return read(jdbc.sparkSession, jdbc, subquery, uri, slices) or jdbc
+        return None
+    schema = jdbc.schema
+    selected = [_select(f) for f in schema.fields]
+    columns = [c for c in selected if c is not None]
+    if len(columns) < len(selected):
+        return None
+    conditions = slices.conditions() if slices else ["1=1"]
+    queries = [f"SELECT {', '.join(columns)} FROM {subquery} WHERE {c}" for c in conditions]  # noqa: S608
+    jvm_zone = jvm(jdbc.sparkSession).java.util.TimeZone.getDefault().getID()
+    return ArrowScan(len(queries), _SliceReader(queries, uri, schema.json(), jvm_zone), schema)
 
 
 def _select(field: T.StructField) -> str | None:
@@ -147,46 +173,24 @@ def _select(field: T.StructField) -> str | None:
     return None
 
 
-def read(
-    spark: SparkSession,
-    like: DataFrame,
-    subquery: str,
-    uri: str,
-    slices: Slices | None,
-) -> DataFrame | None:
-    """The rows of ``subquery`` (``(SELECT ...) AS alias``) with ``like``'s schema (the JDBC reader's
-    DataFrame of it), read by one Spark task per slice; None when a column's type is unsupported."""
-    schema = like.schema
-    selected = [_select(f) for f in schema.fields]
-    columns = [c for c in selected if c is not None]
-    if len(columns) < len(selected):
-        return None
-    conditions = slices.conditions() if slices else ["1=1"]
-    queries = [f"SELECT {', '.join(columns)} FROM {subquery} WHERE {c}" for c in conditions]  # noqa: S608
-    jvm_zone = jvm(spark).java.util.TimeZone.getDefault().getID()
-    reader = _SliceReader(queries, uri, schema.json(), jvm_zone)
-    return spark.range(0, len(queries), 1, len(queries)).mapInArrow(reader, schema)
-
-
 class _SliceReader:
-    """Runs in the Python workers: reads the slices whose numbers arrive, as Arrow batches."""
+    """Runs in the Python workers: reads the numbered slices as Arrow batches (a SliceReader)."""
 
     def __init__(self, queries: list[str], uri: str, schema_json: str, jvm_zone: str) -> None:
         self.queries, self.uri, self.schema_json, self.jvm_zone = queries, uri, schema_json, jvm_zone
 
-    def __call__(self, batches: Iterator[Any]) -> Iterator[Any]:
+    def batches(self, numbers: Iterable[int]) -> Iterator[Any]:
         import adbc_driver_postgresql.dbapi as adbc
 
-        schema = T.StructType.fromJson(__import__("json").loads(self.schema_json))
+        schema = T.StructType.fromJson(json.loads(self.schema_json))
         with adbc.connect(self.uri) as conn, conn.cursor() as cur:
             # Text forms of time values as the JDBC driver's session gives them.
             cur.execute("SET TIME ZONE '{}'".format(self.jvm_zone.replace("'", "''")))
             cur.execute("SET DateStyle = 'ISO'")
-            for batch in batches:
-                for number in batch.column(0).to_pylist():
-                    cur.execute(self.queries[number])
-                    for chunk in cur.fetch_record_batch():
-                        yield _convert(chunk, schema, self.jvm_zone)
+            for number in numbers:
+                cur.execute(self.queries[number])
+                for chunk in cur.fetch_record_batch():
+                    yield _convert(chunk, schema, self.jvm_zone)
 
 
 def _convert(batch: Any, schema: T.StructType, jvm_zone: str) -> Any:

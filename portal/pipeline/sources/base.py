@@ -30,11 +30,12 @@ holds)]``.  A source that ignores ``backfill_high`` would read past the requeste
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql.types import StructType
 
 from portal.pipeline.jobspec import JobSpec
 from portal.pipeline.properties import Properties
@@ -57,6 +58,8 @@ class Extraction:
 
     ``metrics`` are aggregations observed on ``df`` during the (single) pass that reads it;
     ``keep`` filters the rows to deliver after the metrics saw them (look-back de-duplication);
+    ``arrow``, where set, is the same rows as Arrow batches that each Spark task can read itself (so
+    a writer that takes Arrow can skip Spark's rows: :mod:`portal.pipeline.directwrite`);
     ``helper_columns`` are dropped after ``keep``; ``finish`` computes the actual high watermark from
     the observed metrics once the work unit succeeded (default: the expected high); ``stage`` asks the
     runtime to read the extract once into Parquet before any branch consumes it (a database must not
@@ -69,6 +72,32 @@ class Extraction:
     helper_columns: list[str] = field(default_factory=list)
     finish: Callable[[dict[str, Any]], str | None] | None = None
     stage: bool = False
+    arrow: ArrowScan | None = None
+
+
+class SliceReader(Protocol):
+    """Reads numbered slices of an extract as Arrow record batches, in a Python worker (so it must
+    pickle: Spark ships it to the tasks)."""
+
+    def batches(self, numbers: Iterable[int]) -> Iterator[Any]: ...
+
+
+@dataclass(frozen=True)
+class ArrowScan:
+    """An extract readable as Arrow inside Spark tasks: task ``i`` of ``slices`` reads
+    ``reader.batches([i])``, whose batches have ``schema``'s columns, types and order."""
+
+    slices: int
+    reader: SliceReader
+    schema: StructType
+
+    def frame(self, spark: SparkSession) -> DataFrame:
+        """The scan as a DataFrame: one Spark task per slice, its batches handed to Spark as they are."""
+
+        def read(numbers: Iterator[Any]) -> Iterator[Any]:
+            return self.reader.batches(n for batch in numbers for n in batch.column(0).to_pylist())
+
+        return spark.range(0, self.slices, 1, self.slices).mapInArrow(read, self.schema)
 
 
 class Source(ABC):

@@ -24,9 +24,9 @@ Backfill (``JobSpec.backfill``): a listed table reads ``low < column <= min(high
 ``source.jdbc.ranges`` like any run, without look-back (the range is explicit);
 tables not listed are not read.  A snapshot table (``extract.is.full``) cannot be backfilled.
 
-With ``source.jdbc.arrow=true`` PostgreSQL tables are read with COPY into Arrow batches inside the
-Spark tasks (:mod:`portal.pipeline.sources.arrow_pg`, which says when that pays); otherwise, and
-for what that reader cannot read, Spark's JDBC reader.  A table is a live source: a second query may see other
+PostgreSQL tables can be read with COPY into Arrow batches inside the Spark tasks
+(:mod:`portal.pipeline.sources.arrow_pg`, which says when that pays, and ``source.jdbc.arrow``);
+otherwise, and for what that reader cannot read, Spark's JDBC reader.  A table is a live source: a second query may see other
 rows, so the extract is marked ``Extraction.stage`` and the runtime stages it once when the task
 would read it twice (:mod:`portal.pipeline.feed`).
 Values in the generated SQL come from the database's own text output; identifiers are validated.
@@ -364,9 +364,11 @@ class JdbcSource(Source):
                 upperBound=str(p["k_max"] + 1),
                 numPartitions=str(parts),
             )
-        df = arrow_pg.read_or_keep(reader.load(), self.props, query, slices)
+        jdbc = reader.load()
+        scan = arrow_pg.scan_for(jdbc, self.props, query, slices)
+        df = scan.frame(self.spark) if scan and arrow_pg.frames_too(self.props) else jdbc
         if p.get("full") or not s["lookback"]:
-            return Extraction(df, stage=True)
+            return Extraction(df, stage=True, arrow=scan)
         hashed = df.withColumn("fp_hash", F.xxhash64(*[F.col(k) for k in s["keys"]], F.col("fp_wm_text")))
         seen = [int(h) for h in p.get("seen", [])]
         keep = ~F.col("fp_hash").isin(seen) if seen else None

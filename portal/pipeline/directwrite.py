@@ -1,0 +1,124 @@
+"""Parquet written by the Python workers straight from an Arrow extract, skipping Spark's rows.
+
+An extract the source can read as Arrow (:class:`portal.pipeline.sources.base.ArrowScan`, e.g. the
+PostgreSQL COPY reader) handed to Spark's Parquet writer crosses into the JVM batch by batch, is
+turned into rows there and encoded row by row again.  On a 2-core machine that hand-over, not the
+database, was the cost (tests/bench/bench_extract.py).  Here each Spark task reads its slice of the
+scan and encodes it with Arrow's own Parquet writer, in the same worker: one pass, columnar end to
+end.  Spark still runs the tasks (its job group cancels them, its scheduler retries them) and the
+task's staging folder receives the same kind of files Spark would write there — standard Parquet
+with Spark's schema in its footer, every column nullable, timestamps as INT64 microseconds
+adjusted to UTC, decimals as integers where they fit — which the writer then moves to task output
+as usual (:meth:`portal.pipeline.writers.FileDataWriter.collect`).
+
+Exactly once: a task attempt writes under ``_attempts`` with a name of its own and returns it; only
+the files of the attempts Spark's job returned are moved into staging, and ``_attempts`` is removed,
+so a failed or retried attempt leaves nothing that could be published.
+
+Taken (:func:`eligible`) only where it gives the same output as Spark's write: one branch taking
+every record unchanged (no converters, row checkers, look-back filter or observed metrics), written
+by the plain Parquet file writer (no partition folders, file sizing or record limit) with a codec
+both writers share, to a local staging folder, on a local Spark master (the workers write to the
+driver's disk).  Anything else goes through Spark's writer.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+from pyspark.sql import SparkSession
+from pyspark.sql import types as T
+
+from portal.pipeline import fs
+from portal.pipeline.sources.base import ArrowScan, SliceReader
+from portal.pipeline.writers import FileDataWriter, WriteResult
+
+ATTEMPTS = "_attempts"  # hidden from fs.list_files, as Spark's _temporary
+SPARK_SCHEMA_KEY = b"org.apache.spark.sql.parquet.row.metadata"  # where Spark keeps its schema
+# writer.codec (Spark's names) -> Arrow's codec and Spark's file-name extension.
+CODECS = {"snappy": ("snappy", ".snappy"), "gzip": ("gzip", ".gz"), "zstd": ("zstd", ".zstd")}
+CODECS.update({"none": ("none", ""), "uncompressed": ("none", "")})
+
+
+def eligible(spark: SparkSession, scan: ArrowScan | None, writer: Any) -> bool:
+    """Whether ``writer`` may take ``scan`` directly; the caller has checked that the task has one
+    branch taking every record of a plain feed unchanged."""
+    return (
+        scan is not None
+        and type(writer) is FileDataWriter
+        and writer.format == "PARQUET"
+        and writer.plain
+        and (writer.props.get("writer.codec") or "snappy").lower() in CODECS
+        and spark.sparkContext.master.startswith("local")
+        and fs.is_local(writer.staging_dir)
+    )
+
+
+def write(spark: SparkSession, scan: ArrowScan, writer: FileDataWriter) -> tuple[WriteResult, int]:
+    """Write ``scan`` as ``writer``'s Parquet task output; returns it and the records written."""
+    codec, extension = CODECS[(writer.props.get("writer.codec") or "snappy").lower()]
+    fs.delete(writer.staging_dir)
+    attempts = fs.join(writer.staging_dir, ATTEMPTS)
+    os.makedirs(fs.local_path(attempts))
+    task = _SliceWriter(scan.reader, scan.schema.json(), fs.local_path(attempts), codec)
+    written = (
+        spark.range(0, scan.slices, 1, scan.slices)
+        .mapInArrow(task, "slice long, path string, records long")
+        .collect()
+    )
+    run = uuid.uuid4()
+    for row in written:
+        name = f"part-{row['slice']:05d}-{run}-c000{extension}.parquet"
+        fs.rename(row["path"], fs.join(writer.staging_dir, name))
+    fs.delete(attempts)
+    return writer.collect(writer.staging_dir), sum(row["records"] for row in written)
+
+
+class _SliceWriter:
+    """Runs in the Python workers: each slice number that arrives becomes one Parquet file."""
+
+    def __init__(self, reader: SliceReader, schema_json: str, folder: str, codec: str) -> None:
+        self.reader, self.schema_json, self.folder, self.codec = reader, schema_json, folder, codec
+
+    def __call__(self, numbers: Iterator[Any]) -> Iterator[Any]:
+        import pyarrow as pa
+
+        for batch in numbers:
+            for number in batch.column(0).to_pylist():
+                path, records = self._write(number)
+                yield pa.RecordBatch.from_pydict(
+                    {"slice": [number], "path": [path], "records": [records]},
+                    schema=pa.schema([("slice", pa.int64()), ("path", pa.string()), ("records", pa.int64())]),
+                )
+
+    def _write(self, number: int) -> tuple[str, int]:
+        import pyarrow.parquet as pq
+
+        schema = file_schema(T.StructType.fromJson(json.loads(self.schema_json)))
+        path = os.path.join(self.folder, f"{number:05d}-{uuid.uuid4()}.parquet")
+        records = 0
+        with pq.ParquetWriter(
+            path,
+            schema,
+            compression=self.codec,
+            store_decimal_as_integer=True,  # INT32/INT64 decimals where they fit, as Spark writes them
+            write_time_adjusted_to_utc=True,
+        ) as out:
+            for batch in self.reader.batches([number]):
+                out.write_batch(batch.cast(schema) if batch.schema != schema else batch)
+                records += batch.num_rows
+        return path, records
+
+
+def file_schema(schema: T.StructType) -> Any:
+    """The Arrow schema of the files: ``schema``'s columns, every one nullable (Spark's writer makes
+    them so), with Spark's own schema in the footer so Spark reads the exact types back."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    nullable = T.StructType([T.StructField(f.name, f.dataType, True, f.metadata) for f in schema.fields])
+    arrow = to_arrow_schema(nullable, timezone="UTC")  # instants as UTC, as the reader gives them
+    return arrow.with_metadata({SPARK_SCHEMA_KEY: nullable.json().encode()})

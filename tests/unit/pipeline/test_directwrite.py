@@ -1,0 +1,148 @@
+"""A PostgreSQL table into Parquet files with the Arrow reader: the Python workers write the files
+themselves (portal.pipeline.directwrite) where that gives what Spark's writer would give — same
+rows, same types read back by Spark and by pyarrow — and leave nothing behind when a slice fails;
+everywhere else the task keeps Spark's writer."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from pyspark.sql import SparkSession
+from pyspark.sql import types as T
+
+from portal.pipeline import directwrite, watermarks
+from portal.pipeline.jobspec import JobSpec
+from portal.pipeline.properties import Properties
+from portal.pipeline.sources.base import ArrowScan
+from portal.pipeline.writers import FileDataWriter, WriterContext
+
+from .helpers import data_files, read, run_and_publish, spec
+from .test_arrow_pg import ROWS, TYPES
+
+
+@pytest.fixture
+def typed(pg: psycopg.Connection, pg_database: dict[str, Any]) -> dict[str, Any]:
+    pg.execute("DROP TABLE IF EXISTS typed")
+    pg.execute(f"CREATE TABLE typed ({TYPES})")
+    pg.execute("INSERT INTO typed VALUES " + ", ".join(ROWS))  # noqa: S608 - test data
+    pg.execute(
+        "INSERT INTO typed (id, day, at_local) SELECT i, date '2024-01-01', NULL FROM generate_series(4, 2000) i"
+    )
+    return pg_database
+
+
+def _props(db: dict[str, Any], root: Path, arrow: str, **extra: str) -> dict[str, str]:
+    return {
+        "source.class": "portal.pipeline.sources.jdbc.JdbcSource",
+        "source.jdbc.url": db["url"],
+        "source.conn.username": db["user"],
+        "source.jdbc.tables": "typed",
+        "extract.delta.fields": "id",
+        "extract.primary.key.fields": "id",
+        "source.jdbc.num.partitions": "3",
+        "source.jdbc.arrow": arrow,
+        "data.publisher.final.dir": str(root / "lake"),
+        **extra,
+    }
+
+
+def test_the_workers_write_the_parquet_spark_would_write(
+    spark: SparkSession, typed: dict[str, Any], tmp_path: Path
+) -> None:
+    published = {}
+    for arrow in ("auto", "false"):  # the default, and Spark's JDBC reader and writer
+        root = tmp_path / arrow
+        marks: dict[str, str] = {}
+        states = run_and_publish(spark, spec(root, _props(typed, root, arrow)), marks)
+        assert states[0]["status"] == "SUCCEEDED" and states[0]["records_extracted"] == 2000
+        assert states[0]["fork_feed"] == ("direct" if arrow == "auto" else None)
+        assert states[0]["branches"][0]["records_written"] == 2000
+        assert watermarks.value_of(marks["typed"]) == "2000"
+        published[arrow] = read(spark, root / "lake" / "typed")
+    direct, jdbc = published["auto"], published["false"]
+    assert direct.schema == jdbc.schema  # Spark's own schema, kept in the footer
+    assert sorted(direct.collect()) == sorted(jdbc.collect())
+
+    files = data_files(tmp_path / "auto" / "lake" / "typed")
+    assert len(files) == 3 and all(f.name.endswith(".snappy.parquet") for f in files)
+    arrow_schema = pq.read_schema(files[0])
+    assert arrow_schema.field("at_zone").type == pa.timestamp("us", tz="UTC")
+    assert arrow_schema.field("at_local").type == pa.timestamp("us", tz="UTC")  # Spark's TimestampType
+    assert all(field.nullable for field in arrow_schema)
+    column = pq.ParquetFile(files[0]).schema.column(arrow_schema.get_field_index("price"))
+    assert column.physical_type == "INT64" and column.logical_type.type == "DECIMAL"  # as Spark writes it
+
+
+def test_a_second_run_takes_only_the_new_rows(
+    spark: SparkSession, typed: dict[str, Any], pg: psycopg.Connection, tmp_path: Path
+) -> None:
+    marks: dict[str, str] = {}
+    props = _props(typed, tmp_path, "auto")
+    run_and_publish(spark, spec(tmp_path, props), marks)
+    pg.execute("INSERT INTO typed (id, name) SELECT i, 'late' FROM generate_series(2001, 2100) i")
+    states = run_and_publish(spark, spec(tmp_path, props, execution_id=2), marks)
+    assert states[0]["fork_feed"] == "direct" and states[0]["records_extracted"] == 100
+    lake = read(spark, tmp_path / "lake" / "typed")
+    assert lake.count() == 2100 and lake.select("id").distinct().count() == 2100
+
+
+@pytest.mark.parametrize(
+    ("extra", "feed"),
+    [
+        ({"writer.output.format": "CSV"}, None),  # another format: Spark's writer
+        ({"writer.partition.columns": "day"}, None),  # partition folders are a Spark write's
+        ({"writer.codec": "lz4"}, None),  # a codec the two writers name differently
+        ({"converter.classes": "AddIngestionTimeConverter"}, None),
+        ({"extract.lookback": "10"}, None),  # a look-back filter drops delivered rows on the way
+        (
+            {
+                "fork.branches": "2",
+                "data.publisher.final.dir.0": "{lake}/a",
+                "data.publisher.final.dir.1": "{lake}/b",
+            },
+            "one_pass",
+        ),
+    ],
+)
+def test_anything_but_one_plain_parquet_branch_keeps_sparks_writer(
+    spark: SparkSession, typed: dict[str, Any], tmp_path: Path, extra: dict[str, str], feed: str | None
+) -> None:
+    extra = {k: v.replace("{lake}", str(tmp_path / "lake")) for k, v in extra.items()}
+    props = _props(typed, tmp_path, "auto", **extra)
+    if "fork.branches" in extra:  # each branch has its own
+        del props["data.publisher.final.dir"]
+    states = run_and_publish(spark, spec(tmp_path, props), {})
+    assert states[0]["status"] == "SUCCEEDED", states[0]["error"]
+    assert states[0]["fork_feed"] == feed and states[0]["records_extracted"] == 2000
+
+
+class _FailingReader:
+    """Slice 1 fails after its first batch (a connection lost mid-read)."""
+
+    def batches(self, numbers: Iterable[int]) -> Iterator[Any]:
+        for number in numbers:
+            yield pa.record_batch({"id": pa.array([number * 10 + 1, number * 10 + 2], pa.int64())})
+            if number == 1:
+                raise ConnectionError("server closed the connection unexpectedly")
+
+
+def test_a_slice_failing_mid_write_leaves_nothing_to_publish(spark: SparkSession, tmp_path: Path) -> None:
+    jobspec = JobSpec.from_dict(spec(tmp_path, {}))
+    props = Properties({"data.publisher.final.dir": str(tmp_path / "lake")})
+    ctx = WriterContext(
+        spark, jobspec, "task-0", "numbers", 0, "main", str(tmp_path / "work"), dt.datetime.now(dt.UTC)
+    )
+    writer = FileDataWriter(props, ctx, "PARQUET")
+    scan = ArrowScan(3, _FailingReader(), T.StructType([T.StructField("id", T.LongType())]))
+    assert directwrite.eligible(spark, scan, writer)
+    with pytest.raises(Exception, match="server closed the connection"):
+        directwrite.write(spark, scan, writer)
+    writer.abort()  # what the task does with a failed branch
+    assert not data_files(tmp_path / "work")  # no attempt's file survives: nothing could be published
