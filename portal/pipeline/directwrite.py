@@ -53,7 +53,7 @@ def eligible(spark: SparkSession, scan: ArrowScan | None, writer: Any) -> bool:
         and writer.format == "PARQUET"
         and writer.plain
         and (writer.props.get("writer.codec") or "snappy").lower() in CODECS
-        and spark.sparkContext.master.startswith("local")
+        and (spark.sparkContext.master or "").startswith("local")
         and fs.is_local(writer.staging_dir)
     )
 

@@ -4,7 +4,9 @@ Everything up to the writers is a lazy DataFrame over the bounded extract (the w
 file list or staged database extract), so every branch sees exactly the same records.  Branches
 with nothing of their own but a file writer are written together by one Spark write that reads the
 extract once (:mod:`portal.pipeline.onepass`); otherwise each branch is its own Spark write that
-re-derives its DataFrame from the extract, which was measured cheaper than ``cache()``.  Counts
+re-derives its DataFrame from the extract, which was measured cheaper than ``cache()``.  One branch
+taking an Arrow extract unchanged into Parquet is written by the Python workers themselves
+(:mod:`portal.pipeline.directwrite`), never through Spark's rows.  Counts
 come from ``DataFrame.observe`` during the writes (or from the one-pass writer itself), so checking
 and counting costs no extra pass; which read counts is the feed's business
 (:mod:`portal.pipeline.feed`, :mod:`portal.pipeline.observe`), so the steps below read in order.  Configuration of every branch (writer format, required keys,
