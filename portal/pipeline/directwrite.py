@@ -71,7 +71,9 @@ def write(spark: SparkSession, scan: ArrowScan, writer: FileDataWriter) -> tuple
         .collect()
     )
     run = uuid.uuid4()
-    for row in written:
+    # Slices that found no row leave no file, unless none found any: then one file holds the
+    # schema, as Spark's writer does.
+    for row in [r for r in written if r["records"]] or written[:1]:
         name = f"part-{row['slice']:05d}-{run}-c000{extension}.parquet"
         fs.rename(row["path"], fs.join(writer.staging_dir, name))
     fs.delete(attempts)

@@ -1,7 +1,7 @@
 """Benchmark of database extraction (issue 23): a PostgreSQL table into Parquet files.  A standalone
 script, not a test.
 
-    python tests/bench/bench_extract.py                     # BENCH_EXTRACT_ROWS rows (default 1,000,000)
+    python tests/bench/bench_extract.py                     # BENCH_EXTRACT_ROWS rows (default 5,000,000)
     BENCH_EXTRACT_ROWS=200000 python tests/bench/bench_extract.py --rounds 3
 
 A generated table (``--rows`` x 8 mixed columns: bigint key, int, text, numeric(12,2), int,
@@ -114,7 +114,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--rows", type=int, default=int(os.environ.get("BENCH_EXTRACT_ROWS", 1_000_000)))
+    parser.add_argument("--rows", type=int, default=int(os.environ.get("BENCH_EXTRACT_ROWS", 5_000_000)))
     parser.add_argument("--rounds", type=int, default=int(os.environ.get("BENCH_EXTRACT_ROUNDS", 3)))
     parser.add_argument("--master", default=os.environ.get("SPARK_MASTER", f"local[{os.cpu_count() or 2}]"))
     parser.add_argument("--venv", default=os.environ.get("BENCH_VENV", str(ROOT / ".venv-bench")))

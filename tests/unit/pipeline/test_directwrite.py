@@ -91,6 +91,21 @@ def test_a_second_run_takes_only_the_new_rows(
     assert states[0]["fork_feed"] == "direct" and states[0]["records_extracted"] == 100
     lake = read(spark, tmp_path / "lake" / "typed")
     assert lake.count() == 2100 and lake.select("id").distinct().count() == 2100
+    assert len(data_files(tmp_path / "lake")) == 3 + 1  # the new rows are in one slice: one new file
+
+
+def test_an_empty_snapshot_publishes_one_file_with_the_schema(
+    spark: SparkSession, typed: dict[str, Any], pg: psycopg.Connection, tmp_path: Path
+) -> None:
+    marks: dict[str, str] = {}
+    props = _props(typed, tmp_path, "auto", **{"extract.is.full": "true"})
+    pg.execute("DELETE FROM typed")  # a snapshot of an emptied table
+    states = run_and_publish(spark, spec(tmp_path, props), marks)
+    assert states[0]["status"] == "SUCCEEDED" and states[0]["records_extracted"] == 0
+    assert states[0]["fork_feed"] == "direct"
+    files = data_files(tmp_path / "lake")
+    assert len(files) == 1 and pq.read_metadata(files[0]).num_rows == 0
+    assert "at_zone" in pq.read_schema(files[0]).names
 
 
 @pytest.mark.parametrize(
