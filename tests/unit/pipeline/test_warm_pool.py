@@ -1,5 +1,6 @@
 """A worker's Spark session starts its Python workers warm: forked from a daemon that has imported
-the Arrow reader's modules already, so no job pays those imports per worker."""
+the Arrow reader's and the direct Parquet writer's modules already, so no job pays those imports per
+worker."""
 
 from __future__ import annotations
 
@@ -22,7 +23,13 @@ def _probe(batches: Iterator[Any]) -> Iterator[Any]:
         yield pa.RecordBatch.from_pydict(
             {
                 "daemon": [b" ".join(parent).decode()] * batch.num_rows,
-                "adbc": ["adbc_driver_postgresql.dbapi" in sys.modules] * batch.num_rows,
+                "adbc": [
+                    all(
+                        m in sys.modules
+                        for m in ("adbc_driver_postgresql.dbapi", "portal.pipeline.directwrite")
+                    )
+                ]
+                * batch.num_rows,
             }
         )
 
