@@ -72,4 +72,4 @@ def apply(extraction: Extraction, recorded: str | None, props: Properties, datas
         kept = T.StructType.fromJson(json.loads(recorded))
         for name, _ in drift.removed:
             df = df.withColumn(name, F.lit(None).cast(kept[name].dataType))
-    return dataclasses.replace(extraction, df=df)
+    return dataclasses.replace(extraction, df=df, arrow=None)  # the scan no longer gives these rows

@@ -282,6 +282,8 @@ class TaskRunner:
             and not only.converters
             and not only.checker.active
             and feed.plain
+            and feed.extraction.arrow is not None
+            and feed.extraction.arrow.schema == schema  # the scan still is the extract
             and directwrite.eligible(self.job.spark, feed.extraction.arrow, only.writer)
         )
         feed.stage_if_read_twice(0 if one_pass or direct else len(active), [b.checker for b in active])

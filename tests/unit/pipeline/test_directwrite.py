@@ -108,6 +108,24 @@ def test_an_empty_snapshot_publishes_one_file_with_the_schema(
     assert "at_zone" in pq.read_schema(files[0]).names
 
 
+def test_a_schema_drift_rule_still_decides_what_is_written(
+    spark: SparkSession, typed: dict[str, Any], pg: psycopg.Connection, tmp_path: Path
+) -> None:
+    marks: dict[str, str] = {}
+    props = _props(typed, tmp_path, "auto", **{"schema.evolution.policy": "discard_columns"})
+    first = run_and_publish(spark, spec(tmp_path, props), marks)
+    pg.execute("ALTER TABLE typed ADD COLUMN secret_note text")
+    pg.execute("INSERT INTO typed (id, secret_note) VALUES (2001, 'not for the lake')")
+    second = run_and_publish(
+        spark,
+        spec(tmp_path, props, execution_id=2, previous_schemas={"typed": first[0]["source_schema"]}),
+        marks,
+    )
+    assert second[0]["status"] == "SUCCEEDED" and second[0]["records_extracted"] == 1
+    assert second[0]["fork_feed"] is None  # the new column is dropped on the way: Spark's writer
+    assert all("secret_note" not in pq.read_schema(f).names for f in data_files(tmp_path / "lake"))
+
+
 @pytest.mark.parametrize(
     ("extra", "feed"),
     [
