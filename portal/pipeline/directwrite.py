@@ -44,23 +44,28 @@ CODECS = {"snappy": ("snappy", ".snappy"), "gzip": ("gzip", ".gz"), "zstd": ("zs
 CODECS.update({"none": ("none", ""), "uncompressed": ("none", "")})
 
 
-def eligible(spark: SparkSession, scan: ArrowScan | None, writer: Any) -> bool:
-    """Whether ``writer`` may take ``scan`` directly; the caller has checked that the task has one
-    branch taking every record of a plain feed unchanged."""
+def eligible(spark: SparkSession, scan: ArrowScan | None, schema: T.StructType, writer: Any) -> bool:
+    """Whether ``writer`` may take ``scan`` directly for an extract of ``schema``; the caller has
+    checked that the task has one branch taking every record of a plain feed unchanged."""
     return (
         scan is not None
+        and scan.schema == schema  # the scan still is the extract (no schema rule changed it)
         and type(writer) is FileDataWriter
         and writer.format == "PARQUET"
         and writer.plain
-        and (writer.props.get("writer.codec") or "snappy").lower() in CODECS
+        and _codec(writer) in CODECS
         and (spark.sparkContext.master or "").startswith("local")
         and fs.is_local(writer.staging_dir)
     )
 
 
+def _codec(writer: FileDataWriter) -> str:
+    return (writer.props.get("writer.codec") or "snappy").lower()
+
+
 def write(spark: SparkSession, scan: ArrowScan, writer: FileDataWriter) -> tuple[WriteResult, int]:
     """Write ``scan`` as ``writer``'s Parquet task output; returns it and the records written."""
-    codec, extension = CODECS[(writer.props.get("writer.codec") or "snappy").lower()]
+    codec, extension = CODECS[_codec(writer)]
     fs.delete(writer.staging_dir)
     attempts = fs.join(writer.staging_dir, ATTEMPTS)
     os.makedirs(fs.local_path(attempts))

@@ -275,16 +275,10 @@ class TaskRunner:
             and not any(b.converters or b.checker.active for b in active)
             and onepass.eligible(self.job.spark, [b.writer for b in active])
         )
-        only = active[0] if len(active) == 1 else None
         direct = (
-            only is not None
-            and decisions[only.state.index] is True
-            and not only.converters
-            and not only.checker.active
+            _takes_all_unchanged(active, decisions)
             and feed.plain
-            and feed.extraction.arrow is not None
-            and feed.extraction.arrow.schema == schema  # the scan still is the extract
-            and directwrite.eligible(self.job.spark, feed.extraction.arrow, only.writer)
+            and directwrite.eligible(self.job.spark, feed.extraction.arrow, schema, active[0].writer)
         )
         feed.stage_if_read_twice(0 if one_pass or direct else len(active), [b.checker for b in active])
         return _Fork(active, [as_column(d) for d in decisions], decisions, one_pass, direct)
@@ -360,13 +354,7 @@ class TaskRunner:
             feed.one_pass_failed(len(active))
         # One branch taking every record unchanged: its written count may be the record count.
         only = active[0] if len(active) == 1 else None
-        feed.one_by_one(
-            len(active),
-            only is not None
-            and fork.decisions[only.state.index] is True
-            and not only.converters
-            and not only.checker.active,
-        )
+        feed.one_by_one(len(active), _takes_all_unchanged(active, fork.decisions))
         first = active[0] if active else None
 
         def run_branch(branch: _Branch) -> None:
@@ -510,6 +498,15 @@ class TaskRunner:
         state.error = describe_exception(exc, self.job.props)
         branch.writer.abort()
         state.output_files, state.bytes_written = [], 0
+
+
+def _takes_all_unchanged(active: list[_Branch], decisions: list[Any]) -> bool:
+    """Whether the task has one active branch and it takes every record as the feed gives it (no
+    route, converters or row checks of its own)."""
+    if len(active) != 1:
+        return False
+    only = active[0]
+    return decisions[only.state.index] is True and not only.converters and not only.checker.active
 
 
 def _iso(epoch: float) -> str:

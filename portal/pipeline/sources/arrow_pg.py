@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl, quote, urlencode, urlparse
 
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
 from portal.pipeline.gateway import jvm
@@ -96,6 +96,18 @@ def libpq_uri(url: str, user: str | None, password: str | None) -> str | None:
     port = f":{parsed.port}" if parsed.port else ""
     query = f"?{urlencode(named)}" if named else ""
     return f"postgresql://{auth}{host}{port}{parsed.path or '/'}{query}"
+
+
+def jvm_zone(spark: SparkSession) -> str:
+    """The JVM's default time zone: the session zone PostgreSQL's JDBC driver sets."""
+    return str(jvm(spark).java.util.TimeZone.getDefault().getID())
+
+
+def set_jdbc_session(cursor: Any, zone: str) -> None:
+    """Give a libpq session what the JDBC driver gives its own, so values printed as text (time values
+    in particular) read as the JDBC reader's queries read them: the zone (:func:`jvm_zone`), ISO dates."""
+    cursor.execute("SET TIME ZONE '{}'".format(zone.replace("'", "''")))
+    cursor.execute("SET DateStyle = 'ISO'")
 
 
 @dataclass(frozen=True)
@@ -156,8 +168,8 @@ def scan_for(jdbc: DataFrame, props: Properties, subquery: str, slices: Slices |
         return None
     conditions = slices.conditions() if slices else ["1=1"]
     queries = [f"SELECT {', '.join(columns)} FROM {subquery} WHERE {c}" for c in conditions]  # noqa: S608
-    jvm_zone = jvm(jdbc.sparkSession).java.util.TimeZone.getDefault().getID()
-    return ArrowScan(len(queries), _SliceReader(queries, uri, schema.json(), jvm_zone), schema)
+    zone = jvm_zone(jdbc.sparkSession)
+    return ArrowScan(len(queries), _SliceReader(queries, uri, schema.json(), zone), schema)
 
 
 def _select(field: T.StructField) -> str | None:
@@ -184,9 +196,7 @@ class _SliceReader:
 
         schema = T.StructType.fromJson(json.loads(self.schema_json))
         with adbc.connect(self.uri) as conn, conn.cursor() as cur:
-            # Text forms of time values as the JDBC driver's session gives them.
-            cur.execute("SET TIME ZONE '{}'".format(self.jvm_zone.replace("'", "''")))
-            cur.execute("SET DateStyle = 'ISO'")
+            set_jdbc_session(cur, self.jvm_zone)
             for number in numbers:
                 cur.execute(self.queries[number])
                 for chunk in cur.fetch_record_batch():

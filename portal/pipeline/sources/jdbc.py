@@ -40,7 +40,6 @@ from decimal import Decimal
 from typing import Any
 
 import psycopg
-from psycopg import sql as psql
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -48,7 +47,6 @@ from pyspark.sql import types as T
 from portal.pipeline import watermarks
 from portal.pipeline.dialects import Dialect, dialect_for, root_cause
 from portal.pipeline.errors import ConfigError, MissingPropertyError, PipelineError
-from portal.pipeline.gateway import jvm
 from portal.pipeline.schema import missing_message, spec_for
 from portal.pipeline.sources import arrow_pg, jdbc_tables
 from portal.pipeline.sources.base import Extraction, Source
@@ -203,10 +201,8 @@ class JdbcSource(Source):
             as_text = {"customSchema": "wm_min STRING, wm_max STRING"} if with_watermark else {}
             row = self._read(f"({query}) AS fp_stats", **as_text).first()
             return row.asDict() if row else {}
-        zone = jvm(self.spark).java.util.TimeZone.getDefault().getID()
         with psycopg.connect(uri, autocommit=True) as conn, conn.cursor() as cur:
-            cur.execute(psql.SQL("SET TIME ZONE {}").format(psql.Literal(zone)))
-            cur.execute("SET DateStyle = 'ISO'")
+            arrow_pg.set_jdbc_session(cur, arrow_pg.jvm_zone(self.spark))
             cur.execute(query)  # built from validated identifiers
             found = cur.fetchone()
             names = [d.name for d in cur.description or []]

@@ -7,22 +7,9 @@ from typing import Any
 
 import pytest
 
-from portal.orchestration import commitstore, executor
 from portal.pipeline.jobspec import JobSpec
-from tests.integration.crash_harness import RecordingPipeline, World
 
 in_db = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture
-def world(tmp_path, monkeypatch, settings):
-    settings.FLOWPORT_LOG_DIR = str(tmp_path / "logs")
-    settings.FLOWPORT_WORK_DIR = str(tmp_path / "work")
-    pipeline = RecordingPipeline()
-    monkeypatch.setattr(executor, "run_job", pipeline)
-    commitstore.reset_failpoints()
-    yield World(tmp_path, pipeline)
-    commitstore.reset_failpoints()
 
 
 @pytest.fixture

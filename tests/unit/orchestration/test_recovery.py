@@ -16,7 +16,7 @@ import pytest
 from django.conf import settings
 
 from portal.events.models import Event
-from portal.orchestration import commitstore, executor, publish, recovery
+from portal.orchestration import executor, publish, recovery
 from portal.orchestration.commitstore import CommitStepStore, store_name_for
 from portal.orchestration.models import (
     CommitStoreDataset,
@@ -26,20 +26,9 @@ from portal.orchestration.models import (
 from portal.pipeline.commit_steps import FsRenameCommitStep
 from portal.pipeline.jobspec import JobSpec
 from portal.pipeline.publisher import plan_commit
-from tests.integration.crash_harness import RecordingPipeline, World, compare, read_ids
+from tests.integration.crash_harness import World, compare, read_ids
 
 in_db = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture
-def world(tmp_path, monkeypatch, settings):
-    settings.FLOWPORT_LOG_DIR = str(tmp_path / "logs")
-    settings.FLOWPORT_WORK_DIR = str(tmp_path / "work")
-    pipeline = RecordingPipeline()
-    monkeypatch.setattr(executor, "run_job", pipeline)
-    commitstore.reset_failpoints()
-    yield World(tmp_path, pipeline)
-    commitstore.reset_failpoints()
 
 
 def _two_datasets(world: World) -> None:

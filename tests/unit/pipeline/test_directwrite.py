@@ -174,7 +174,7 @@ def test_a_slice_failing_mid_write_leaves_nothing_to_publish(spark: SparkSession
     )
     writer = FileDataWriter(props, ctx, "PARQUET")
     scan = ArrowScan(3, _FailingReader(), T.StructType([T.StructField("id", T.LongType())]))
-    assert directwrite.eligible(spark, scan, writer)
+    assert directwrite.eligible(spark, scan, scan.schema, writer)
     with pytest.raises(Exception, match="server closed the connection"):
         directwrite.write(spark, scan, writer)
     writer.abort()  # what the task does with a failed branch
