@@ -1,4 +1,4 @@
-"""The portal's 403, 404, 413 and 500 answers: JSON under /api/ (what an API client can
+"""The portal's 403, 404, 405, 413 and 500 answers: JSON under /api/ (what an API client can
 parse), a page with the site's navigation everywhere else."""
 
 from __future__ import annotations
@@ -35,6 +35,22 @@ def permission_denied(request: HttpRequest, exception: Exception | None = None) 
     if _is_api(request):
         return JsonResponse({"detail": reason}, status=403)
     return render(request, "403.html", {"reason": reason, "path": request.path}, status=403)
+
+
+def method_not_allowed(request: HttpRequest, allowed: list[str]) -> HttpResponse:
+    """Django's require_POST answers an empty 405; a person who reloads the address a form
+    was sent to gets a page saying so, with the way back (the address one level up)."""
+    detail = f'Method "{request.method}" not allowed.'
+    if _is_restli(request):
+        response = restli_error_response(405, detail)
+    elif _is_api(request):
+        response = JsonResponse({"detail": detail}, status=405)
+    else:
+        up = request.path.rstrip("/").rsplit("/", 1)[0] + "/"
+        context = {"path": request.path, "allowed": allowed, "up": up}
+        response = render(request, "405.html", context, status=405)
+    response["Allow"] = ", ".join(allowed)
+    return response
 
 
 def server_error(request: HttpRequest) -> HttpResponse:

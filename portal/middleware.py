@@ -1,11 +1,12 @@
-"""Refuse oversized request bodies up front with 413, for pages and API."""
+"""Refuse oversized request bodies up front with 413, for pages and API; answer an empty
+405 (Django's require_POST and friends) in the form the caller reads."""
 
 from __future__ import annotations
 
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 
-from portal.errors import request_too_large
+from portal.errors import method_not_allowed, request_too_large
 
 
 def body_limit(request: HttpRequest) -> int:
@@ -30,3 +31,18 @@ class RequestSizeLimitMiddleware:
         if limit and length > limit:
             return request_too_large(request, length, limit)
         return self.get_response(request)
+
+
+class MethodNotAllowedMiddleware:
+    """An empty 405 becomes the site's page (or JSON under /api/); a 405 that already says
+    something (DRF's JSON, Rest.li's error) is left as it is."""
+
+    def __init__(self, get_response) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        if response.status_code != 405 or getattr(response, "streaming", False) or response.content:
+            return response
+        allowed = [method.strip() for method in response.get("Allow", "").split(",") if method.strip()]
+        return method_not_allowed(request, allowed)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import socket
 from pathlib import Path
 
 import dj_database_url
@@ -71,7 +72,25 @@ SECRET_KEY = env_secret("SECRET_KEY") or _generated_secret_key()
 DEBUG = env_bool("DEBUG", False)
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "localhost,127.0.0.1,[::1]")
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS")
-SITE_URL = env("SITE_URL", "http://127.0.0.1:8000")
+
+
+def site_url_from_bind(bind: str) -> str:
+    """Where links in e-mails and webhooks point when SITE_URL is not set: the
+    address `make run BIND=host:port` serves (FLOWPORT_BIND, which every
+    process of `make run` sees). A wildcard address (0.0.0.0, ::) is nowhere
+    to send anyone, so it stands for this machine's name."""
+    host, _, port = bind.strip().rpartition(":")
+    if not host or not port.isdigit():
+        return "http://127.0.0.1:8000"  # a unix socket or no bind: the default address
+    host = host.strip("[]")
+    if host in ("0.0.0.0", "::", "*"):  # noqa: S104 - recognising a wildcard bind, not binding
+        host = socket.gethostname() or "127.0.0.1"
+    if ":" in host:
+        host = f"[{host}]"
+    return f"http://{host}:{port}"
+
+
+SITE_URL = env("SITE_URL") or site_url_from_bind(env("FLOWPORT_BIND", "127.0.0.1:8000"))
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -90,6 +109,7 @@ INSTALLED_APPS = [
     "portal.events",
     "portal.templatepacks",
     "portal.topology",
+    "portal.quotas",
     "portal.flows",
     "portal.orchestration",
     "portal.keys",
@@ -108,6 +128,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # Innermost: an empty 405 from a view becomes a page (or JSON) before the rest see it.
+    "portal.middleware.MethodNotAllowedMiddleware",
 ]
 
 ROOT_URLCONF = "portal.urls"
@@ -212,7 +234,17 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # Closed by default; portal/urls.py lets anyone in when API_SCHEMA_PUBLIC is set.
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
+    # Three models name a field "role" with different choices; each gets its own enum name.
+    "ENUM_NAME_OVERRIDES": {
+        "DataNodeGrantRoleEnum": "portal.topology.models.DataNodeGrant.Role",
+        "DataNodeAccessRoleEnum": "portal.topology.models.DataNodeAccessRequest.Role",
+        "PackGrantRoleEnum": "portal.templatepacks.models.PackAcl.Role",
+    },
 }
+# /api/schema/ and /api/docs/ for anonymous visitors too (default: signed-in users only).
+API_SCHEMA_PUBLIC = env_bool("API_SCHEMA_PUBLIC", False)
 
 # --- Celery -------------------------------------------------------------------
 CELERY_BROKER_URL = env("CELERY_BROKER_URL", f"sqla+sqlite:///{VAR_DIR / 'celery-broker.sqlite3'}")
@@ -256,6 +288,15 @@ FLOWPORT_DATA_DIR = Path(env("FLOWPORT_DATA_DIR", str(VAR_DIR / "data")))
 DATA_NODE_DEFAULT_ACCESS = env("DATA_NODE_DEFAULT_ACCESS", "closed")
 if DATA_NODE_DEFAULT_ACCESS not in ("closed", "open"):
     raise ImproperlyConfigured("DATA_NODE_DEFAULT_ACCESS must be 'closed' or 'open'.")
+# What the data nodes users make for themselves may reach (portal/topology/policy.py): their kinds,
+# the database servers (host:port patterns, as written in the URL), their folders (under
+# FLOWPORT_DATA_DIR unless absolute; {user} and {group} are names) and how many one user may make.
+USER_NODE_KINDS = env_list("USER_NODE_KINDS", "jdbc,files,iceberg")
+USER_NODE_DATABASE_HOSTS = env_list(
+    "USER_NODE_DATABASE_HOSTS", "127.0.0.1:5432,localhost:5432,127.0.0.1:3306,localhost:3306"
+)
+USER_NODE_FILES_AREAS = env_list("USER_NODE_FILES_AREAS", "users/{user},groups/{group}")
+USER_NODE_MAX_PER_USER = env_int("USER_NODE_MAX_PER_USER", 20)
 
 LOG_LEVEL = env("LOG_LEVEL", "INFO")
 LOGGING = {
@@ -308,6 +349,8 @@ if SCHEDULER_DEFAULT_CATCH_UP not in ("skip", "latest", "all"):
     raise ImproperlyConfigured("SCHEDULER_CATCH_UP must be skip, latest or all")
 # With catch-up "all", at most this many missed ticks per flow are run.
 SCHEDULER_MAX_CATCH_UP = env_int("SCHEDULER_MAX_CATCH_UP", 100)
+# A flow triggered by files arriving in its source folder: how often the folder is looked at.
+TRIGGER_FILES_POLL_SECONDS = env_int("TRIGGER_FILES_POLL_SECONDS", 10)
 # History retention (portal/orchestration/retention.py): finished executions,
 # job logs, events, done actions and sent outbox rows older than this are
 # pruned by the scheduler every HISTORY_PRUNE_SECONDS, in small batches.
@@ -345,9 +388,15 @@ FLOWPORT_WORK_DIR = env("FLOWPORT_WORK_DIR", str(VAR_DIR / "work"))
 # WORKER_LEASE_SECONDS of beats is given to another worker.
 WORKER_HEARTBEAT_SECONDS = env_int("WORKER_HEARTBEAT_SECONDS", 5)
 WORKER_LEASE_SECONDS = env_int("WORKER_LEASE_SECONDS", 30)
+# A job a quota holds back is looked at again at least this often (a freed slot
+# wakes the next waiters at once; this catches a quota raised by staff).
+QUOTA_RECHECK_SECONDS = env_int("QUOTA_RECHECK_SECONDS", 60)
 # A job thread still inside a job this long after the job finished, moved on
 # or was cancelled is reported wedged (the worker page, executor health).
 WORKER_WEDGED_SECONDS = env_int("WORKER_WEDGED_SECONDS", 60)
+# A worker told to stop (SIGTERM) lets its running jobs finish this long, then
+# exits whatever Spark is doing; their leases lapse and they run again elsewhere.
+WORKER_STOP_SECONDS = env_int("WORKER_STOP_SECONDS", 30)
 # A job whose worker stopped heartbeating without reporting is started again
 # at most this many times; once more and it fails as a poison job (its code
 # kills or wedges every worker that runs it).
@@ -396,6 +445,10 @@ TOPOLOGY_CONNECTION_TIMEOUT_SECONDS = env_int("TOPOLOGY_CONNECTION_TIMEOUT_SECON
 # Webhooks of users' subscriptions may go to these hosts only (exact names or
 # ".example.org" for a domain and its subdomains); empty: any host.
 MONITORING_WEBHOOK_ALLOWED_HOSTS = env_list("MONITORING_WEBHOOK_ALLOWED_HOSTS")
+# They never reach loopback, private, link-local, multicast or reserved addresses nor the
+# portal itself (events/outbound.py) except these hosts (names, ".example.org" for a domain)
+# and networks (10.1.2.3, 10.1.0.0/16), which the operator trusts; empty: none.
+MONITORING_WEBHOOK_INTERNAL_HOSTS = env_list("MONITORING_WEBHOOK_INTERNAL_HOSTS")
 MONITORING_SINK_TIMEOUT_SECONDS = env_int("MONITORING_SINK_TIMEOUT_SECONDS", 5)
 MONITORING_SINK_MIN_SEVERITY = env("MONITORING_SINK_MIN_SEVERITY", "INFO").upper()
 if MONITORING_SINK_MIN_SEVERITY not in ("INFO", "WARNING", "ERROR"):
@@ -403,8 +456,19 @@ if MONITORING_SINK_MIN_SEVERITY not in ("INFO", "WARNING", "ERROR"):
 # Events older than this are not forwarded (nor failures alerted): no flood
 # when a sink is configured for the first time or comes back after a long outage.
 MONITORING_SINK_MAX_AGE_SECONDS = env_int("MONITORING_SINK_MAX_AGE_SECONDS", 3600)
-# /metrics is open unless this is set (then `Authorization: Bearer <token>`).
+# OpenLineage (portal/orchestration/lineage.py): every job's run events (START, COMPLETE, FAIL,
+# ABORT) go as JSON POSTs to OPENLINEAGE_URL (+ /api/v1/lineage, as Marquez takes them) and/or
+# as JSON lines appended to OPENLINEAGE_FILE; both empty: no events are sent. A background
+# sender with this timeout per request: a slow or failing endpoint never holds a job up.
+OPENLINEAGE_URL = env("OPENLINEAGE_URL")
+OPENLINEAGE_API_KEY = env_secret("OPENLINEAGE_API_KEY")
+OPENLINEAGE_FILE = env("OPENLINEAGE_FILE")
+OPENLINEAGE_NAMESPACE = env("OPENLINEAGE_NAMESPACE", "flowport")
+OPENLINEAGE_TIMEOUT_SECONDS = env_int("OPENLINEAGE_TIMEOUT_SECONDS", 5)
+# /metrics answers signed-in users, scrapers sending this as `Authorization: Bearer <token>`,
+# and anyone only when MONITORING_METRICS_PUBLIC is set (portal.monitoring.metrics.may_scrape).
 MONITORING_METRICS_TOKEN = env_secret("MONITORING_METRICS_TOKEN")
+MONITORING_METRICS_PUBLIC = env_bool("MONITORING_METRICS_PUBLIC", False)
 EMAIL_HOST = env("EMAIL_HOST", "localhost")
 EMAIL_PORT = env_int("EMAIL_PORT", 25)
 EMAIL_HOST_USER = env("EMAIL_HOST_USER")

@@ -22,7 +22,7 @@ class ProxyMixin(authentication.BaseAuthentication):
 
 class TokenAuthentication(authentication.BaseAuthentication):
     """`Authorization: Token fp_…`. First in the list, so its
-    WWW-Authenticate header makes unauthenticated calls 401."""
+    WWW-Authenticate header makes unauthenticated calls 401 (and names Basic too)."""
 
     keyword = "Token"
 
@@ -42,7 +42,15 @@ class TokenAuthentication(authentication.BaseAuthentication):
         return proxy.apply_proxy(request._request, token.user), token
 
     def authenticate_header(self, request) -> str:
-        return f'{self.keyword} realm="api"'
+        """The 401's challenge offers every scheme a program may answer: a token, and HTTP Basic
+        for the clients that send credentials only when challenged (`curl --anyauth`,
+        java.net.Authenticator). Not to a browser (it says so with Sec-Fetch-* headers): it
+        would ask for a password and then send it unasked on every request to the portal,
+        cross-site ones included, which the session's CSRF check never sees."""
+        challenge = f'{self.keyword} realm="api"'
+        if request.META.get("HTTP_SEC_FETCH_MODE") or request.META.get("HTTP_SEC_FETCH_SITE"):
+            return challenge
+        return f'{challenge}, Basic realm="api", charset="UTF-8"'
 
 
 class SessionAuthentication(ProxyMixin, authentication.SessionAuthentication):

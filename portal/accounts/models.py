@@ -1,5 +1,6 @@
-"""Personal API tokens, the audit of proxied API calls, and the shape of a
-grant to a user or a group (PrincipalGrant) that other apps' access lists share."""
+"""Personal API tokens, the audit of proxied API calls, and the shapes other apps' access
+lists share: a grant to a user or a group (PrincipalGrant), a request for access
+(AccessRequest) and an append-only audit row (AuditRecord)."""
 
 from __future__ import annotations
 
@@ -45,6 +46,74 @@ class PrincipalGrant(models.Model):
         if self.user is not None:
             return f"user:{self.user.username}"
         return f"group:{self.group.name}" if self.group is not None else "?"
+
+
+class AccessRequest(models.Model):
+    """A user's request for access to an object, answered by one of its owners: the shape a
+    template pack's and a data node's requests share (each adds the object asked about and
+    what is asked for). Granting goes through the object's audited access-list change; the row
+    only remembers who asked, why, and how it was answered."""
+
+    requested_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    message = models.CharField(max_length=500, blank=True)
+    created = models.DateTimeField(default=timezone.now)
+    decided_at = models.DateTimeField(null=True, blank=True)
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    granted = models.BooleanField(null=True, blank=True)
+
+    class Meta:
+        abstract = True
+        ordering = ["created", "id"]
+
+    @property
+    def is_open(self) -> bool:
+        return self.decided_at is None
+
+
+class AppendOnly(Exception):
+    """Raised on any attempt to change or remove an audit row."""
+
+
+class AuditQuerySet(models.QuerySet):
+    def update(self, **kwargs):
+        raise AppendOnly("Audit history is append-only.")
+
+    def delete(self):
+        raise AppendOnly("Audit history is append-only.")
+
+    def bulk_update(self, *args, **kwargs):
+        raise AppendOnly("Audit history is append-only.")
+
+
+class AuditRecord(models.Model):
+    """One row of an append-only audit trail: who (and for whom, when the call was proxied,
+    `proxy.actor_and_subject`) did what and when, with a diff. Each app's trail adds what the
+    row is about, by name rather than by foreign key, so a deleted object's history survives it
+    and nothing cascades into the trail."""
+
+    actor = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    on_behalf_of = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    at = models.DateTimeField(default=timezone.now, db_index=True)
+    summary = models.CharField(max_length=1000)
+    diff = models.TextField(blank=True)
+
+    objects = AuditQuerySet.as_manager()
+
+    class Meta:
+        abstract = True
+        ordering = ["-at", "-id"]
+
+    def save(self, *args, **kwargs) -> None:
+        if self.pk is not None or kwargs.get("force_update"):
+            raise AppendOnly("Audit history is append-only.")
+        super().save(*args, **kwargs)
+
+    def delete(self, *args, **kwargs):
+        raise AppendOnly("Audit history is append-only.")
 
 
 def hash_token(key: str) -> str:

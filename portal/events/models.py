@@ -52,3 +52,25 @@ class Event(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind}: {self.message[:60]}"
+
+
+class FlowOutcome(models.Model):
+    """A flow's latest finished outcome: good (an execution committed) or not
+    (one failed). "Recovered" means this turned good, whichever execution
+    turned it: a new run, or a re-run job that committed a failed execution
+    (which the flow's history by execution id cannot see). Keyed by the flow's
+    names, like events, so it outlives the flow's row."""
+
+    flow_group = models.CharField(max_length=128)
+    flow_name = models.CharField(max_length=128)
+    good = models.BooleanField()
+    execution_id = models.BigIntegerField(help_text="The execution whose end set it.")
+    changed = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["flow_group", "flow_name"], name="one_outcome_per_flow")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.flow_group}/{self.flow_name}: {'good' if self.good else 'failed'}"

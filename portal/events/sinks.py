@@ -2,8 +2,10 @@
 (a JSON POST). Delivery runs in one background thread per process, woken
 after the transaction that raised an event commits, so neither the
 orchestrator nor a page ever waits for a mail server. Every send has a
-timeout; a failure is logged and retried a few times with backoff, never
-raised. The Event row is the queue: a delivery is claimed with a lease, so
+timeout; a failure is logged and retried with exponential backoff (30 s,
+1 min, 2 min: MAX_ATTEMPTS tries in all, within MONITORING_SINK_MAX_AGE_SECONDS),
+never raised; listeners are told of every attempt (monitoring shows them on
+each subscription). The Event row is the queue: a delivery is claimed with a lease, so
 several portal processes never send the same event twice and one that died
 mid-send is retaken."""
 
@@ -27,6 +29,7 @@ from django.db import close_old_connections
 from django.db.models import Q
 from django.utils import timezone
 
+from portal.events import outbound
 from portal.events.links import execution_path
 from portal.events.models import Event
 
@@ -58,6 +61,27 @@ def event_payload(event: Event) -> dict:
         "created": event.created.isoformat(),
         "url": url,
     }
+
+
+# How a webhook body is shaped: the generic JSON above, or the `{"text": ...}`
+# that Slack, Mattermost and Microsoft Teams incoming webhooks accept.
+JSON, CHAT = "json", "chat"
+
+
+def chat_payload(event: Event) -> dict:
+    """One plain-text message (chat tools link a bare URL themselves; their
+    link markups differ). Its first line says what happened and to which flow."""
+    payload = event_payload(event)
+    where = f"{event.flow_group}/{event.flow_name}" if event.flow_group else event.subject
+    lines = [f"Flowport {event.severity} {event.kind}" + (f": {where}" if where else ""), event.message]
+    if event.job_name:
+        lines.append(f"Job: {event.job_name}")
+    if payload["url"]:
+        lines.append(payload["url"])
+    return {"text": "\n".join(lines)}
+
+
+PAYLOADS: dict[str, Callable[[Event], dict]] = {JSON: event_payload, CHAT: chat_payload}
 
 
 def send_email(event: Event, to: list[str] | None = None) -> None:
@@ -95,6 +119,8 @@ class _NoRedirects(urllib.request.HTTPRedirectHandler):
 
 
 _opener = urllib.request.build_opener(_NoRedirects)
+# Listeners' webhooks (typed by users) connect only to addresses outbound.py allows.
+_listener_opener = outbound.pinned_opener(_NoRedirects())
 
 
 _webhook_checks: list[Callable[[str], None]] = []  # see register_webhook_check
@@ -107,8 +133,11 @@ def register_webhook_check(check: Callable[[str], None]) -> None:
     _webhook_checks.append(check)
 
 
-def send_webhook(event: Event, url: str | None = None) -> None:
-    """To the operator's MONITORING_WEBHOOK_URL, or to a listener's `url`."""
+def send_webhook(event: Event, url: str | None = None, payload_format: str = JSON) -> None:
+    """To the operator's MONITORING_WEBHOOK_URL, or to a listener's `url`. The
+    operator's own URL goes anywhere; a listener's connects only to an address
+    that passed outbound's check (made on the address actually connected to)."""
+    opener = _opener
     if url is None:
         url = settings.MONITORING_WEBHOOK_URL
         if urlsplit(url).scheme not in ("http", "https"):
@@ -116,14 +145,15 @@ def send_webhook(event: Event, url: str | None = None) -> None:
     else:
         for check in _webhook_checks:
             check(url)
-    body = json.dumps(event_payload(event)).encode()
+        opener = _listener_opener
+    body = json.dumps(PAYLOADS[payload_format](event)).encode()
     request = urllib.request.Request(  # noqa: S310 - scheme checked above
         url,
         data=body,
         method="POST",
         headers={"Content-Type": "application/json", "User-Agent": "Flowport monitoring"},
     )
-    with _opener.open(request, timeout=settings.MONITORING_SINK_TIMEOUT_SECONDS) as response:
+    with opener.open(request, timeout=settings.MONITORING_SINK_TIMEOUT_SECONDS) as response:
         response.read(1024)
 
 
@@ -138,6 +168,22 @@ class Listeners:
     kinds: tuple[str, ...]
     present: Callable[[], bool]
     targets: Callable[[Event], dict[str, Callable[[], None]]]
+    # Does anyone want this kind for this flow (kind, flow group, flow name)?
+    # Asked before raising an event only some listener wants (a success).
+    flow_wants: Callable[[str, str, str], bool] | None = None
+    # Told of every attempt at one of their targets, so they can show it.
+    record: Callable[[Event, Attempt], None] | None = None
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One try at one target: `error` empty when it was accepted; `retry_at`
+    when it will be tried again, None when it was the last try."""
+
+    name: str
+    number: int
+    error: str = ""
+    retry_at: datetime | None = None
 
 
 _listeners: list[Listeners] = []
@@ -150,6 +196,22 @@ def register_listeners(listeners: Listeners) -> None:
 
 def _listening() -> list[Listeners]:
     return [listeners for listeners in _listeners if listeners.present()]
+
+
+def anyone_wants(kind: str, flow_group: str, flow_name: str) -> bool:
+    """Whether a listener wants events of this kind about this flow."""
+    return any(
+        kind in listeners.kinds
+        and listeners.flow_wants is not None
+        and listeners.flow_wants(kind, flow_group, flow_name)
+        for listeners in _listeners
+    )
+
+
+def backoff_seconds(attempt: int) -> int:
+    """How long after failed attempt number `attempt` (1, 2, …) the next one is:
+    30 s, 1 min, 2 min, … doubling, at most an hour."""
+    return min(3600, 30 * 2 ** (attempt - 1))
 
 
 def configured_sinks() -> dict[str, Callable[[Event], None]]:
@@ -178,15 +240,27 @@ def _claim(event: Event, now: datetime) -> bool:
     return bool(won)
 
 
-def _targets(event: Event, sinks: dict[str, Callable[[Event], None]]) -> dict[str, Callable[[], None]]:
+def _targets(
+    event: Event, sinks: dict[str, Callable[[Event], None]]
+) -> dict[str, tuple[Callable[[], None], Listeners | None]]:
     """Who gets this event: the operator's sinks (above the severity floor)
-    and the registered listeners (a flow's subscribers, for the kinds they chose)."""
-    targets: dict[str, Callable[[], None]] = {}
+    and the registered listeners (a flow's subscribers, for the kinds they
+    chose), each with the listeners it belongs to (None: the operator's)."""
+    targets: dict[str, tuple[Callable[[], None], Listeners | None]] = {}
     if event.severity in _severities():
-        targets.update({name: partial(send, event) for name, send in sinks.items()})
+        targets.update({name: (partial(send, event), None) for name, send in sinks.items()})
     for listeners in _listeners:
-        targets.update(listeners.targets(event))
+        targets.update({name: (send, listeners) for name, send in listeners.targets(event).items()})
     return targets
+
+
+def _tell(owner: Listeners | None, event: Event, attempt: Attempt) -> None:
+    if owner is None or owner.record is None:
+        return
+    try:
+        owner.record(event, attempt)
+    except Exception:  # bookkeeping never stops a delivery
+        logger.exception("could not record the delivery of event %s to %s", event.pk, attempt.name)
 
 
 def deliver_pending_events(now: datetime | None = None, limit: int = BATCH) -> int:
@@ -218,20 +292,29 @@ def deliver_pending_events(now: datetime | None = None, limit: int = BATCH) -> i
             continue  # another process has it
         done = list(event.delivered_to)
         errors = []
-        for name, send in _targets(event, sinks).items():
+        number = event.delivery_attempts + 1  # claimed above
+        next_try = timezone.now() + timedelta(seconds=backoff_seconds(number))
+        too_old = event.created + timedelta(seconds=settings.MONITORING_SINK_MAX_AGE_SECONDS)
+        # None: the last try (no attempts left, or the event is too old to forward by then).
+        retry_at = None if number >= MAX_ATTEMPTS or next_try > too_old else next_try
+        for name, (send, owner) in _targets(event, sinks).items():
             if name in done:
                 continue  # accepted on an earlier attempt; do not send it twice
             try:
                 send()
             except Exception as exc:
-                errors.append(f"{name}: {type(exc).__name__}: {exc}")
+                error = f"{type(exc).__name__}: {exc}"
+                errors.append(f"{name}: {error}")
                 logger.warning("event %s not delivered to %s: %s", event.pk, name, exc)
+                _tell(owner, event, Attempt(name, number, error[:1000], retry_at))
             else:
                 done.append(name)
+                _tell(owner, event, Attempt(name, number))
         fields: dict = {"delivered_to": done, "delivery_error": "; ".join(errors)[:2000]}
         if errors:
-            backoff = min(3600, 30 * 2 ** (event.delivery_attempts))
-            fields["delivery_lease_until"] = timezone.now() + timedelta(seconds=backoff)
+            fields["delivery_lease_until"] = retry_at or timezone.now() + timedelta(
+                seconds=backoff_seconds(number)
+            )
         else:
             fields["delivered_at"] = timezone.now()
             delivered += 1

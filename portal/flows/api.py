@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db.models import Exists, OuterRef
 from django.urls import path, re_path
-from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
+from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_field, extend_schema_view
 from rest_framework import exceptions, mixins, permissions, serializers, status, viewsets
 from rest_framework.response import Response
 
@@ -19,9 +19,11 @@ from portal.accounts import access
 from portal.api_errors import Conflict
 from portal.api_fields import StrictCharField, StringMapField
 from portal.flows import services
+from portal.flows.compiler import scoped
 from portal.flows.filters import FlowConfigFilterSet
 from portal.flows.models import FlowConfig, FlowRefresh
 from portal.flows.rules import CHANGE_DENIED
+from portal.pipeline import write_modes
 
 # API name → model field; errors from the model are reported under API names.
 API_FIELDS = {
@@ -37,6 +39,10 @@ API_FIELDS = {
     "paused": "paused",
 }
 MODEL_TO_API = {model: api for api, model in API_FIELDS.items()}
+RESTLI_PATCH = (
+    "A Rest.li patch document is not read here: send it to /flowconfigsV2/(flowGroup:g,flowName:n) "
+    '(Rest.li partial_update), or PATCH the fields themselves, e.g. {"schedule": "0 0/5 * * * ?"}.'
+)
 
 
 class CompilationSerializer(serializers.Serializer):
@@ -84,12 +90,139 @@ class FlowConfigSerializer(serializers.Serializer):
     )
     pausedAt = serializers.DateTimeField(source="paused_at", read_only=True, allow_null=True)
     pausedBy = serializers.CharField(source="paused_by", read_only=True)
+    # Stored as the properties they stand for (writer.write.mode, extract.primary.key.fields).
+    writeMode = serializers.ChoiceField(
+        choices=write_modes.MODES,
+        write_only=True,
+        required=False,
+        help_text="How the destinations take a run's rows: append (default), overwrite (a full refresh "
+        "replacing the dataset at once), merge (the latest row per primaryKey wins) or history (SCD "
+        "type 2: valid_from/valid_to/is_current per key). Answers carry it too.",
+    )
+    primaryKey = serializers.ListField(
+        child=StrictCharField(),
+        write_only=True,
+        required=False,
+        help_text="The column(s) identifying a row; merge and history need them. Answers carry it too.",
+    )
+
+    writeModes = serializers.DictField(
+        child=serializers.ChoiceField(choices=write_modes.MODES),
+        write_only=True,
+        required=False,
+        help_text="A destination's own write mode over writeMode, by data node name, e.g. "
+        '{"archive": "overwrite"}; stored as destination.<node>.writer.write.mode. Sent, it replaces '
+        "the ones the flow had. Answers carry it too.",
+    )
+
+    def to_representation(self, instance):
+        data = super().to_representation(instance)
+        properties = getattr(instance, "properties", None) or {}
+        data["writeMode"] = (properties.get(write_modes.KEY) or "append").lower()
+        data["writeModes"] = destination_modes(properties)
+        keys = properties.get(write_modes.PRIMARY_KEY) or ""
+        data["primaryKey"] = [k.strip() for k in keys.split(",") if k.strip()]
+        return data
+
+    def _with_write_mode(self, attrs: dict) -> None:
+        """writeMode and primaryKey put into the properties (sent, else the flow's own)."""
+        mode, keys = attrs.pop("writeMode", None), attrs.pop("primaryKey", None)
+        if mode is None and keys is None:
+            return
+        sent = attrs.get("properties")
+        properties = dict(sent if sent is not None else getattr(self.instance, "properties", None) or {})
+        given = {"writeMode": (write_modes.KEY, mode), "primaryKey": (write_modes.PRIMARY_KEY, keys)}
+        for field, (key, value) in given.items():
+            if value is None:
+                continue
+            text = ",".join(k.strip() for k in value if k.strip()) if isinstance(value, list) else value
+            if sent is not None and sent.get(key) not in (None, text):
+                raise serializers.ValidationError(
+                    {field: [f"properties set {key} to '{sent[key]}' too; give one."]}
+                )
+            if text and text != "append":
+                properties[key] = text
+            else:
+                properties.pop(key, None)
+        if properties.get(write_modes.KEY) in write_modes.KEYED and not properties.get(
+            write_modes.PRIMARY_KEY
+        ):
+            raise serializers.ValidationError(
+                {
+                    "primaryKey": [
+                        f"writeMode {properties[write_modes.KEY]} needs the column(s) that identify a row."
+                    ]
+                }
+            )
+        attrs["properties"] = properties
+
+    warnings = serializers.SerializerMethodField(
+        help_text="Property keys that look misspelt (`source.file.fromat`), each with the closest "
+        "known key. Not errors: the flow is saved as sent, custom keys are allowed."
+    )
+
+    @extend_schema_field(serializers.ListField(child=serializers.CharField()))
+    def get_warnings(self, flow: FlowConfig) -> list[str]:
+        return services.property_warnings(flow.properties or {})
+
+    lastRunId = serializers.IntegerField(
+        source="last_run_id",
+        read_only=True,
+        allow_null=True,
+        help_text="The newest execution's flowExecutionId.",
+    )
+    lastRunStatus = serializers.CharField(
+        source="last_run_status",
+        read_only=True,
+        help_text="The newest execution's executionStatus; empty when the flow never ran.",
+    )
+
+    def to_internal_value(self, data):
+        """A field this API does not read is refused, never dropped: a Rest.li patch document
+        (`{"patch": {"$set": …}}`) answered 200 here while changing nothing. Read-only fields
+        (a GET's answer sent back) are known, and ignored as DRF ignores them."""
+        if isinstance(data, dict):
+            unknown = sorted(set(data) - set(self.fields))
+            if unknown:
+                raise serializers.ValidationError(
+                    {key: [RESTLI_PATCH if key == "patch" else "Unknown field."] for key in unknown}
+                )
+        return super().to_internal_value(data)
+
+    def _with_destination_modes(self, attrs: dict) -> None:
+        """writeModes put into the properties as destination.<node>.writer.write.mode, replacing the
+        flow's; each names a destination of the flow, and a keyed mode needs the primary key."""
+        modes = attrs.pop("writeModes", None)
+        if modes is None:
+            return
+        sent = attrs.get("properties")
+        properties = dict(sent if sent is not None else getattr(self.instance, "properties", None) or {})
+        destinations = attrs.get("destinations") or list(getattr(self.instance, "destinations", None) or [])
+        problems = [
+            f"{node!r} is not a destination of the flow ({', '.join(destinations) or 'none'})."
+            for node in modes
+            if node not in destinations
+        ]
+        problems += [
+            f"{mode} into {node} needs primaryKey: the column(s) that identify a row."
+            for node, mode in modes.items()
+            if mode in write_modes.KEYED and not properties.get(write_modes.PRIMARY_KEY)
+        ]
+        if problems:
+            raise serializers.ValidationError({"writeModes": problems})
+        for node in destination_modes(properties):
+            properties.pop(scoped.scoped_key(write_modes.KEY, node), None)
+        for node, mode in modes.items():
+            properties[scoped.scoped_key(write_modes.KEY, node)] = mode
+        attrs["properties"] = properties
 
     def validate(self, attrs: dict) -> dict:
         aliases = [attrs.pop("templateNames", None), attrs.pop("templateName", None)]
         alias = next((value for value in aliases if value), None)
         if alias and not attrs.get("template_uris"):
             attrs["template_uris"] = alias
+        self._with_write_mode(attrs)
+        self._with_destination_modes(attrs)
         if self.instance is None:
             missing = {
                 api: ["This field is required."]
@@ -99,6 +232,18 @@ class FlowConfigSerializer(serializers.Serializer):
             if missing:
                 raise serializers.ValidationError(missing)
         return attrs
+
+
+def destination_modes(properties: dict[str, str]) -> dict[str, str]:
+    """The flow's write modes per destination: node -> mode."""
+    suffix = "." + write_modes.KEY
+    return {
+        key[len(scoped.PREFIX) : -len(suffix)]: str(value).lower()
+        for key, value in properties.items()
+        if key.startswith(scoped.PREFIX)
+        and key.endswith(suffix)
+        and len(key) > len(scoped.PREFIX) + len(suffix)
+    }
 
 
 def api_validation_error(error: DjangoValidationError) -> exceptions.ValidationError:

@@ -1,5 +1,6 @@
 """The choices the flow form offers: the data nodes to pick a source from
-(grouped by kind) and the templates of the packs the flow's owner may read
+(grouped by kind: those the flow's owner may read), the destinations (those
+they may write, topology.access) and the templates of the packs they may read
 (accounts.access decides). Read-only; a value the flow already holds stays
 selectable, so editing never loses it."""
 
@@ -10,13 +11,25 @@ from typing import Any
 from django.db.models import F
 
 from portal.templatepacks.models import JobTemplate, TemplatePack
+from portal.topology import access as node_access
 from portal.topology.models import DataNode
 
 Choices = list[Any]  # Django's select choices: (value, label) pairs and (group, [pairs]) groups
 
 
-def data_nodes() -> list[DataNode]:
-    return list(DataNode.objects.only("name", "kind", "description").order_by("name"))
+def _usable(user: Any, action: str) -> list[DataNode]:
+    nodes = node_access.usable_nodes(user, action)
+    return list(nodes.only("name", "kind", "description").order_by("name"))
+
+
+def source_nodes(user: Any) -> list[DataNode]:
+    """The nodes `user` may read from: a flow's possible sources."""
+    return _usable(user, node_access.READ)
+
+
+def destination_nodes(user: Any) -> list[DataNode]:
+    """The nodes `user` may write to: a flow's possible destinations."""
+    return _usable(user, node_access.WRITE)
 
 
 def node_label(node: DataNode, limit: int = 70) -> str:
@@ -35,7 +48,10 @@ def source_choices(nodes: list[DataNode], current: str = "") -> Choices:
         groups.setdefault(node.get_kind_display(), []).append((node.name, node_label(node)))
     choices: Choices = [("", "— choose the source data node —"), *groups.items()]
     if current and current not in {node.name for node in nodes}:
-        choices.append(("Not in the topology", [(current, f"{current} (not a data node)")]))
+        if DataNode.objects.filter(name=current).exists():
+            choices.append(("Not yours to read", [(current, f"{current} (no read grant)")]))
+        else:
+            choices.append(("Not in the topology", [(current, f"{current} (not a data node)")]))
     return choices
 
 

@@ -19,6 +19,7 @@ from portal.flows import services
 from portal.flows.api import FlowConfigSerializer, api_validation_error
 from portal.flows.compiler import compile_flow
 from portal.flows.models import CompiledJobDag, FlowConfig
+from portal.topology.credentials import masked
 
 
 class JobSpecPlanSerializer(serializers.Serializer):
@@ -54,6 +55,20 @@ class CompiledFlowSerializer(serializers.Serializer):
     compiledAt = serializers.DateTimeField(allow_null=True, required=False)
 
 
+def _shown(dag: dict) -> dict:
+    """The DAG with every clear secret inside a job property masked: the hop keys carry the nodes'
+    connection values, and a node written before secrets in URLs were refused may hold one (only
+    a node's owners and staff see those whole, on the node's own page)."""
+    jobs = [
+        {
+            **job,
+            "properties": {k: masked(v) if isinstance(v, str) else v for k, v in job["properties"].items()},
+        }
+        for job in dag.get("jobs") or []
+    ]
+    return {**dag, "jobs": jobs}
+
+
 class FlowJobsView(APIView):
     """The compiled job DAG of a flow, as stored by the last compile."""
 
@@ -64,9 +79,9 @@ class FlowJobsView(APIView):
         )
         stored = CompiledJobDag.objects.filter(flow=flow).first()
         if stored is None:  # a flow saved before the compiler existed
-            return Response({**compile_flow(flow).to_dict(), "compiledAt": None})
+            return Response({**_shown(compile_flow(flow).to_dict()), "compiledAt": None})
         verdict = {"status": flow.compilation_status, "message": flow.compilation_message}
-        return Response({**stored.dag, **verdict, "compiledAt": stored.compiled_at})
+        return Response({**_shown(stored.dag), **verdict, "compiledAt": stored.compiled_at})
 
 
 class CompileFlowView(APIView):
@@ -86,7 +101,7 @@ class CompileFlowView(APIView):
             flow.full_clean(validate_unique=False)
         except DjangoValidationError as error:
             raise api_validation_error(error) from None
-        return Response({**services.preview(flow, user=request.user).to_dict(), "compiledAt": None})
+        return Response({**_shown(services.preview(flow, user=request.user).to_dict()), "compiledAt": None})
 
 
 urlpatterns = [

@@ -15,11 +15,22 @@ class FlowConfigFilterSet(django_filters.FilterSet):
         field_name="compilation_status", choices=FlowConfig.Compilation.choices, label="Compilation"
     )
     paused = django_filters.BooleanFilter(field_name="paused", label="Paused")
+    lastRun = django_filters.ChoiceFilter(
+        choices=FlowConfig.LastRun.choices, method="last_run", label="Last run", empty_label="any"
+    )
     q = django_filters.CharFilter(method="search", label="Search")
 
     class Meta:
         model = FlowConfig
         fields: list[str] = []
+
+    def last_run(self, queryset, name, value):
+        """By the flow's own last-run column (indexed), never by reading executions."""
+        if value == FlowConfig.LastRun.NEVER:
+            return queryset.filter(last_run_status="")
+        if value == FlowConfig.LastRun.RUNNING:
+            return queryset.filter(last_run_status__in=FlowConfig.UNFINISHED_RUN_STATUSES)
+        return queryset.filter(last_run_status=value)
 
     def search(self, queryset, name, value):
         return queryset.filter(

@@ -26,7 +26,7 @@ from django.forms.utils import ErrorList
 
 from portal.flows import attributes, choices, secrets, services
 from portal.flows.attributes import TemplateAttributes
-from portal.flows.compiler import CompiledFlow
+from portal.flows.compiler import CompiledFlow, scoped
 from portal.flows.formfields import (
     ATTRIBUTE_INPUT,
     AttributesField,
@@ -37,10 +37,13 @@ from portal.flows.formfields import (
     attribute_input_id,
 )
 from portal.flows.models import FlowConfig
-from portal.flows.secrets import SecretEncrypter
+from portal.flows.secrets import SecretEncrypter, with_column_rules_key
 from portal.flows.services import FlowAlreadyExists
 from portal.keys.properties import ENCRYPTED_MASK, WRAPPED_KEY_PROPERTY, looks_encrypted
 from portal.pipeline.schema import PropertySpec, spec_for
+from portal.pipeline.write_modes import KEY as WRITE_MODE_KEY
+from portal.pipeline.write_modes import KEYED, PRIMARY_KEY
+from portal.pipeline.write_modes import MODES as WRITE_MODES
 from portal.property_lines import parse_property_lines
 from portal.topology import picker
 
@@ -48,8 +51,15 @@ from portal.topology import picker
 # keys app's mask, so it is never mistaken for a value.
 NOT_YET_ENCRYPTED = ENCRYPTED_MASK
 BLANK_ROWS = 2
+# portal.pipeline.badrows's limits (named here: that module loads Spark, which the web tier does not).
+MAX_COUNT, MAX_FRACTION = "errors.max.count", "errors.max.fraction"
 # Fields rendered as a group of inputs (a fieldset with this id: field-<name>).
 GROUPS = ("destinations", "properties", "secrets")
+
+
+def destination_mode_field(node: str) -> str:
+    """The form field of one destination's write mode (its name mirrors the property's)."""
+    return f"write_mode@{node}"
 
 
 def schema_help(spec: PropertySpec) -> str:
@@ -68,6 +78,36 @@ class FlowConfigForm(forms.ModelForm):
         help_text="Tick every data node the data should reach; the compiler finds the executors.",
     )
     attributes = AttributesField(label="Template attributes")
+    write_mode = forms.ChoiceField(
+        label="Write mode",
+        required=False,
+        choices=[("", "append: add the rows (default)"), *((m, m) for m in WRITE_MODES if m != "append")],
+        help_text="overwrite: each run replaces the dataset at once (readers never see half); merge: the "
+        "latest row per primary key wins; history: every version kept per key with valid_from, valid_to "
+        f"and is_current. Stored as {WRITE_MODE_KEY}; the same for files, JDBC and Iceberg.",
+    )
+    primary_key = forms.CharField(
+        label="Primary key",
+        required=False,
+        max_length=500,
+        help_text="Column(s) that identify a row, comma-separated (e.g. id or region,order_id); "
+        f"merge and history need it. Stored as {PRIMARY_KEY}.",
+    )
+    errors_max_count = forms.IntegerField(
+        label="Bad records allowed, as a count",
+        required=False,
+        min_value=0,
+        help_text="CSV and JSON records that cannot be read are set aside (beside the dataset, or in an "
+        "error table beside a database or Iceberg table) up to this many per task; more fail the run. "
+        f"Both limits empty: none allowed. Stored as {MAX_COUNT}.",
+    )
+    errors_max_fraction = forms.FloatField(
+        label="Bad records allowed, as a share of the records read",
+        required=False,
+        min_value=0,
+        max_value=1,
+        help_text=f"From 0 to 1 (0.01 is 1 %); a task past either limit fails. Stored as {MAX_FRACTION}.",
+    )
     properties = RowsField(
         prefix="prop",
         noun="Property",
@@ -151,9 +191,13 @@ class FlowConfigForm(forms.ModelForm):
         self.merged_properties: dict[str, str] = {}
         self.attribute_errors: dict[str, list[str]] = {}
         self.compiled: CompiledFlow | None = None  # what a valid unsaved form compiles to
-        self.nodes = choices.data_nodes()
+        # Offered: sources the owner may read, destinations they may write (topology.access).
+        owner = self.instance.owner if self.editing and self.instance.owner_id else user
+        self.nodes = choices.destination_nodes(owner)
         source = self.data.get("source", "") if self.is_bound else self.instance.source
-        self.fields["source"].widget.choices = choices.source_choices(self.nodes, source or "")
+        self.fields["source"].widget.choices = choices.source_choices(
+            choices.source_nodes(owner), source or ""
+        )
         self.fields["template_uris"].widget.choices = choices.template_choices(user, self.chosen_templates)
         for name in ("source", "template_uris"):
             self.fields[name].widget.attrs.pop("maxlength", None)  # a select has none
@@ -163,8 +207,37 @@ class FlowConfigForm(forms.ModelForm):
                 self.fields[name].required = False
                 self.fields[name].widget.attrs["readonly"] = True
                 self.fields[name].help_text = "The flow's key; it cannot change."
+        if self.editing:
+            self.initial.setdefault("write_mode", self._stored.get(WRITE_MODE_KEY, "").lower())
+            self.initial.setdefault("primary_key", self._stored.get(PRIMARY_KEY, ""))
+            self.initial.setdefault("errors_max_count", self._stored.get(MAX_COUNT, ""))
+            self.initial.setdefault("errors_max_fraction", self._stored.get(MAX_FRACTION, ""))
+        self._add_destination_write_modes()
         for name, field in self.fields.items():
             field.widget.attrs.setdefault("aria-describedby", self.describedby(name))
+
+    def _add_destination_write_modes(self) -> None:
+        """A write mode for each destination the owner may write to, over the flow's: stored as
+        ``destination.<node>.writer.write.mode``, which the compiler gives the hop landing there
+        (flows.compiler.scoped)."""
+        for node in self.nodes:
+            name = destination_mode_field(node.name)
+            self.fields[name] = forms.ChoiceField(
+                label=f"Into {node.name}",
+                required=False,
+                choices=[("", "the write mode above"), *((m, m) for m in WRITE_MODES)],
+            )
+            stored = self._stored.get(scoped.scoped_key(WRITE_MODE_KEY, node.name), "")
+            self.initial.setdefault(name, stored.lower())
+
+    @property
+    def destination_mode_fields(self) -> list[Any]:
+        return [self[destination_mode_field(node.name)] for node in self.nodes]
+
+    @property
+    def destination_modes_chosen(self) -> bool:
+        """Whether one is chosen or refused (their group is shown open then)."""
+        return any(field.errors or field.value() for field in self.destination_mode_fields)
 
     # --- what the template renders ------------------------------------------
 
@@ -245,7 +318,9 @@ class FlowConfigForm(forms.ModelForm):
         if self.is_bound:
             rows = self._rows("properties")
         else:
-            shown = {*self.template_attributes().names, WRAPPED_KEY_PROPERTY}
+            shown = {*self.template_attributes().names, WRAPPED_KEY_PROPERTY, WRITE_MODE_KEY, PRIMARY_KEY}
+            shown |= {MAX_COUNT, MAX_FRACTION}  # their fields
+            shown |= {scoped.scoped_key(WRITE_MODE_KEY, node.name) for node in self.nodes}  # their selects
             rows = [  # by key: the database (jsonb) keeps no order
                 Row(key, value)
                 for key, value in sorted(self._stored.items())
@@ -356,11 +431,19 @@ class FlowConfigForm(forms.ModelForm):
             put(key, value, "the pasted lines", "properties_text")
         source = cleaned.get("source") or ""
         for key, value in picker.picked_properties(self.data, picker.source_kind(source)).items():
+            if key == "extract.is.full" and {key, "extract.delta.fields"} & properties.keys():
+                continue  # the picker's "no watermark" gives way to one typed in the properties
             put(key, value, "the source picker", "source")
+        self._put_write_mode(cleaned, properties, put)
+        for field, key in (("errors_max_count", MAX_COUNT), ("errors_max_fraction", MAX_FRACTION)):
+            if cleaned.get(field) is not None:
+                put(key, f"{cleaned[field]:g}", "the bad-record limits", field)
         for key, value in self._secret_values(secrets, "attributes", required=False).items():
             put(key, value, "the template attributes", "attributes")
         for key, value in self._secret_values(cleaned.get("secrets", []), "secrets").items():
             put(key, value, "the secret properties", "secrets")
+        # Column rules work under the owner's key (none: the save says to add one), as in the API.
+        properties = with_column_rules_key(self.user, properties, self._stored)
         if self._wrapped_key and any(looks_encrypted(value) for value in properties.values()):
             if properties.get(WRAPPED_KEY_PROPERTY, self._wrapped_key) != self._wrapped_key:
                 self.add_error(
@@ -369,6 +452,27 @@ class FlowConfigForm(forms.ModelForm):
             properties[WRAPPED_KEY_PROPERTY] = self._wrapped_key
         self.merged_properties = properties
         return cleaned
+
+    def _put_write_mode(self, cleaned: dict, properties: dict[str, str], put: Any) -> None:
+        """The write mode and primary key fields as the properties they stand for; a key the
+        source picker ticked is the same key, not a second one."""
+        mode, keys = cleaned.get("write_mode") or "", (cleaned.get("primary_key") or "").strip()
+        if mode:
+            put(WRITE_MODE_KEY, mode, "the write mode", "write_mode")
+        if keys and properties.get(PRIMARY_KEY) != keys:
+            put(PRIMARY_KEY, keys, "the primary key", "primary_key")
+        if mode in KEYED and not properties.get(PRIMARY_KEY):
+            self.add_error("primary_key", f"{mode} needs a primary key: the column(s) that identify a row.")
+        for node in cleaned.get("destinations") or []:
+            field = destination_mode_field(node)
+            chosen = cleaned.get(field) or ""
+            if not chosen:
+                continue
+            put(scoped.scoped_key(WRITE_MODE_KEY, node), chosen, f"the write mode into {node}", field)
+            if chosen in KEYED and not properties.get(PRIMARY_KEY):
+                self.add_error(
+                    field, f"{chosen} into {node} needs a primary key: the column(s) that identify a row."
+                )
 
     @cached_property
     def _template_loader(self):
@@ -420,6 +524,7 @@ class FlowConfigForm(forms.ModelForm):
         self.instance.properties = {k: v for k, v in self.merged_properties.items() if v != NOT_YET_ENCRYPTED}
         super()._post_clean()  # type: ignore[misc]  # BaseModelForm has it; django-stubs lacks it
         self._tidy_model_errors()
+        self._move_attribute_errors()
         if self.user is None or (self.encrypt and not self.errors):
             # A save that can go ahead: flows.services.validate_flow runs once, in the save (the
             # view places its errors with add_model_errors). A save refused here already gets
@@ -488,4 +593,32 @@ class FlowConfigForm(forms.ModelForm):
                 if item.code == services.REQUIRED_ATTRIBUTE and isinstance(name, str) and name in shown:
                     self.attribute_errors.setdefault(name, []).append(message)
                     field = "attributes"
+                elif field == "properties" and (typed := self._typed_attribute_named(message)):
+                    self.attribute_errors.setdefault(typed, []).append(message)
+                    field = "attributes"
                 self.add_error_once(field if field in self.fields else NON_FIELD_ERRORS, message)
+
+    def _typed_attribute_named(self, message: str) -> str | None:
+        """The template attribute a property problem is about, when its value was typed in the
+        attribute's own input (the pipeline's messages quote the key: `'source.files.format'`)."""
+        typed = (self.cleaned_data or {}).get("attributes") or {}
+        return next((name for name, value in typed.items() if value and f"'{name}'" in message), None)
+
+    def _move_attribute_errors(self) -> None:
+        """The model's property validators speak of the merged properties; a problem with a
+        value typed in a template attribute's input is shown at that input."""
+        messages = self.errors.get("properties")
+        if not messages:
+            return
+        kept = self.error_class(renderer=self.renderer)
+        for message in messages:
+            typed = self._typed_attribute_named(str(message))
+            if typed:
+                self.attribute_errors.setdefault(typed, []).append(str(message))
+                self.add_error_once("attributes", str(message))
+            else:
+                kept.append(message)
+        if kept:
+            self.errors["properties"] = kept
+        else:
+            del self.errors["properties"]

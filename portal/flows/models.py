@@ -26,6 +26,19 @@ class FlowConfig(models.Model):
         COMPILED = "COMPILED", "compiled"
         FAILED = "FAILED", "failed"
 
+    # The last run states the list filters by: an execution's finished statuses,
+    # its unfinished ones as one, and never run (the names of orchestration's
+    # ExecutionStatus, which this app sits below).
+    class LastRun(models.TextChoices):
+        RUNNING = "RUNNING", "running or queued"
+        COMMITTED = "COMMITTED", "committed"
+        FAILED = "FAILED", "failed"
+        CANCELLED = "CANCELLED", "cancelled"
+        SKIPPED = "SKIPPED", "skipped"
+        NEVER = "NEVER", "never run"
+
+    UNFINISHED_RUN_STATUSES = ("PENDING", "COMPILED", "RUNNING")
+
     flow_group = models.CharField(max_length=128, validators=[validate_name])
     flow_name = models.CharField(max_length=128, validators=[validate_name])
     description = models.TextField(blank=True)
@@ -65,6 +78,11 @@ class FlowConfig(models.Model):
     paused = models.BooleanField(default=False, db_index=True)
     paused_at = models.DateTimeField(null=True, blank=True)
     paused_by = models.CharField(max_length=150, blank=True)
+    # The flow's newest execution as of its last status change (kept by
+    # orchestration.glance where executions are created and change status), so the
+    # flow list filters by it with an index instead of reading execution history.
+    last_run_id = models.BigIntegerField(null=True, blank=True, help_text="Its flowExecutionId.")
+    last_run_status = models.CharField(max_length=16, blank=True, help_text="Empty: never run.")
 
     objects = access.AccessQuerySet.as_manager()  # restrict(user, action): flows.rules
 
@@ -72,6 +90,10 @@ class FlowConfig(models.Model):
         ordering = ["flow_group", "flow_name"]
         constraints = [
             models.UniqueConstraint(fields=["flow_group", "flow_name"], name="flowconfig_unique_key"),
+        ]
+        indexes = [
+            # "Last run failed" a page at a time, in the list's order, without a sort.
+            models.Index(fields=["last_run_status", "flow_group", "flow_name"], name="flow_last_run_state"),
         ]
 
     def __str__(self) -> str:
@@ -227,3 +249,28 @@ class CompiledHop(models.Model):
 
     def __str__(self) -> str:
         return f"{self.flow_id}: {self.source} → {self.destination} on {self.executor}"
+
+
+class FlowVersion(models.Model):
+    """What a flow said at one save (flows.versions): made inside the one save
+    service, never by a view, so no path saves a flow without one. Immutable;
+    an execution names the version it compiled from (its number), and a re-run
+    may compile an old one again."""
+
+    flow = models.ForeignKey("FlowConfig", on_delete=models.CASCADE, related_name="versions")
+    number = models.PositiveIntegerField()
+    # The flow's editable fields as saved (properties as stored: secrets stay ENC(...)).
+    spec = models.JSONField(default=dict)
+    created_by = models.CharField(max_length=150, blank=True)
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-number"]
+        constraints = [models.UniqueConstraint(fields=["flow", "number"], name="flowversion_unique_number")]
+
+    def __str__(self) -> str:
+        return f"{self.flow_id} v{self.number}"
+
+
+# Data triggers and freshness goals (issue #37): their own module, registered with the app here.
+from portal.flows.triggers import FlowTrigger, FreshnessGoal, UpstreamDataset  # noqa: E402, F401

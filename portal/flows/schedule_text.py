@@ -13,7 +13,7 @@ from datetime import datetime
 from django.conf import settings
 from django.core.exceptions import ValidationError
 
-from portal.flows.schedules import next_run_times, to_unix_cron
+from portal.flows.schedules import next_run_times, to_unix_cron, validate_schedule
 
 _DAYS = ("Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
 _MONTHS = (
@@ -193,6 +193,7 @@ def schedule_preview(expression: str, count: int = 5, after: datetime | None = N
     expression = " ".join((expression or "").split())
     preview = SchedulePreview(expression)
     try:
+        validate_schedule(expression)  # a schedule that never fires is refused while typing too
         preview.unix = to_unix_cron(expression)
     except ValidationError as error:
         preview.error = " ".join(error.messages)

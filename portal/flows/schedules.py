@@ -29,6 +29,20 @@ def _quartz_dow_to_unix(field: str) -> str:
     return _QUARTZ_DOW_NUMBER.sub(lambda m: str(int(m.group(1)) - 1), field)
 
 
+def _quartz_zero_steps(field: str) -> str:
+    """Quartz 2.2.3, Gobblin's pin, reads an increment of 0 as no increment at all: `1/0` is
+    the value 1 alone (Gobblin's own test schedule `0 1/0 * ? * *` runs at minute 1 of every
+    hour), `a-b/0` the value a, and `*/0` every value. Unix cron has no such step, so the
+    field is written without it."""
+    items = []
+    for item in field.split(","):
+        base, slash, step = item.partition("/")
+        if slash and step and not step.strip("0"):
+            item = "*" if base == "*" else base.split("-")[0]
+        items.append(item)
+    return ",".join(items)
+
+
 def to_unix_cron(expression: str) -> str:
     """Return the 5-field unix form of a unix or Quartz cron expression.
 
@@ -46,7 +60,7 @@ def to_unix_cron(expression: str) -> str:
             return expression
         raise ValidationError(f"{expression!r} is not a valid cron expression{_which_field(fields[:5])}.")
     if len(fields) in (6, 7):
-        seconds, minute, hour, dom, month, dow, *year = fields
+        seconds, minute, hour, dom, month, dow, *year = (_quartz_zero_steps(field) for field in fields)
         if seconds not in {"0", "*"}:
             raise ValidationError(
                 f"Quartz expression {expression!r} fires at second {seconds!r}; "
@@ -106,8 +120,37 @@ def _check_steps(expression: str, fields: list[str]) -> None:
                 )
 
 
+# How far ahead a schedule must fire at least once: February 29th comes within any 5 years.
+FIRE_WITHIN_YEARS = 5
+_MONTH_NAMES = ("January", "February", "March", "April", "May", "June", "July", "August",
+                "September", "October", "November", "December")  # fmt: skip
+
+
 def validate_schedule(value: str) -> None:
-    to_unix_cron(value)
+    """A valid expression that never fires (`0 0 31 2 *`: there is no February 31st) is
+    refused too: saved, it would be a flow that silently never runs. A Quartz year field is
+    left out of the question (Gobblin's "never run" schedule names a year on purpose)."""
+    unix = to_unix_cron(value)
+    if not unix or unix.startswith("@"):
+        return
+    fields = unix.split(" ")[:5]
+    try:
+        croniter(
+            " ".join(fields), datetime(2026, 1, 1), max_years_between_matches=FIRE_WITHIN_YEARS
+        ).get_next(datetime)
+    except CroniterBadDateError:
+        raise ValidationError(_never_fires(value, fields), code="never_fires") from None
+
+
+def _never_fires(expression: str, fields: list[str]) -> str:
+    """Why: only a day-of-month no chosen month has can make a valid expression never fire."""
+    dom, month = fields[2], fields[3]
+    months = [int(m) for m in re.findall(r"\d+", month) if 1 <= int(m) <= 12] if "/" not in month else []
+    named = " or ".join(_MONTH_NAMES[m - 1] for m in dict.fromkeys(months)) if months else f"month {month}"
+    return (
+        f"{expression!r} never fires: the day-of-month field ({dom}) names no day that {named} has. "
+        "Pick a day the month has (e.g. 28), or L for its last day."
+    )
 
 
 def next_run_times(expression: str, count: int = 5, after: datetime | None = None) -> list[datetime]:

@@ -34,6 +34,7 @@ from portal.keys.services import (
     owner_problems,
     wrapped_key_problems,
 )
+from portal.pipeline.columnrules import needs_key
 from portal.pipeline.schema import clear_secret_keys, clear_secret_message
 
 logger = logging.getLogger(__name__)
@@ -74,6 +75,19 @@ def customer_key_for(owner: Any, flow_properties: dict[str, str] | None = None) 
     keys = CustomerKey.objects.usable_by(owner)
     key = keys.filter(owner_user=owner).first() or keys.first()
     return key.wrapped_key if key is not None else None
+
+
+def with_column_rules_key(
+    owner: Any, properties: dict[str, str], stored: dict[str, str] | None = None
+) -> dict[str, str]:
+    """The properties with the owner's wrapped customer key added when their column rules need
+    it (columns.encrypt, or columns.hash without its own salt) and they carry none: the form,
+    the API and Rest.li all save through here, so a flow means the same whichever path wrote it.
+    Without a key the properties are returned as they are, and the save's check says to add one."""
+    if owner is None or WRAPPED_KEY_PROPERTY in properties or not needs_key(properties):
+        return properties
+    wrapped = customer_key_for(owner, stored)
+    return {**properties, WRAPPED_KEY_PROPERTY: wrapped} if wrapped else properties
 
 
 class SecretEncrypter:

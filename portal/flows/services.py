@@ -11,16 +11,20 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from portal.flows import groups
+from portal.flows import groups, versions
+from portal.flows import policies as run_policies
 from portal.flows.attributes import supplied_by_compiler
 from portal.flows.compiler import CompiledFlow, compile_flow
 from portal.flows.compiler.templates import Resolution, required_attributes, resolve_flow_templates
-from portal.flows.models import FlowConfig
-from portal.flows.secrets import validate_flow_secrets
+from portal.flows.models import DESTINATION_PROPERTY, SOURCE_PROPERTY, FlowConfig
+from portal.flows.schedules import to_unix_cron
+from portal.flows.secrets import validate_flow_secrets, with_column_rules_key
 from portal.flows.signals import flow_catalog_changed
-from portal.flows.tablesets import table_pattern_problems
-from portal.keys.properties import redact
+from portal.flows.tablesets import database_reach_problems, table_pattern_problems
+from portal.keys.properties import WRAPPED_KEY_PROPERTY, redact
 from portal.pipeline.jobcheck import job_property_problems
+from portal.pipeline.schema import closest_known_key
+from portal.quotas import services as quotas
 from portal.templatepacks.resolution import TemplateLoader
 from portal.templatepacks.services import validate_template_uris_for
 from portal.topology.models import DataNode
@@ -123,6 +127,11 @@ def validate_flow(flow: FlowConfig, *, loader: Any = None) -> CompiledFlow:
             validate_flow_secrets(flow)
         except ValidationError as error:
             _merge(errors, error, "properties")
+    if "properties" not in errors and owner is not None:
+        try:
+            quotas.validate_flow(quotas.tenant_for(owner, flow.owning_group), flow.properties or {})
+        except ValidationError as error:
+            errors["properties"] = [f"{key}: {' '.join(msgs)}" for key, msgs in error.message_dict.items()]
     loader = loader if loader is not None else TemplateLoader(owner)
     if "template_uris" in errors or "properties" in errors:
         raise ValidationError(errors)
@@ -148,6 +157,39 @@ def validate_flow(flow: FlowConfig, *, loader: Any = None) -> CompiledFlow:
     return compiled
 
 
+# Keys the flow catalog reads itself (run policies, Gobblin's endpoint names, the wrapped key).
+FLOW_KEYS = frozenset(
+    {
+        run_policies.ALLOW_CONCURRENT,
+        run_policies.CATCH_UP,
+        run_policies.RETRY_COUNT,
+        run_policies.RETRY_BACKOFF,
+        run_policies.RETENTION_DAYS,
+        *run_policies.FLOW_SLA,
+        *run_policies.JOB_START_SLA,
+        SOURCE_PROPERTY,
+        DESTINATION_PROPERTY,
+        WRAPPED_KEY_PROPERTY,
+        quotas.PRIORITY,
+    }
+)
+
+
+def property_warnings(properties: dict[str, Any]) -> list[str]:
+    """Keys that look like a misspelling of a known one (`source.file.fromat`). Not errors:
+    a custom key is allowed (a template may read it), so the flow is saved and the warning
+    shown with it, on the page after the save and in the API's answer."""
+    warnings = []
+    for key in sorted(properties):
+        closest = closest_known_key(key, FLOW_KEYS) if isinstance(key, str) else None
+        if closest:
+            warnings.append(
+                f"Property {key!r} is no key Flowport knows; did you mean {closest!r}? "
+                "It was saved as typed (custom keys are allowed)."
+            )
+    return warnings
+
+
 def compile_problems(compiled: CompiledFlow) -> list[str]:
     """What makes a compiled flow unable to run: the compiler's errors and, job by job, what the
     pipeline's property schema refuses. The compile preview shows the same list."""
@@ -156,6 +198,7 @@ def compile_problems(compiled: CompiledFlow) -> list[str]:
         problems += job.errors
         problems += job_property_problems(job.properties, first_hop=not job.parents)
         problems += table_pattern_problems(job)  # whole schemas: a pattern must match a table now
+        problems += database_reach_problems(job)  # a MySQL/MariaDB node: its own database only
     return problems
 
 
@@ -189,16 +232,37 @@ def _field_of(message: str, flow: FlowConfig) -> str:
     return "properties"
 
 
+def _keep_schedule_as_given(data: dict[str, Any], flow: FlowConfig | None = None) -> dict[str, Any]:
+    """The schedule text as it was written goes beside its unix form, whichever path wrote it
+    (form, API, Rest.li): Gobblin's clients read a Quartz schedule back as they would have sent
+    it. A write that sends the unix form of the schedule given before (the form or a GET of
+    /api echoed back by an edit that left the schedule alone) keeps the text given before."""
+    if "schedule" not in data or "schedule_given" in data:
+        return data
+    text = " ".join(str(data["schedule"] or "").split())
+    if flow is not None and flow.schedule_given and text:
+        try:
+            unchanged = to_unix_cron(text) == text == to_unix_cron(flow.schedule_given)
+        except ValidationError:  # a bad schedule: the save names it
+            unchanged = False
+        if unchanged:
+            return data
+    return {**data, "schedule_given": text}
+
+
 def create_flow(*, owner: User, data: dict[str, Any]) -> FlowConfig:
+    data = _keep_schedule_as_given(data)
     flow = FlowConfig(owner=owner, **{k: v for k, v in data.items() if k in (*KEY_FIELDS, *EDITABLE_FIELDS)})
     if data.get("paused"):  # created switched off, as Airflow's dags_are_paused_at_creation
         flow.paused, flow.paused_at, flow.paused_by = True, timezone.now(), owner.get_username()
     groups.check(owner, flow.flow_group)  # who may create here comes before what is created
+    flow.properties = with_column_rules_key(owner, flow.properties or {})
     validate_flow(flow)
     try:
         with transaction.atomic():
             groups.claim(owner, flow.flow_group)
             flow.save()
+            versions.record(flow, by=owner.get_username())
             flow_catalog_changed.send(sender=FlowConfig, action="add", flow=flow)
     except IntegrityError:
         if FlowConfig.objects.filter(flow_group=flow.flow_group, flow_name=flow.flow_name).exists():
@@ -238,12 +302,16 @@ def update_flow(flow: FlowConfig, *, data: dict[str, Any], by: str = "") -> Flow
     for field in KEY_FIELDS:
         if field in data and data[field] != getattr(flow, field):
             raise FlowKeyChange(field)
+    data = _keep_schedule_as_given(data, flow)
+    stored = dict(flow.properties or {})
     for field in EDITABLE_FIELDS:
         if field in data:
             setattr(flow, field, data[field])
+    flow.properties = with_column_rules_key(flow.owner, flow.properties or {}, stored)
     validate_flow(flow)
     with transaction.atomic():
         flow.save()
+        versions.record(flow, by=by)
         flow_catalog_changed.send(sender=FlowConfig, action="update", flow=flow)
     logger.info("flow %s updated", flow)
     return FlowConfig.objects.get(pk=flow.pk)
@@ -262,6 +330,7 @@ def replace_secrets(flow: FlowConfig, properties: dict[str, Any]) -> FlowConfig:
     with transaction.atomic():
         flow.properties = properties
         flow.save(update_fields=["properties", "updated"])
+        versions.record(flow, by="")  # the same meaning stored anew: the latest version stays the flow's spec
         flow_catalog_changed.send(sender=FlowConfig, action="secrets", flow=flow)
     logger.info("flow %s: secrets stored anew", flow)
     return FlowConfig.objects.get(pk=flow.pk)

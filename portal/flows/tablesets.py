@@ -8,7 +8,9 @@ from __future__ import annotations
 from urllib.parse import urlparse
 
 from portal.flows.compiler import JobSpecPlan
+from portal.pipeline import landing
 from portal.pipeline.properties import Properties
+from portal.pipeline.schema import base_key
 from portal.pipeline.sources import jdbc_tables
 from portal.topology import connections
 from portal.topology.models import DataNode
@@ -61,4 +63,24 @@ def table_pattern_problems(job: JobSpecPlan) -> list[str]:
                 f"({len(tables)} table(s) there; a pattern without a schema matches the default schema's tables)"
             )
     job.datasets = jdbc_tables.resolve(entries, tables, props.get_list(jdbc_tables.EXCLUDE_KEY))
+    return problems
+
+
+def database_reach_problems(job: JobSpecPlan) -> list[str]:
+    """A MySQL/MariaDB node reaches only its own database (one connection there reads any database
+    of the server by qualified names): the job's table names and patterns naming another database
+    than the one its node's URL names are refused at save; the worker asks the open connection
+    (portal.pipeline.landing). A later hop's source is its parent's output, so only its writer."""
+    roles = [(job.destination_node, landing.WRITER_NAMES)]
+    if not job.parents:
+        roles.insert(0, (job.source_node, landing.SOURCE_NAMES))
+    nodes = DataNode.objects.in_bulk([name for name, _ in roles], field_name="name")
+    problems = []
+    for name, keys in roles:
+        node = nodes.get(name)
+        url = str((node.properties or {}).get("url") or "") if node and node.kind == "jdbc" else ""
+        if not url.lower().startswith(("jdbc:mysql:", "jdbc:mariadb:")):
+            continue
+        names = {k: v for k, v in job.properties.items() if base_key(k) in keys and isinstance(v, str)}
+        problems += landing.foreign_problems(landing.url_database(url), f"data node '{name}'", names)
     return problems

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from portal.flows import views
+from portal.flows import trigger_views, version_views, views
 
 app_name = "flows"
 urlpatterns = [
@@ -12,4 +12,11 @@ urlpatterns = [
     path("<str:flow_group>/<str:flow_name>/pause/", views.flow_pause, {"paused": True}, name="pause"),
     path("<str:flow_group>/<str:flow_name>/resume/", views.flow_pause, {"paused": False}, name="resume"),
     path("<str:flow_group>/<str:flow_name>/delete/", views.flow_delete, name="delete"),
+    path("<str:flow_group>/<str:flow_name>/triggers/", trigger_views.flow_triggers, name="triggers"),
+    path(
+        "<str:flow_group>/<str:flow_name>/webhook-token/",
+        trigger_views.flow_webhook_token,
+        name="webhook_token",
+    ),
+    path("<str:flow_group>/<str:flow_name>/versions/", version_views.flow_versions, name="versions"),
 ]

@@ -17,6 +17,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
+from django.db import transaction
 from django.db.models import Exists, OuterRef
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, HttpResponseNotAllowed
 from django.shortcuts import redirect, render
@@ -25,14 +26,16 @@ from django.views.decorators.vary import vary_on_headers
 
 from portal.accounts import access
 from portal.accounts.requests import AuthenticatedRequest
+from portal.flows import capture, refresh, schedule_text, schedules, services, trigger_services
 from portal.flows import policies as run_policies
-from portal.flows import refresh, schedule_text, services
 from portal.flows.filters import FlowConfigFilterSet
 from portal.flows.forms import FlowConfigForm
 from portal.flows.models import FlowConfig, FlowRefresh
 from portal.flows.packflows import flows_using_pack
 from portal.flows.rules import CHANGE_DENIED
+from portal.flows.trigger_forms import TriggersForm, initial_of
 from portal.keys.services import redact
+from portal.quotas.services import QuotaExceeded
 from portal.templatepacks.models import TemplatePack
 from portal.templatepacks.services import template_paths
 
@@ -76,6 +79,8 @@ def flow_detail(request: HttpRequest, flow_group: str, flow_name: str) -> HttpRe
         "can_change": can_change,
         "refreshing": refreshing,
         "schedule_text": schedule_text.describe_schedule(flow.schedule),
+        # A paused flow's ticks make no executions: it has no next runs until resumed.
+        "next_runs": [] if flow.paused else schedules.next_run_times(flow.schedule, 5),
         "catch_up_policy": run_policies.catch_up(flow.properties),
         # As the keys app shows properties anywhere: ENC(...) and secret-named values masked.
         "properties": [
@@ -85,23 +90,45 @@ def flow_detail(request: HttpRequest, flow_group: str, flow_name: str) -> HttpRe
     return render(request, "flows/flow_detail.html", context)
 
 
+class _TriggersRefused(Exception):
+    """The flow's triggers were refused: the flow's save is rolled back with them."""
+
+
 def _save(
-    request: AuthenticatedRequest, form: FlowConfigForm, flow: FlowConfig | None
+    request: AuthenticatedRequest,
+    form: FlowConfigForm,
+    flow: FlowConfig | None,
+    triggers: TriggersForm | None = None,
 ) -> HttpResponse | None:
-    if not form.is_valid():
+    valid = form.is_valid()
+    if not (valid and (triggers is None or triggers.is_valid())):
         return None
     try:
-        if flow is None:
-            flow = services.create_flow(owner=request.user, data=form.flow_data())
-        else:
-            flow = services.update_flow(flow, data=form.flow_data())
+        with transaction.atomic():  # the flow and its triggers together, or neither
+            if flow is None:
+                flow = services.create_flow(owner=request.user, data=form.flow_data())
+            else:
+                flow = services.update_flow(flow, data=form.flow_data(), by=request.user.get_username())
+            if triggers is not None:
+                try:
+                    trigger_services.save_settings(flow, triggers.service_data())
+                except ValidationError as error:
+                    triggers.add_service_errors(error)
+                    raise _TriggersRefused from None
+    except _TriggersRefused:
+        return None
     except ValidationError as error:
         form.add_model_errors(error)
         return None
     except services.FlowAlreadyExists as error:
         form.add_error("flow_name", str(error))
         return None
+    except QuotaExceeded as refused:  # saving would run it now, past its owner's quota
+        form.add_error(None, f"Not saved: {refused.message}")
+        return None
     messages.success(request, f"Flow {flow} saved.")
+    for warning in services.property_warnings(flow.properties):
+        messages.warning(request, warning)
     return redirect("flows:detail", flow_group=flow.flow_group, flow_name=flow.flow_name)
 
 
@@ -123,10 +150,23 @@ def flow_form(
         return _form_part(request, flow, owner, part)
     posted = request.method == "POST"
     form = FlowConfigForm(request.POST if posted else None, instance=flow, user=owner, encrypt=posted)
-    if posted and (response := _save(request, form, flow)):
+    # The triggers' fields are read when the form showed them (a client posting only the flow's
+    # fields leaves the flow's triggers as they are).
+    sent = posted and TriggersForm.SHOWN in request.POST
+    triggers = TriggersForm(request.POST if sent else None, prefix="trigger", initial=_trigger_initial(flow))
+    if posted and (response := _save(request, form, flow, triggers if sent else None)):
         return response
-    context = {"form": form, "flow": flow, "schedule": schedule_text.schedule_preview(_schedule_of(form))}
+    context = {
+        "form": form,
+        "flow": flow,
+        "schedule": schedule_text.schedule_preview(_schedule_of(form)),
+        "triggers_form": triggers,
+    }
     return render(request, "flows/flow_form.html", context, status=400 if posted else 200)
+
+
+def _trigger_initial(flow: FlowConfig | None) -> dict[str, Any]:
+    return initial_of(trigger_services.settings_of(flow)) if flow is not None else {}
 
 
 def _schedule_of(form: FlowConfigForm) -> str:
@@ -167,7 +207,8 @@ def flow_pause(request: HttpRequest, flow_group: str, flow_name: str, paused: bo
     flow = _flow_for(request, flow_group, flow_name, "change")
     services.set_paused(flow, paused, by=request.user.get_username())
     if paused:
-        messages.success(request, f"Flow {flow} paused: its schedule makes no executions until resumed.")
+        said = f"Flow {flow} paused: its schedule makes no executions until resumed."
+        messages.success(request, f"{said} {capture.PAUSED}" if capture.captures_changes(flow) else said)
     else:
         policy = run_policies.catch_up(flow.properties)
         messages.success(
@@ -184,7 +225,11 @@ def flow_delete(request: HttpRequest, flow_group: str, flow_name: str) -> HttpRe
         services.delete_flow(flow)
         messages.success(request, f"Flow {flow} deleted.")
         return redirect("flows:list")
-    return render(request, "flows/flow_confirm_delete.html", {"flow": flow})
+    return render(
+        request,
+        "flows/flow_confirm_delete.html",
+        {"flow": flow, "capture": capture.DELETED if capture.captures_changes(flow) else ""},
+    )
 
 
 @login_required

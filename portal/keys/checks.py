@@ -1,9 +1,11 @@
 """System checks: the portal refuses to start (runserver, migrate, `manage.py
-check`) with a master key file that others can read, or one it cannot use."""
+check`) with a master key file that others can read, one it cannot use, or one
+inside the data folder (where a data node could reach it)."""
 
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 from django.conf import settings
 from django.core.checks import Error, Tags, Warning, register
@@ -33,6 +35,16 @@ def check_master_key(app_configs=None, **kwargs) -> list:
             ]
         return []
     assert source.path is not None
+    data_dir = Path(settings.FLOWPORT_DATA_DIR).resolve()
+    if source.path.resolve().is_relative_to(data_dir):
+        return [
+            Error(
+                f"Master key file {source.path} lies inside the data folder {data_dir} "
+                "(FLOWPORT_DATA_DIR), where data nodes live.",
+                hint="Keep FLOWPORT_MASTER_KEY_FILE outside FLOWPORT_DATA_DIR and every node's path.",
+                id="keys.E005",
+            )
+        ]
     try:
         status = os.stat(source.path)
     except FileNotFoundError:

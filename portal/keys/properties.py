@@ -22,6 +22,32 @@ REDACTED = "********"
 # Property names that hold secrets whatever a template says (the same words
 # the topology app refuses in clear in data node properties).
 SECRET_NAME = re.compile(r"(pass(word|wd)?|secret|token|credential|private[._-]?key|api[._-]?key)", re.I)
+# Where the worker decrypts an ENC(...) value (`holds_secret`): a key named like a secret, as
+# SECRET_NAME and the property schema's `names_secret` say (the keys app may not import the
+# pipeline, which imports it), or the user half of a credential (`source.conn.username`, a node's
+# `sasl.username`), which Gobblin encrypts like the password.
+_SECRET_KEY = re.compile(r"(pass(word|wd)?|pwd|secret|token|credential|(private|api|access)[._-]?key)", re.I)
+CREDENTIAL_USER_WORDS = frozenset({"user", "username", "login"})
+# The pipeline's own key families (portal/pipeline/schema.py): declared encrypted or not, a key
+# there is a setting or a name that the job's progress, events or pages may show.
+PIPELINE_FAMILIES = (
+    "source.",
+    "extract.",
+    "converter.",
+    "qualitychecker.",
+    "fork.",
+    "writer.",
+    "data.publisher.",
+    "dataset.",
+    "job.",
+    "flow.",
+    "flowport.",
+    "spark.",
+    "task.",
+    "gobblin.",
+)
+_WORDS = re.compile(r"[._\-\s]+")
+_BRANCH = re.compile(r"\.\d+\Z")
 
 is_encrypted = client.is_encrypted
 looks_encrypted = client.looks_encrypted
@@ -39,6 +65,28 @@ _VALUE_ERRORS = {
 def listed(value: str | None) -> list[str]:
     """A comma list property (`a, b,c`) as names."""
     return [item.strip() for item in (value or "").split(",") if item.strip()]
+
+
+def holds_secret(key: str, declared: Iterable[str] = ()) -> bool:
+    """Whether `key` may carry an ENC(...) value that the worker decrypts: a key named like a
+    secret, the user half of a credential, or one `declared` encrypted
+    (`gobblin.template.encrypted_attributes`) outside the pipeline's key families (a template
+    attribute such as `db.credentials`).
+
+    The pipeline's other keys show their values: a dataset or table name in the job's progress,
+    events and pages, a setting in its log. Decrypted there, another's secret (a group's ENC
+    value that a member may use but not read) would be read back in clear, so it stays sealed."""
+    base = _BRANCH.sub("", key)
+    if _SECRET_KEY.search(base) or _WORDS.split(base.lower())[-1] in CREDENTIAL_USER_WORDS:
+        return True
+    return key in set(declared) and not base.startswith(PIPELINE_FAMILIES)
+
+
+def sealed_keys(properties: Mapping[str, object]) -> list[str]:
+    """The keys holding ENC(...) values that hold no secret (`holds_secret`, with the keys the
+    properties declare encrypted): refused at save, left sealed by `decrypt_properties`."""
+    declared = listed(str(properties.get(ENCRYPTED_ATTRIBUTES_KEY) or ""))
+    return [key for key in encrypted_keys(properties) if not holds_secret(key, declared)]
 
 
 def encrypted_keys(properties: Mapping[str, object]) -> list[str]:
@@ -74,9 +122,10 @@ def format_problems(properties: Mapping[str, object]) -> list[str]:
 
 
 def decrypt_properties(properties: Mapping[str, str], *, ring: MasterKeyRing | None = None) -> dict[str, str]:
-    """A copy of `properties` with every ENC(...) value decrypted: the
-    wrapped key in `encrypt.wrapped.key` is unwrapped with the master key
-    (the portal's ring unless `ring` is given), then each value with it.
+    """A copy of `properties` with every ENC(...) value of a secret decrypted
+    (`holds_secret`; any other stays sealed, as it was): the wrapped key in
+    `encrypt.wrapped.key` is unwrapped with the master key (the portal's
+    ring unless `ring` is given), then each value with it.
 
     Raises DecryptionError naming the property (never a key or plaintext);
     its `code` is one of missing_wrapped_key, master_key_unavailable,
@@ -86,7 +135,8 @@ def decrypt_properties(properties: Mapping[str, str], *, ring: MasterKeyRing | N
     """
     result = dict(properties)
     by_scope: dict[str, list[str]] = {}
-    for key in encrypted_keys(properties):
+    sealed = set(sealed_keys(properties))
+    for key in (key for key in encrypted_keys(properties) if key not in sealed):
         by_scope.setdefault(wrapped_key_property_for(key, properties), []).append(key)
     for wrapped_property, keys in by_scope.items():
         customer_key = _unwrap_for(properties, wrapped_property, keys[0], ring)
@@ -99,6 +149,17 @@ def decrypt_properties(properties: Mapping[str, str], *, ring: MasterKeyRing | N
                 )
                 raise DecryptionError(key, reason, code=code) from None
     return result
+
+
+def unwrap_flow_key(
+    properties: Mapping[str, str], needed_by: str, *, ring: MasterKeyRing | None = None
+) -> bytes | None:
+    """The flow owner's customer key, unwrapped from `encrypt.wrapped.key` (None when the flow
+    carries none), for a pipeline feature that works under it (`needed_by` names it in errors:
+    the column rules). For the worker's memory only. DecryptionError as `decrypt_properties`."""
+    if not properties.get(WRAPPED_KEY_PROPERTY):
+        return None
+    return _unwrap_for(properties, WRAPPED_KEY_PROPERTY, needed_by, ring)
 
 
 def wrapped_key_property_for(key: str, properties: Mapping[str, str]) -> str:
@@ -158,4 +219,8 @@ def secret_values(properties: Mapping[str, str], decrypted: Mapping[str, str]) -
     """The plaintexts no log or message may show: the decrypted value of every
     property `redact` masks in `properties` (as stored)."""
     shown = redact(properties)
-    return {decrypted[k] for k, v in shown.items() if v != properties[k] and decrypted.get(k)}
+    return {
+        decrypted[k]
+        for k, v in shown.items()
+        if v != properties[k] and decrypted.get(k) and decrypted[k] != properties[k]  # not sealed
+    }

@@ -7,7 +7,7 @@ from __future__ import annotations
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import IntegrityError
 from django.urls import path
-from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
+from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_field, extend_schema_view
 from rest_framework import exceptions, mixins, permissions, serializers, status, viewsets
 from rest_framework.response import Response
 
@@ -20,10 +20,39 @@ API_NAMES = {
     "on_failure": "onFailure",
     "on_sla_miss": "onSlaMiss",
     "on_recovery": "onRecovery",
+    "on_success": "onSuccess",
     "by_email": "email",
     "webhook_url": "webhookUrl",
+    "webhook_format": "webhookFormat",
     "flow": "flowName",
 }
+
+
+class DeliveryFailureSerializer(serializers.Serializer):
+    at = serializers.DateTimeField()
+    kind = serializers.CharField()
+    error = serializers.CharField()
+    attempt = serializers.IntegerField()
+    retryAt = serializers.DateTimeField(allow_null=True, help_text="Empty: it was the last try.")
+
+
+class DeliveryReportSerializer(serializers.Serializer):
+    channel = serializers.CharField(help_text="email or webhook")
+    lastDelivered = serializers.DateTimeField(allow_null=True)
+    lastDeliveredKind = serializers.CharField()
+    failure = DeliveryFailureSerializer(allow_null=True)
+
+
+def _failure(attempt) -> dict | None:
+    if attempt is None:
+        return None
+    return {
+        "at": attempt.created,
+        "kind": attempt.kind,
+        "error": attempt.error,
+        "attempt": attempt.attempt,
+        "retryAt": attempt.retry_at,
+    }
 
 
 class SubscriptionSerializer(serializers.Serializer):
@@ -38,7 +67,16 @@ class SubscriptionSerializer(serializers.Serializer):
         help_text="A job start or flow finish deadline missed.",
     )
     onRecovery = serializers.BooleanField(
-        source="on_recovery", required=False, default=False, help_text="The first success after a failure."
+        source="on_recovery",
+        required=False,
+        default=False,
+        help_text="The flow's latest outcome turns good: a run, or a re-run job, commits after a failure.",
+    )
+    onSuccess = serializers.BooleanField(
+        source="on_success",
+        required=False,
+        default=False,
+        help_text="Every execution that commits (a recovery included).",
     )
     email = serializers.BooleanField(
         source="by_email", required=False, default=True, help_text="To your account's email address."
@@ -49,11 +87,35 @@ class SubscriptionSerializer(serializers.Serializer):
         required=False,
         allow_blank=True,
         default="",
-        help_text="http(s); the operator may restrict hosts (MONITORING_WEBHOOK_ALLOWED_HOSTS). "
+        help_text="http(s), public addresses only (the operator may open internal hosts, "
+        "MONITORING_WEBHOOK_INTERNAL_HOSTS, and restrict hosts, MONITORING_WEBHOOK_ALLOWED_HOSTS). "
         "Answered as scheme and host only (the path may carry a token); sending that back keeps it.",
+    )
+    webhookFormat = serializers.ChoiceField(
+        source="webhook_format",
+        choices=Subscription.WebhookFormat.choices,
+        required=False,
+        default=Subscription.WebhookFormat.JSON,
+        help_text='json: every field of the event; chat: {"text": ...}, which Slack, Mattermost and '
+        "Microsoft Teams incoming webhooks accept.",
+    )
+    deliveries = serializers.SerializerMethodField(
+        help_text="Per channel: the last delivery and, when the newest attempt failed, that failure."
     )
     created = serializers.DateTimeField(read_only=True)
     updated = serializers.DateTimeField(read_only=True)
+
+    @extend_schema_field(DeliveryReportSerializer(many=True))
+    def get_deliveries(self, subscription: Subscription) -> list[dict]:
+        return [
+            {
+                "channel": row["channel"],
+                "lastDelivered": row["delivered"].created if row["delivered"] else None,
+                "lastDeliveredKind": row["delivered"].kind if row["delivered"] else "",
+                "failure": _failure(row["failure"]),
+            }
+            for row in subscriptions.delivery_report(subscription)
+        ]
 
     def to_representation(self, instance):
         data = super().to_representation(instance)
@@ -67,7 +129,7 @@ def _api_error(error: DjangoValidationError) -> exceptions.ValidationError:
     )
 
 
-FIELDS = ("on_failure", "on_sla_miss", "on_recovery", "by_email", "webhook_url")
+FIELDS = subscriptions.CHOICES
 
 
 @extend_schema_view(

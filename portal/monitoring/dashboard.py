@@ -14,6 +14,7 @@ from django.db.models import Count, Min, Prefetch, Q
 from django.utils import timezone
 
 from portal.events.models import Event
+from portal.monitoring import freshness
 from portal.monitoring.models import HealthCheck
 from portal.orchestration.models import (
     FINISHED_STATUSES,
@@ -200,6 +201,7 @@ def dashboard_context(now: datetime | None = None) -> dict[str, Any]:
             :LIST_LIMIT
         ],
         "sla_events": Event.objects.filter(kind__startswith="sla.")[:LIST_LIMIT],
+        "stale_datasets": freshness.stale_goals(LIST_LIMIT),
         "other_events": Event.objects.exclude(kind__startswith="sla.")[:LIST_LIMIT],
         "executors": executor_rows(now),
         "workers": worker_rows(now),

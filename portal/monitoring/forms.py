@@ -12,24 +12,31 @@ from portal.monitoring.models import Subscription
 class SubscriptionForm(forms.ModelForm):
     class Meta:
         model = Subscription
-        fields = ["on_failure", "on_sla_miss", "on_recovery", "by_email", "webhook_url"]
+        fields = list(subscriptions.CHOICES)
         labels = {
             "on_failure": "Failure",
             "on_sla_miss": "SLA miss",
             "on_recovery": "Recovery",
+            "on_success": "Every success",
             "by_email": "Email me",
             "webhook_url": "Webhook URL",
+            "webhook_format": "Webhook body",
         }
         widgets = {"webhook_url": forms.URLInput(attrs={"placeholder": "https://hooks.example.org/flowport"})}
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
+        self.fields["webhook_format"].required = False
         self._stored_webhook = self.instance.webhook_url
         if self._stored_webhook:
             self.initial["webhook_url"] = subscriptions.masked_webhook(self._stored_webhook)
             self.fields[
                 "webhook_url"
             ].help_text += " Its path is not shown again; leave it as it is to keep it."
+
+    def clean_webhook_format(self) -> str:
+        """Optional: a form without the choice (an older page, a script) keeps JSON."""
+        return self.cleaned_data["webhook_format"] or Subscription.WebhookFormat.JSON
 
     def clean_webhook_url(self) -> str:
         return subscriptions.keep_or_replace(self._stored_webhook, self.cleaned_data["webhook_url"].strip())

@@ -232,6 +232,20 @@ def redacted_url(url: str) -> str:
     return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
 
 
+def broker_address(url: str) -> str:
+    """What the pages say of the broker: its scheme and host, never a password or a path
+    (an embedded broker's URL is the absolute path of its file on the portal's host)."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        return "(unparsable URL)"
+    if not parts.hostname:
+        return f"{parts.scheme or 'broker'} (a file on the portal's host)"
+    host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
+    return f"{parts.scheme}://{host}" + (f":{port}" if port else "")
+
+
 def probe_broker(url: str, timeout: float) -> str:
     """'' when the Celery broker accepts a connection within the timeout."""
     from kombu import Connection
@@ -245,7 +259,9 @@ def probe_broker(url: str, timeout: float) -> str:
         connection.ensure_connection(max_retries=1, interval_start=0, interval_step=0, timeout=timeout)
         return ""
     except Exception as exc:  # kombu's transports raise many kinds
-        return f"{type(exc).__name__}: {exc}"[:500].replace(url, redacted_url(url))
+        message = f"{type(exc).__name__}: {exc}"[:500].replace(url, broker_address(url))
+        path = urlsplit(url).path
+        return message.replace(path, "(the broker's file)") if len(path) > 1 else message
     finally:
         try:
             connection.release()
@@ -284,7 +300,7 @@ def check_infrastructure(now: datetime | None = None, *, force: bool = False) ->
             Verdict(
                 "broker",
                 "broker",
-                redacted_url(broker_url),
+                broker_address(broker_url),
                 DOWN if error else UP,
                 error or "accepts connections",
             )

@@ -6,12 +6,14 @@ multiprocess directory is needed."""
 
 from __future__ import annotations
 
+import hmac
 from collections.abc import Iterator
 from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
 from django.db.models import Count, DurationField, ExpressionWrapper, F, Min, Q, Sum
+from django.http import HttpRequest
 from django.utils import timezone
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
@@ -211,3 +213,14 @@ CONTENT_TYPE = CONTENT_TYPE_LATEST
 
 def render() -> bytes:
     return generate_latest(registry)
+
+
+def may_scrape(request: HttpRequest) -> bool:
+    """The figures name executors, Spark masters and the broker, and say how busy the portal is:
+    for a signed-in user, for a scraper sending MONITORING_METRICS_TOKEN as a bearer token
+    (Prometheus' `authorization`), or for anyone when the operator sets MONITORING_METRICS_PUBLIC."""
+    if settings.MONITORING_METRICS_PUBLIC or request.user.is_authenticated:
+        return True
+    token = settings.MONITORING_METRICS_TOKEN
+    sent = request.headers.get("Authorization", "")
+    return bool(token) and hmac.compare_digest(sent.encode(), f"Bearer {token}".encode())

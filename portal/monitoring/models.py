@@ -62,12 +62,27 @@ class Subscription(models.Model):
     on_sla_miss = models.BooleanField(
         default=True, help_text="A job did not start or the flow did not finish in time."
     )
-    on_recovery = models.BooleanField(default=False, help_text="The first success after a failure.")
+    on_recovery = models.BooleanField(
+        default=False,
+        help_text="The flow's latest outcome turns good again: a run, or a re-run job, commits after a failure.",
+    )
+    on_success = models.BooleanField(
+        default=False, help_text="Every execution that commits (a recovery included)."
+    )
     by_email = models.BooleanField(default=True, help_text="To the email address of your account.")
     # Checked by subscriptions.validate_webhook_url (http(s), allowed hosts),
     # not URLField's validator, so the error says what is wrong.
-    webhook_url = models.CharField(
-        max_length=500, blank=True, help_text="A JSON POST per event (http or https)."
+    webhook_url = models.CharField(max_length=500, blank=True, help_text="A POST per event (http or https).")
+
+    class WebhookFormat(models.TextChoices):
+        JSON = "json", "JSON (every field of the event)"
+        CHAT = "chat", 'Chat message ({"text": …} for Slack, Mattermost, Teams incoming webhooks)'
+
+    webhook_format = models.CharField(
+        max_length=8,
+        choices=WebhookFormat.choices,
+        default=WebhookFormat.JSON,
+        help_text="The shape of the webhook's body.",
     )
     created = models.DateTimeField(auto_now_add=True)
     updated = models.DateTimeField(auto_now=True)
@@ -80,3 +95,34 @@ class Subscription(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user} on {self.flow}"
+
+
+class Delivery(models.Model):
+    """One attempt to tell one subscriber of one event by one channel, kept so
+    the subscription shows when it last got through and why it did not (a
+    mail server refusing, a webhook answering 500) instead of a server log
+    line only. The newest KEEP_DELIVERIES per subscription are kept."""
+
+    class Status(models.TextChoices):
+        DELIVERED = "DELIVERED", "delivered"
+        RETRYING = "RETRYING", "failed, will retry"
+        FAILED = "FAILED", "failed, gave up"
+
+    subscription = models.ForeignKey(Subscription, on_delete=models.CASCADE, related_name="deliveries")
+    channel = models.CharField(max_length=16, help_text="email or webhook")
+    # The event's fields, not a key to it: events are pruned with the history.
+    event_id = models.BigIntegerField()
+    kind = models.CharField(max_length=64)
+    execution_id = models.BigIntegerField(null=True, blank=True)
+    status = models.CharField(max_length=16, choices=Status.choices)
+    attempt = models.PositiveSmallIntegerField(help_text="1 for the first try of this event.")
+    error = models.TextField(blank=True)
+    retry_at = models.DateTimeField(null=True, blank=True)
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created", "-id"]
+        indexes = [models.Index(fields=["subscription", "-id"], name="delivery_newest")]
+
+    def __str__(self) -> str:
+        return f"{self.kind} to {self.subscription} by {self.channel}: {self.status}"

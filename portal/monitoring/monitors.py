@@ -8,8 +8,9 @@ runs, when it will probably finish — and raises `sla.flow_finish_at_risk`
 once per execution when it will probably miss, and `sla.flow_finish_missed`
 when the deadline passed and the orchestrator has not already said so. A
 failed execution raises `execution.failed` once (the seed's SLAMonitor also
-alerts on failed flows). The job start deadline is enforced, and its event
-raised, by the orchestrator itself.
+alerts on failed flows): the orchestrator raises it as the execution ends
+(events.outcomes), this check under the same key is the backstop. The job
+start deadline is enforced, and its event raised, by the orchestrator itself.
 """
 
 from __future__ import annotations
@@ -27,11 +28,11 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.utils import timezone
 
-from portal.events import sinks
+from portal.events import outcomes, sinks
 from portal.events.models import Event
 from portal.events.services import raise_event
 from portal.flows.policies import flow_sla_seconds
-from portal.monitoring import health
+from portal.monitoring import freshness, health
 from portal.orchestration.models import Action, ActionKind, ExecutionStatus, FlowExecution
 
 logger = logging.getLogger(__name__)
@@ -166,7 +167,9 @@ def check_failed_executions(now: datetime | None = None) -> int:
                 FAILED,
                 f"{execution} failed: {execution.message or 'no message'}",
                 severity=Event.Severity.ERROR,
-                dedupe_key=_key(FAILED, execution),
+                dedupe_key=outcomes.failure_key(
+                    execution.flow_group, execution.flow_name, execution.execution_id, execution.ended_at
+                ),
                 flow_group=execution.flow_group,
                 flow_name=execution.flow_name,
                 execution_id=execution.execution_id,
@@ -196,6 +199,7 @@ def run_monitors(now: datetime | None = None, *, force: bool = False) -> Monitor
     monitors: dict[str, Callable[[], int]] = {
         "flow SLAs": lambda: check_flow_slas(now),
         "failed executions": lambda: check_failed_executions(now),
+        "dataset freshness": lambda: freshness.check_freshness(now),
         "executor health": lambda: health.check_executors(now),
         "broker and Spark masters": lambda: health.check_infrastructure(now, force=force),
     }

@@ -15,7 +15,7 @@ from django.views.decorators.http import require_http_methods
 
 from portal.accounts import access
 from portal.monitoring import history as monitoring_history
-from portal.orchestration import statestore
+from portal.orchestration import lineage, statestore
 from portal.orchestration.models import CommitStoreDataset, DatasetState
 from portal.pipeline.watermarks import value_of
 
@@ -120,5 +120,6 @@ def dataset_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "watermark_kind": charts["watermark_kind"],
         "unplotted": charts["unplotted"],
         "execution_url": charts["execution_url"],
+        **lineage.neighbours(state),  # staff: every flow's edges
     }
     return render(request, "orchestration/state/detail.html", context, status=status)

@@ -4,7 +4,6 @@ signed-in user may look, like the flow catalog (FlowConfig.visible_to)."""
 
 from __future__ import annotations
 
-import hmac
 from urllib.parse import urlencode
 
 from django.conf import settings
@@ -24,7 +23,7 @@ from portal.monitoring import history, metrics, subscriptions
 from portal.monitoring.dashboard import dashboard_context
 from portal.monitoring.forms import SubscriptionForm
 from portal.monitoring.models import Subscription
-from portal.orchestration import statestore
+from portal.orchestration import lineage, statestore
 
 HTMX_STOP_POLLING = 286
 
@@ -93,21 +92,25 @@ def dataset(
     )
     if state is None:
         raise Http404("No such dataset.")
-    return render(request, "monitoring/dataset.html", history.dataset_context(state))
+    context = history.dataset_context(state)
+    # What feeds it and what it feeds: only the edges of flows whose history the viewer may see.
+    context.update(
+        lineage.neighbours(state, lambda group, name: history.flow_history_visible(request.user, group, name))
+    )
+    return render(request, "monitoring/dataset.html", context)
 
 
 @require_GET
 @never_cache
 def metrics_view(request: HttpRequest) -> HttpResponse:
-    """Prometheus text format. Open, or behind MONITORING_METRICS_TOKEN
-    (`Authorization: Bearer <token>`, as Prometheus' `authorization` sends it)."""
-    token = settings.MONITORING_METRICS_TOKEN
-    if token:
-        sent = request.headers.get("Authorization", "")
-        if not hmac.compare_digest(sent.encode(), f"Bearer {token}".encode()):
-            response = HttpResponse("A bearer token is required.\n", status=401, content_type="text/plain")
-            response["WWW-Authenticate"] = 'Bearer realm="metrics"'
-            return response
+    """Prometheus text format, for whoever metrics.may_scrape lets in; anyone else gets 401
+    asking for the bearer token (`Authorization: Bearer <MONITORING_METRICS_TOKEN>`)."""
+    if not metrics.may_scrape(request):
+        response = HttpResponse(
+            "Sign in, or send the metrics bearer token.\n", status=401, content_type="text/plain"
+        )
+        response["WWW-Authenticate"] = 'Bearer realm="metrics"'
+        return response
     return HttpResponse(metrics.render(), content_type=metrics.CONTENT_TYPE)
 
 

@@ -40,6 +40,9 @@ from portal.orchestration.serializers import (
 
 NOT_FOUND = OpenApiResponse(description="No such flow or execution (or not visible to you).")
 FORBIDDEN = OpenApiResponse(description="Only the flow's owner or staff may do this.")
+QUOTA_EXCEEDED = OpenApiResponse(
+    description="A quota refuses it: the body names the quota, whose it is, the limit and the use."
+)
 FLOW_PARAMETERS = [
     OpenApiParameter(
         "flowGroup", str, description="The execution's flow group, when its id is shared by several flows."
@@ -64,7 +67,7 @@ class FlowStatusView(APIView):
     )
     def get(self, request: Request, flowGroup: str, flowName: str) -> Response:
         execution = execution_status.last_status(request.user, flowGroup, flowName)
-        return Response(FlowStatusSerializer(execution).data)
+        return Response(FlowStatusSerializer(execution, context={"request": request}).data)
 
 
 @extend_schema(exclude=True)
@@ -113,7 +116,7 @@ class FlowExecutionViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
         },
     )
     def retrieve(self, request: Request, *args, **kwargs) -> Response:
-        return Response(FlowStatusSerializer(self.get_object()).data)
+        return Response(FlowStatusSerializer(self.get_object(), context=self.get_serializer_context()).data)
 
     def _request(self, verb) -> Response:
         execution = self.get_object()
@@ -125,7 +128,10 @@ class FlowExecutionViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
         fresh = execution_status.flow_execution(
             self.request.user, execution.flow_group, execution.flow_name, execution.execution_id
         )
-        return Response(FlowStatusSerializer(fresh).data, status=status.HTTP_202_ACCEPTED)
+        return Response(
+            FlowStatusSerializer(fresh, context=self.get_serializer_context()).data,
+            status=status.HTTP_202_ACCEPTED,
+        )
 
     @extend_schema(
         operation_id="flowexecutions_kill",
@@ -176,6 +182,7 @@ class RunFlowView(APIView):
             400: OpenApiResponse(description="Invalid backfill"),
             403: FORBIDDEN,
             404: NOT_FOUND,
+            503: QUOTA_EXCEEDED,
         },
     )
     def post(self, request: Request, flowGroup: str, flowName: str) -> Response:
@@ -189,7 +196,7 @@ class RunFlowView(APIView):
         except DjangoValidationError as error:
             raise exceptions.ValidationError(error.message_dict) from None
         return Response(
-            FlowStatusSerializer(execution).data,
+            FlowStatusSerializer(execution, context={"request": request}).data,
             status=status.HTTP_202_ACCEPTED,
             headers={"Location": _execution_location(execution)},
         )

@@ -8,7 +8,7 @@ class OrchestrationConfig(AppConfig):
         # Configure the Celery app in every Django process so the outbox relay
         # from the web or scheduler uses the settings' broker.
         import portal.celery  # noqa: F401
-        from portal.orchestration import guard, receivers, rules  # noqa: F401
+        from portal.orchestration import cdc, guard, receivers, rules  # noqa: F401
 
         guard.connect()
         rules.register()

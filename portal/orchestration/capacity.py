@@ -85,6 +85,12 @@ def occupied(job_id: int, attempt: int) -> Iterator[None]:
             _slots.pop(name, None)
 
 
+def running_jobs() -> list[str]:
+    """The deliveries this process's job threads are inside now ("job 7 attempt 2")."""
+    with _lock:
+        return [f"job {s.job_id} attempt {s.attempt}" for s in _slots.values()]
+
+
 def _consuming(controller: Any) -> tuple[bool, str]:
     from celery import bootsteps
 

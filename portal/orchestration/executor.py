@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
@@ -22,11 +22,13 @@ from django.db import transaction
 from django.utils import timezone
 
 from portal.keys.errors import EncryptionError
+from portal.keys.properties import unwrap_flow_key
 from portal.keys.services import decrypt_properties, is_encrypted, secret_values
-from portal.orchestration import guard, joblogs, lakestate, sparkctx, statestore
+from portal.orchestration import guard, joblogs, lakestate, quota_spark, sparkctx, statestore
 from portal.orchestration.actions import enqueue_for, process_id
 from portal.orchestration.commitstore import FailpointCrash, failpoint
 from portal.orchestration.figures import in_words, summarise
+from portal.orchestration.glance import note_run
 from portal.orchestration.heartbeat import JobHeartbeat, lease_until
 from portal.orchestration.models import (
     JOB_FINISHED,
@@ -40,12 +42,15 @@ from portal.orchestration.models import (
 )
 from portal.orchestration.publish import DatasetCommit, commit
 from portal.orchestration.recovery import RecoveryReport, exclude_datasets, recover
+from portal.orchestration.signals import job_run_changed
 from portal.orchestration.submit import run_submitted, uses_spark_submit
-from portal.pipeline import run_job
+from portal.pipeline import landing, run_job
+from portal.pipeline.columnrules import needs_key
 from portal.pipeline.delivery import failure_summary
 from portal.pipeline.jobspec import JobSpec
 from portal.pipeline.publisher import cleanup_task_output
 from portal.pipeline.taskstate import SUCCEEDED
+from portal.topology import reach
 
 logger = logging.getLogger(__name__)
 
@@ -69,9 +74,12 @@ def claim(job_id: int, attempt: int, worker: str) -> JobExecution | None:
         if not won:
             return None
         job = JobExecution.objects.select_related("execution").get(pk=job_id)
-        FlowExecution.objects.filter(pk=job.execution_id, status=ExecutionStatus.COMPILED).update(
+        if FlowExecution.objects.filter(pk=job.execution_id, status=ExecutionStatus.COMPILED).update(
             status=ExecutionStatus.RUNNING, started_at=now
-        )
+        ):
+            job.execution.status, job.execution.started_at = ExecutionStatus.RUNNING, now
+            note_run(job.execution)
+        job_run_changed.send(sender=JobExecution, job=job, status=JobStatus.RUNNING, attempt=attempt)
     return job
 
 
@@ -87,6 +95,14 @@ def report(job: JobExecution, attempt: int, status: str, **fields: Any) -> bool:
         )
         if moved and status in JOB_FINISHED:
             enqueue_for(job.execution, ActionKind.REEVALUATE)
+            job.status, job.message = status, fields.get("message", job.message)
+            job_run_changed.send(
+                sender=JobExecution,
+                job=job,
+                status=status,
+                attempt=attempt,
+                task_states=fields.get("task_states"),
+            )
     if not moved:
         logger.info("ignored %s for %s attempt %d: the job has moved on", status, job, attempt)
     return bool(moved)
@@ -129,9 +145,13 @@ def _exception_text(exc: BaseException) -> str:
 def _run(run: JobRun, message: dict[str, Any]) -> str:
     """The steps of one run; `message` is the JobSpec as the orchestrator sent it (ciphertext)."""
     # The worker's own security check, before anything starts (it trusts nothing the web tier sent).
-    refused = guard.refusal(run.job, message)
+    refused = guard.refusal(run.job, message) or quota_spark.sizing_refusal(run.job)
     if refused:
         return run.finish(JobStatus.FAILED, refused)
+    # Every connection the job opens is judged against the portal's own databases (asked now: a
+    # restarted server has a new identity), in this process and, through the JobSpec, on a cluster.
+    run.portal_databases = reach.portal_landings()
+    landing.register(run.portal_databases)
     run.start_spark(message)
     if run.cancel.is_set():
         return run.finish(
@@ -174,6 +194,7 @@ class JobRun:
     run_state: JobState
     spark: Any = None
     submitted: bool = False  # a cluster job: it runs as its own application (spark-submit)
+    portal_databases: list[landing.Landing] = field(default_factory=list)
 
     def finish(
         self,
@@ -202,11 +223,13 @@ class JobRun:
             settings.SPARK_MASTER if self.submitted else message.get("spark_master") or settings.SPARK_MASTER
         )
         self.spark = sparkctx.session_for(master, message.get("spark_conf"))
-        self.heartbeat.spark = self.spark
+        self.heartbeat.attach(self.spark, submitted=self.submitted)
         self.log.attach(self.spark)
-        JobExecution.objects.filter(pk=self.job.pk).update(
-            spark_ui_url=self.spark.sparkContext.uiWebUrl or ""
-        )
+        self.log.write(sparkctx.application_line(self.spark))
+        # The UI staff reach through the portal's proxy (sparkui.py) while the job runs: this
+        # session's, unless the job runs as an application of its own (spark-submit).
+        ui = "" if self.submitted else self.spark.sparkContext.uiWebUrl or ""
+        JobExecution.objects.filter(pk=self.job.pk).update(spark_ui_url=ui)
 
     def read_spec(self, message: dict[str, Any]) -> JobSpec:
         """The one JobSpec of this run, with its properties decrypted here, in this worker's memory
@@ -215,7 +238,26 @@ class JobRun:
         encrypted = message["properties"]
         properties = decrypt_properties(encrypted)
         self.log.hide(secret_values(encrypted, properties))
-        return JobSpec.from_dict({**message, "properties": properties, "log_tag": self.log.tag})
+        # What the pipeline judges its connections by: the portal's own databases (the worker's,
+        # never the message's) and the names of the hop's data nodes (the guard checked them).
+        own = [found.to_dict() for found in self.portal_databases]
+        nodes = {
+            role: str(properties.get(f"flowport.hop.{role}") or "") for role in ("source", "destination")
+        }
+        spec = JobSpec.from_dict(
+            {
+                **message,
+                "properties": properties,
+                "log_tag": self.log.tag,
+                "scheduler_pool": sparkctx.fair_pool(self.spark, quota_spark.spark_pool(self.job)),
+                "spark_sizing": quota_spark.spark_sizing(self.job),  # a submitted job's own application
+                landing.SPEC_KEY: own,
+                landing.NODES_KEY: nodes,
+            }
+        )
+        if needs_key(encrypted):  # the column rules' key: in this memory only, never shipped
+            spec.column_key = unwrap_flow_key(encrypted, "columns.encrypt")
+        return spec
 
     def recover(self, spec: JobSpec) -> RecoveryReport:
         """Finish what earlier runs left in the commit-step store."""

@@ -19,12 +19,15 @@ class BackfillForm(forms.Form):
         label="Low watermark",
         max_length=1000,
         required=False,
-        help_text="Records above this watermark; empty reads from the first record.",
+        help_text="Records above this, in the watermark's own terms: a date or time (2024-03-01, "
+        "2024-03-01T10:00:00Z) for a time column or a files source (file times), a number for a numeric "
+        "column. Empty reads from the first record.",
     )
     high = forms.CharField(
         label="High watermark",
         max_length=1000,
-        help_text="Up to and including this watermark. The stored watermark does not move.",
+        help_text="Up to and including this, in the same terms. A range that matches nothing loaded "
+        "so far is refused. The stored watermark does not move.",
     )
 
     def backfill(self) -> dict[str, dict[str, str | None]]:

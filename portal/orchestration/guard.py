@@ -21,6 +21,7 @@ from portal.flows.models import FlowConfig
 from portal.keys.errors import EncryptionError
 from portal.keys.properties import WRAPPED_KEY_PROPERTY, looks_encrypted
 from portal.keys.services import holds_key, owner_problems
+from portal.pipeline import node_relative
 from portal.pipeline.confinement import ConfinementError, confine, resolve
 from portal.pipeline.schema import (
     NODE,
@@ -187,6 +188,7 @@ def _own_namespace(path: str, root: str, group: str, name: str, what: str) -> No
 def _check_user_keys(props: dict[str, str]) -> None:
     user_props = {k: v for k, v in props.items() if not k.startswith(HOP)}
     problems = control_problems(props) + class_problems(user_props) + urn_problems(user_props)
+    problems += node_relative.problems(user_props)
     problems += [
         f"{key!r} names a secret but is in clear" for key in clear_secret_keys(user_props, looks_encrypted)
     ]

@@ -11,7 +11,8 @@ paths:
 * later hops — a replication hop: it reads what its parent published
   (`source.files.path` = the parent's publish dir, format = the parent's
   writer format) and copies it as is, so the flow's extract, converter,
-  quality and fork keys apply to the first hop only; after a fork it copies
+  quality, fork and column-rule keys apply to the first hop only (a later
+  hop would hash or encrypt again); after a fork it copies
   branch 0 (its files, `*-b0.*`, in its format);
 * every hop — a `files` destination publishes to
   `<node path>/<flowGroup>/<flowName>` (`data.publisher.final.dir`, or
@@ -34,13 +35,14 @@ from typing import Any
 
 from django.conf import settings
 
+from portal.orchestration import replays
 from portal.pipeline.properties import is_branch_scoped
 from portal.pipeline.schema import NODE, base_key, owner_of
 from portal.topology.reach import catalog_uri
 
 FILES_SOURCE = "portal.pipeline.sources.files.FileSource"
 JDBC_SOURCE = "portal.pipeline.sources.jdbc.JdbcSource"
-FIRST_HOP_ONLY = ("source.", "extract.", "converter.", "qualitychecker.", "fork.", "dataset.urn")
+FIRST_HOP_ONLY = ("source.", "extract.", "converter.", "qualitychecker.", "fork.", "dataset.urn", "columns.")
 # Node-owned keys the compiler itself sets (the hop keys); every other node-owned key is bound here.
 COMPILER_KEYS = ("flowport.", "flow.group", "flow.name", "job.name", "spark.master")
 
@@ -164,5 +166,6 @@ def build_jobspec(
         "executor": plan.get("executor", ""),
     }
     if execution.backfill and not parents:
-        spec["backfill"] = dict(execution.backfill)
+        spec["backfill"] = {urn: dict(bounds) for urn, bounds in execution.backfill.items()}
+        replays.bind(spec, spec["properties"].get("flowport.hop.destination.kind", ""))
     return spec

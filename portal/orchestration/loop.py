@@ -23,6 +23,7 @@ from portal.orchestration.orchestrator import resend_unclaimed, sweep_lost_jobs
 from portal.orchestration.outbox import relay_outbox
 from portal.orchestration.retention import prune_history
 from portal.orchestration.scheduler import schedule_due_ticks
+from portal.orchestration.triggers import check_files, fire_due
 from portal.orchestration.workers import prune_departed_workers, sweep_silent_executors
 
 logger = logging.getLogger(__name__)
@@ -104,6 +105,9 @@ class OrchestratorLoop:
         while self._guarded("actions", process_actions):
             # A burst of launches (a top of the hour) must not hold back the next minute's ticks.
             self._cron_ticks()
+        # Data triggers: debounces that are up, source folders due for a look (due rows only).
+        self._guarded("data triggers", fire_due)
+        self._guarded("file triggers", check_files)
         self._guarded("outbox relay", relay_outbox)
         # After a topology change: the affected flows' verdicts, in batches.
         self._guarded("recompiles", lambda: refresh_compilations(self._budget(1.0)))

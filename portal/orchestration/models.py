@@ -4,8 +4,10 @@ run-now request) and is the row every later step hangs off."""
 from __future__ import annotations
 
 from collections.abc import Iterable
+from datetime import datetime
 
 from django.db import models
+from django.utils import timezone
 
 from portal.accounts import access
 from portal.flows.models import FlowConfig
@@ -35,6 +37,9 @@ class FlowExecution(models.Model):
         RUN_NOW = "RUN_NOW", "run now"
         RUN_IMMEDIATELY = "RUN_IMMEDIATELY", "run immediately on save"
         BACKFILL = "BACKFILL", "backfill"
+        DATA = "DATA", "upstream data committed"
+        FILES = "FILES", "files arrived"
+        WEBHOOK = "WEBHOOK", "webhook"
 
     flow = models.ForeignKey(FlowConfig, on_delete=models.SET_NULL, null=True, related_name="executions")
     # Kept as text too, so history outlives a deleted flow.
@@ -56,6 +61,15 @@ class FlowExecution(models.Model):
     backfill = models.JSONField(default=dict, blank=True)
     cancel_requested = models.BooleanField(default=False)
     requested_by = models.CharField(max_length=150, blank=True)
+    # What it compiled against, recorded at launch: the flow's version
+    # (flows.versions), each template pack's version, the topology revision,
+    # and a hash of the job plan (two executions with one hash ran the same plan).
+    # `pinned_version`: a re-run asked for this old version instead of the current one.
+    pinned_version = models.PositiveIntegerField(null=True, blank=True)
+    flow_version = models.PositiveIntegerField(null=True, blank=True)
+    pack_versions = models.JSONField(default=dict, blank=True)
+    topology_revision = models.BigIntegerField(null=True, blank=True)
+    plan_hash = models.CharField(max_length=64, blank=True)
 
     objects = access.AccessQuerySet.as_manager()  # restrict(user, action): orchestration.rules
 
@@ -77,6 +91,9 @@ class FlowExecution(models.Model):
             # or not; the dashboard and retention look executions up by age.
             models.Index(fields=["-execution_id", "-id"], name="execution_newest"),
             models.Index(fields=["status", "-execution_id"], name="execution_status_newest"),
+            # A flow's newest executions (its page, the flow list's last runs): read
+            # a few from the top, however long its history.
+            models.Index(fields=["flow", "-execution_id"], name="execution_flow_newest"),
             models.Index(fields=["created"], name="execution_created"),
             # The dashboard's recent failures. No NULLS LAST: SQLite (the embedded
             # database) cannot index it, and a finished execution has its end time.
@@ -90,6 +107,21 @@ class FlowExecution(models.Model):
 
     def __str__(self) -> str:
         return f"{self.flow_group}/{self.flow_name}#{self.execution_id}"
+
+    @property
+    def logical_date(self) -> datetime | None:
+        """The moment the run is for (Airflow's logical date): its cron tick,
+        or when it was asked for when run by hand or backfilled."""
+        return self.scheduled_at or self.created
+
+    @property
+    def display_name(self) -> str:
+        """A name a person can read and say ("orders-daily · 2026-11-26 02:00"),
+        shown beside the epoch-millisecond id, which stays the key."""
+        moment = self.logical_date
+        if moment is None:
+            return self.flow_name
+        return f"{self.flow_name} · {timezone.localtime(moment):%Y-%m-%d %H:%M}"
 
 
 class ScheduleCursor(models.Model):
@@ -162,6 +194,9 @@ class JobExecution(models.Model):
     # reporting; past JOB_MAX_REDELIVERIES the job fails as a poison job.
     redeliveries = models.PositiveIntegerField(default=0)
     not_before = models.DateTimeField(null=True, blank=True)
+    # Ready, but held back by a quota since then (portal.orchestration.quota_gate);
+    # empty once it leaves PENDING. Its executor's waiters are read by an index.
+    waiting_since = models.DateTimeField(null=True, blank=True)
     dispatched_at = models.DateTimeField(null=True, blank=True)
     started_at = models.DateTimeField(null=True, blank=True)
     ended_at = models.DateTimeField(null=True, blank=True)
@@ -187,10 +222,34 @@ class JobExecution(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["execution", "job_name"], name="one_job_per_execution")
         ]
-        indexes = [models.Index(fields=["status", "lease_until"])]
+        indexes = [
+            models.Index(fields=["status", "lease_until"]),
+            models.Index(
+                fields=["executor", "waiting_since"],
+                condition=models.Q(waiting_since__isnull=False),
+                name="job_waiting_for_quota",
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"{self.job_name}#{self.execution.execution_id}"
+
+    @property
+    def records_bad(self) -> int:
+        """Records its tasks could not read and set aside (portal.pipeline.badrows)."""
+        return sum(int(state.get("records_bad") or 0) for state in self.task_states or [])
+
+    @property
+    def bad_records_tables(self) -> list[str]:
+        """The error tables beside its JDBC or Iceberg destinations its tasks' bad records go to
+        with the run's publish (portal.pipeline.badtables)."""
+        names = (name for state in self.task_states or [] for name in state.get("bad_records_tables") or [])
+        return list(dict.fromkeys(names))
+
+    @property
+    def bad_records_in_files(self) -> bool:
+        """Whether some of them are in files (beside a files dataset, or the err folder)."""
+        return any(state.get("bad_records_files") for state in self.task_states or [])
 
 
 class ActionKind(models.TextChoices):
@@ -454,3 +513,42 @@ def delivered_text(received: dict[str, int]) -> str:
     """ "3,000,000 record(s) to archive" (and more, joined), for messages."""
     parts = [f"{count:,} record(s) to {node}" for node, count in sorted(received.items())]
     return " and ".join(parts) if parts else "no records"
+
+
+class LineageEdge(models.Model):
+    """A dataset read and a dataset written by one job of a flow, as its last committed run
+    told (orchestration.lineage): the dataset pages say from these what feeds a dataset and
+    what it feeds. Datasets are OpenLineage's (namespace, name), never with credentials."""
+
+    source_namespace = models.CharField(max_length=300)
+    source_name = models.CharField(max_length=500)
+    target_namespace = models.CharField(max_length=300)
+    target_name = models.CharField(max_length=500)
+    flow_group = models.CharField(max_length=128)
+    flow_name = models.CharField(max_length=128)
+    job_name = models.CharField(max_length=300)
+    execution_id = models.BigIntegerField()
+    seen = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=[
+                    "source_namespace",
+                    "source_name",
+                    "target_namespace",
+                    "target_name",
+                    "flow_group",
+                    "flow_name",
+                    "job_name",
+                ],
+                name="lineage_edge_once_per_job",
+            )
+        ]
+        indexes = [
+            models.Index(fields=["target_namespace", "target_name"], name="lineage_edge_into"),
+            models.Index(fields=["source_namespace", "source_name"], name="lineage_edge_out_of"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.source_namespace}/{self.source_name} → {self.target_namespace}/{self.target_name}"

@@ -19,17 +19,20 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from portal.events import outcomes
 from portal.events.services import raise_event
+from portal.flows import versions
 from portal.flows.compiler import COMPILED, PENDING, compile_flow
-from portal.flows.models import FlowConfig
+from portal.flows.models import FlowConfig, FlowVersion
 from portal.flows.policies import (
     flow_sla_seconds,
     job_start_sla_seconds,
     retry_backoff_seconds,
     retry_count,
 )
-from portal.orchestration import outbox
+from portal.orchestration import outbox, quota_gate, triggers
 from portal.orchestration.actions import enqueue_for, handles
+from portal.orchestration.glance import note_run
 from portal.orchestration.jobspecs import build_jobspec
 from portal.orchestration.models import (
     FINISHED_STATUSES,
@@ -48,6 +51,8 @@ from portal.orchestration.models import (
     delivered_text,
 )
 from portal.orchestration.services import execution_in_the_way, skipped_because
+from portal.orchestration.signals import job_run_changed
+from portal.quotas.services import QuotaExceeded
 
 logger = logging.getLogger(__name__)
 
@@ -66,20 +71,69 @@ def _finish(execution: FlowExecution, status: str, message: str) -> None:
     execution.status, execution.message = status, message[:4000]
     execution.ended_at = timezone.now()
     execution.save(update_fields=["status", "message", "ended_at"])
+    note_run(execution)
     logger.info("execution %s %s: %s", execution, status, message)
+    if status in (ExecutionStatus.COMMITTED, ExecutionStatus.FAILED):
+        outcomes.execution_ended(
+            flow_group=execution.flow_group,
+            flow_name=execution.flow_name,
+            execution_id=execution.execution_id,
+            committed=status == ExecutionStatus.COMMITTED,
+            title=str(execution),
+            message=execution.message,
+            ended_at=execution.ended_at,
+            previous_if_unknown=lambda: _previous_outcome(execution),
+        )
+    if status == ExecutionStatus.COMMITTED:
+        _tell_downstream(execution)
+
+
+def _tell_downstream(execution: FlowExecution) -> None:
+    """Start the flows waiting for this commit, in this transaction (orchestration.triggers); a
+    fault there is logged and must not undo the commit it follows."""
+    try:
+        with transaction.atomic():
+            triggers.execution_committed(execution)
+    except Exception:
+        logger.exception("the data triggers of %s failed", execution)
+
+
+def _previous_outcome(execution: FlowExecution) -> bool | None:
+    """Was the flow's last finished execution before this one good? Asked only
+    for a flow whose outcome was not recorded yet (one that last ended before
+    outcomes were kept)."""
+    previous = (
+        FlowExecution.objects.filter(
+            flow_group=execution.flow_group,
+            flow_name=execution.flow_name,
+            status__in=[ExecutionStatus.COMMITTED, ExecutionStatus.FAILED],
+        )
+        .exclude(pk=execution.pk)
+        .order_by("-execution_id")
+        .values_list("status", flat=True)
+        .first()
+    )
+    return None if previous is None else previous == ExecutionStatus.COMMITTED
 
 
 def _set_job(job: JobExecution, status: str, message: str | None = None, **fields) -> None:
+    ended_a_run = job.status == JobStatus.RUNNING and status != JobStatus.RUNNING
+    attempt = job.attempt
     job.status, job.status_rank = status, JOB_STATUS_RANK[status]
     if message is not None:
         job.message = message[:4000]
     if status in JOB_FINISHED and job.ended_at is None:
         job.ended_at = timezone.now()
+    if status != JobStatus.PENDING:
+        job.waiting_since = None  # no longer held back by a quota
     if "attempt" in fields:  # a new attempt: the last one's log tails are not its own
         fields = {"log_excerpt": "", "driver_log_excerpt": "", **fields}
     for name, value in fields.items():
         setattr(job, name, value)
     job.save()
+    if ended_a_run:  # its worker died or it was cut off: the attempt's run ends here (lineage)
+        ended = status if status in (JobStatus.CANCELLED, JobStatus.COMMITTED) else JobStatus.FAILED
+        job_run_changed.send(sender=JobExecution, job=job, status=ended, attempt=attempt)
 
 
 # --- LAUNCH ----------------------------------------------------------------------
@@ -101,6 +155,41 @@ def _skip_tick_of_a_flow_that_cannot_run(flow: FlowConfig, execution: FlowExecut
     )
 
 
+# How often a first tick waiting for the run made on save looks again.
+FIRST_TICK_RECHECK_SECONDS = 10
+
+
+def _first_tick_behind_the_run_on_save(execution: FlowExecution, running: FlowExecution) -> bool:
+    """A flow saved with "run immediately" starts a run at once; its schedule's first tick
+    often comes while that run is still warming up (Spark starting). That tick was no missed
+    run: it waits for the run on save, then runs. Later ticks are skipped as ever (one at a
+    time, flow.allowConcurrentExecution)."""
+    return (
+        execution.trigger == FlowExecution.Trigger.SCHEDULE
+        and running.trigger == FlowExecution.Trigger.RUN_IMMEDIATELY
+        and not FlowExecution.objects.filter(
+            flow_id=execution.flow_id, trigger=FlowExecution.Trigger.SCHEDULE
+        )
+        .exclude(pk=execution.pk)
+        .exists()
+    )
+
+
+def _wait_for(execution: FlowExecution, running: FlowExecution) -> None:
+    message = (
+        f"Waiting for execution {running.execution_id} (the run made when the flow was saved) to finish; "
+        "this first scheduled run starts after it."
+    )
+    if execution.message != message:
+        execution.message = message
+        execution.save(update_fields=["message"])
+    enqueue_for(
+        execution,
+        ActionKind.LAUNCH,
+        due_at=timezone.now() + timedelta(seconds=FIRST_TICK_RECHECK_SECONDS),
+    )
+
+
 @handles(ActionKind.LAUNCH)
 def launch(action: Action) -> None:
     execution = _locked_execution(action)
@@ -112,10 +201,26 @@ def launch(action: Action) -> None:
     # One launch per flow at a time, so the concurrency check cannot race.
     flow = FlowConfig.objects.select_for_update().select_related("owner").get(pk=execution.flow_id)
     if running := execution_in_the_way(flow, besides=execution):
+        if _first_tick_behind_the_run_on_save(execution, running):
+            _wait_for(execution, running)
+            return
         _finish(execution, ExecutionStatus.SKIPPED, skipped_because(running))
         return
+    if execution.trigger in (FlowExecution.Trigger.SCHEDULE, FlowExecution.Trigger.RUN_IMMEDIATELY):
+        try:  # run-now and backfills were refused when asked for
+            quota_gate.check_hourly(flow.pk, besides=execution.pk)
+        except QuotaExceeded as refused:
+            _finish(execution, ExecutionStatus.SKIPPED, f"Not run: {refused.message}")
+            return
 
-    compiled = compile_flow(flow)
+    # A re-run asked for the version an old execution ran; otherwise the flow as it is now.
+    pinned: FlowVersion | None = None
+    if execution.pinned_version is not None:
+        pinned = versions.versions_of(flow).filter(number=execution.pinned_version).first()
+        if pinned is None:
+            _finish(execution, ExecutionStatus.FAILED, f"The flow has no version {execution.pinned_version}.")
+            return
+    compiled = compile_flow(versions.as_flow(flow, pinned) if pinned else flow)
     if compiled.status == PENDING:
         # Waits for a topology change (see receivers), recorded, not dropped.
         execution.message = "Waiting for the topology: " + "; ".join(compiled.pending_reasons)
@@ -151,7 +256,22 @@ def launch(action: Action) -> None:
     execution.dag = dag
     execution.status = ExecutionStatus.COMPILED
     execution.message = compiled.message
-    execution.save(update_fields=["dag", "status", "message"])
+    execution.flow_version = pinned.number if pinned else versions.latest_number(flow)
+    execution.pack_versions = dict(compiled.pinned_versions)
+    execution.topology_revision = compiled.topology_revision
+    execution.plan_hash = compiled.plan_hash()
+    execution.save(
+        update_fields=[
+            "dag",
+            "status",
+            "message",
+            "flow_version",
+            "pack_versions",
+            "topology_revision",
+            "plan_hash",
+        ]
+    )
+    note_run(execution)
     enqueue_for(
         execution,
         ActionKind.ENFORCE_FLOW_FINISH_DEADLINE,
@@ -230,6 +350,7 @@ def reevaluate_execution(execution: FlowExecution) -> None:
     )
     by_name = {job.job_name: job for job in jobs}
     now = timezone.now()
+    gate = quota_gate.Gate(execution)
     for job in jobs:  # hop order: parents are settled before their children
         _retry_or_keep(execution, job)
         if job.status != JobStatus.PENDING:
@@ -245,8 +366,12 @@ def reevaluate_execution(execution: FlowExecution) -> None:
         elif all(p.status == JobStatus.COMMITTED for p in parents):
             if job.not_before and job.not_before > now:
                 continue  # its REEVALUATE is queued for then
+            if (waiting := gate.hold(job)) is not None:
+                gate.wait(job, waiting)
+                continue
             _dispatch(execution, job)
     _roll_up(execution, jobs)
+    gate.wake(jobs)
 
 
 def _roll_up(execution: FlowExecution, jobs: list[JobExecution]) -> None:
@@ -258,7 +383,6 @@ def _roll_up(execution: FlowExecution, jobs: list[JobExecution]) -> None:
                 ExecutionStatus.COMMITTED,
                 f"{len(jobs)} job(s) committed; delivered {delivered_text(delivered(jobs))}.",
             )
-            _raise_if_recovered(execution)
         elif execution.cancel_requested:
             _finish(execution, ExecutionStatus.CANCELLED, execution.message or "Cancelled.")
         else:
@@ -275,34 +399,7 @@ def _roll_up(execution: FlowExecution, jobs: list[JobExecution]) -> None:
         execution.status = ExecutionStatus.RUNNING
         execution.started_at = execution.started_at or timezone.now()
         execution.save(update_fields=["status", "started_at"])
-
-
-def _raise_if_recovered(execution: FlowExecution) -> None:
-    """`execution.recovered`: the first success after a failure, i.e. the
-    flow's previous finished execution (by id) failed. Subscribers asked for
-    it; one indexed look-up per committed execution."""
-    previous = (
-        FlowExecution.objects.filter(
-            flow_group=execution.flow_group,
-            flow_name=execution.flow_name,
-            execution_id__lt=execution.execution_id,
-            status__in=[ExecutionStatus.COMMITTED, ExecutionStatus.FAILED],
-        )
-        .order_by("-execution_id")
-        .values_list("status", "execution_id")
-        .first()
-    )
-    if previous is None or previous[0] != ExecutionStatus.FAILED:
-        return
-    raise_event(
-        "execution.recovered",
-        f"{execution} committed after execution {previous[1]} failed.",
-        severity="INFO",
-        dedupe_key=f"execution.recovered:{execution.flow_group}/{execution.flow_name}#{execution.execution_id}",
-        flow_group=execution.flow_group,
-        flow_name=execution.flow_name,
-        execution_id=execution.execution_id,
-    )
+        note_run(execution)
 
 
 # --- KILL / RESUME -----------------------------------------------------------------
@@ -373,6 +470,7 @@ def resume(action: Action) -> None:
         else f"Resumed {resumed} job(s) by {who}."
     )
     execution.save(update_fields=["status", "cancel_requested", "ended_at", "message"])
+    note_run(execution)
     reevaluate_execution(execution)
 
 

@@ -9,9 +9,11 @@ from typing import Any
 from django.dispatch import receiver
 
 from portal.flows.signals import flow_catalog_changed
+from portal.orchestration import lineage, quota_gate
 from portal.orchestration.models import FlowExecution
 from portal.orchestration.scheduler import create_execution, sync_cursor
 from portal.orchestration.services import relaunch_waiting as relaunch
+from portal.orchestration.signals import job_run_changed
 from portal.topology.signals import topology_catalog_changed
 
 
@@ -20,6 +22,8 @@ def run_immediately(sender: Any, action: str, flow: Any, **kwargs: Any) -> None:
     # A paused flow is switched off: saving it starts nothing (Run now still does).
     runs_now = flow.run_immediately or not flow.schedule  # no schedule: run once, now (Gobblin)
     if action in ("add", "update") and runs_now and not flow.paused:
+        # Past the owner's executions-per-hour quota the save is refused (a 503), as Gobblin does.
+        quota_gate.check_hourly(flow.pk)
         create_execution(flow, FlowExecution.Trigger.RUN_IMMEDIATELY, requested_by=flow.owner.get_username())
 
 
@@ -32,3 +36,10 @@ def relaunch_waiting(sender: Any, **kwargs: Any) -> None:
 def keep_schedule_cursor(sender: Any, action: str, flow: Any, **kwargs: Any) -> None:
     if action in ("add", "update"):
         sync_cursor(flow)
+
+
+@receiver(job_run_changed, dispatch_uid="orchestration.lineage")
+def tell_lineage(
+    sender: Any, job: Any, status: str, attempt: int, task_states: Any = None, **kwargs: Any
+) -> None:
+    lineage.job_changed(job, status, attempt, task_states)

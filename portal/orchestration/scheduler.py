@@ -29,6 +29,7 @@ from portal.bulk import any_of, insert_rows
 from portal.flows import policies as run_policies
 from portal.flows.models import FlowConfig
 from portal.orchestration.actions import ActionKind, enqueue_for
+from portal.orchestration.glance import note_run
 from portal.orchestration.models import Action, FlowExecution, ScheduleCursor
 
 logger = logging.getLogger(__name__)
@@ -64,6 +65,7 @@ def create_execution(
     *,
     requested_by: str = "",
     backfill: dict | None = None,
+    pinned_version: int | None = None,
 ) -> FlowExecution | None:
     """A new execution with a DB-clock id unique per flow; None if the tick
     already has one (another scheduler got there first)."""
@@ -79,9 +81,11 @@ def create_execution(
                     trigger=trigger,
                     requested_by=requested_by,
                     backfill=backfill or {},
+                    pinned_version=pinned_version,
                 )
                 # The orchestrator launches it: the row and its LAUNCH commit together.
                 enqueue_for(execution, ActionKind.LAUNCH)
+                note_run(execution)
                 return execution
         except IntegrityError:
             if scheduled_at and FlowExecution.objects.filter(flow=flow, scheduled_at=scheduled_at).exists():

@@ -1,16 +1,24 @@
 """The seed's FlowStatus and JobStatus records (camelCase, times in epoch
 milliseconds), plus what Flowport adds: executor, attempt, Spark UI, progress
-and log excerpt per job; trigger and pending requests per execution."""
+and log excerpt per job; trigger and pending requests per execution.
+
+Messages and log excerpts are given as the requesting user may read them
+(portal.orchestration.redaction: whole for staff, without server paths and
+tracebacks for everyone else; redacted when no request is in the context), and
+the Spark UI's address only to whoever may act on the execution."""
 
 from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
 
 from drf_spectacular.extensions import OpenApiSerializerFieldExtension
 from drf_spectacular.plumbing import ResolvedComponent
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from portal.orchestration import status
-from portal.orchestration.models import ExecutionStatus, FlowExecution, JobStatus
+from portal.orchestration import redaction, status
+from portal.orchestration.models import ExecutionStatus, FlowExecution, JobExecution, JobStatus
 
 
 @extend_schema_field({"type": "integer", "format": "int64", "nullable": True})
@@ -61,6 +69,54 @@ class _TriggerEnumExtension(_NamedEnumExtension):
     target_class = "portal.orchestration.serializers.TriggerField"
 
 
+def _reader(context: Mapping[str, Any]) -> Any:
+    request = context.get("request")
+    return getattr(request, "user", None)
+
+
+def _kept(context: Mapping[str, Any], name: str, value: Any) -> Any:
+    """Keep `value` in the root serializer's context (a dict, unless no context was given)."""
+    if isinstance(context, dict):
+        context[name] = value
+    return value
+
+
+class ShownTextField(serializers.CharField):
+    """A message or log text as the requesting user may read it. The reader's redaction is kept
+    in the root serializer's context, so a list reads the data nodes' roots once."""
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(read_only=True, **kwargs)
+
+    def to_representation(self, value) -> str:
+        shown = self.context.get("shown")
+        if not isinstance(shown, redaction.Shown):
+            shown = _kept(self.context, "shown", redaction.Shown(_reader(self.context)))
+        return shown(super().to_representation(value))
+
+
+def camel_case(key: str) -> str:
+    """`work_units_total` -> `workUnitsTotal`: the API's spelling of a stored snake_case key."""
+    head, *rest = key.split("_")
+    return head + "".join(part[:1].upper() + part[1:] for part in rest)
+
+
+def _camel_keys(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {camel_case(str(key)): _camel_keys(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_camel_keys(item) for item in value]
+    return value
+
+
+class CamelCaseDictField(serializers.DictField):
+    """A stored record (the heartbeat's progress, written by the pipeline in snake_case) read
+    out with camelCase keys at every level, as the API's own fields are named."""
+
+    def to_representation(self, value: Any) -> dict[str, Any]:
+        return _camel_keys(value) if isinstance(value, dict) else {}
+
+
 class JobStatusSerializer(serializers.Serializer):
     flowName = serializers.CharField(source="execution.flow_name", read_only=True)
     flowGroup = serializers.CharField(source="execution.flow_group", read_only=True)
@@ -69,7 +125,7 @@ class JobStatusSerializer(serializers.Serializer):
     executionStartTime = EpochMillisField(source="started_at")
     executionEndTime = EpochMillisField(source="ended_at")
     executionStatus = JobStatusField(source="status")
-    message = serializers.CharField(read_only=True)
+    message = ShownTextField()
     processedCount = serializers.IntegerField(
         source="processed_count",
         read_only=True,
@@ -93,17 +149,38 @@ class JobStatusSerializer(serializers.Serializer):
     )
     retries = serializers.IntegerField(read_only=True)
     maxRetries = serializers.IntegerField(source="max_retries", read_only=True)
-    sparkUiUrl = serializers.CharField(source="spark_ui_url", read_only=True)
-    progress = serializers.DictField(
+    sparkUiUrl = serializers.SerializerMethodField(
+        help_text="The portal's address of the Spark UI of the job's driver, while the job runs, for "
+        "staff (the UI shows every job its worker ran); empty for everyone else, once the job ended, "
+        "and when the worker runs Spark without its UI (SPARK_UI_ENABLED)."
+    )
+    progress = CamelCaseDictField(
         read_only=True,
-        help_text="Spark task counts from the last heartbeat; the final counts once the job has run.",
+        help_text="Spark task counts from the last heartbeat; the final counts once the job has run "
+        "(tasksTotal, tasksDone, workUnits, …: camelCase like the rest of this record); under spark, "
+        "the application that runs the job (applicationId, master, state, executors) and what Spark "
+        "did to the job (events, each with at, message and kind: executors_lost, executors_added, "
+        "task_attempts_failed, no_executors or executors_back).",
     )
-    logExcerpt = serializers.CharField(
-        source="log_excerpt", read_only=True, help_text="The tail of the worker's log of the job."
+    logExcerpt = ShownTextField(source="log_excerpt", help_text="The tail of the worker's log of the job.")
+    driverLogExcerpt = ShownTextField(
+        source="driver_log_excerpt", help_text="The tail of the job's Spark driver log."
     )
-    driverLogExcerpt = serializers.CharField(
-        source="driver_log_excerpt", read_only=True, help_text="The tail of the job's Spark driver log."
-    )
+
+    @extend_schema_field(serializers.CharField())
+    def get_sparkUiUrl(self, job: JobExecution) -> str:
+        if not job.spark_ui_url:
+            return ""
+        allowed = self.context.get("spark_ui")
+        if not isinstance(allowed, dict):
+            allowed = _kept(self.context, "spark_ui", {})
+        if job.execution_id not in allowed:
+            allowed[job.execution_id] = status.can_see_spark_ui(_reader(self.context), job.execution)
+        if not allowed[job.execution_id]:
+            return ""
+        path = status.spark_ui_path(job)
+        request = self.context.get("request")
+        return request.build_absolute_uri(path) if path and request is not None else path
 
 
 class FlowExecutionSerializer(serializers.Serializer):
@@ -114,10 +191,16 @@ class FlowExecutionSerializer(serializers.Serializer):
     flowExecutionId = serializers.IntegerField(
         source="execution_id", read_only=True, help_text="Epoch milliseconds of its creation."
     )
+    displayName = serializers.CharField(
+        source="display_name",
+        read_only=True,
+        help_text='Its name for people: the flow and its logical date ("orders-daily · 2026-11-26 02:00", '
+        "the cron tick or, run by hand, when it was asked for, in the portal's time zone).",
+    )
     executionStartTime = EpochMillisField(source="started_at")
     executionEndTime = EpochMillisField(source="ended_at")
     executionStatus = ExecutionStatusField(source="status")
-    message = serializers.CharField(read_only=True)
+    message = ShownTextField()
     trigger = TriggerField()
     scheduledTime = EpochMillisField(source="scheduled_at", help_text="The cron tick; null when run by hand.")
     requestedBy = serializers.CharField(source="requested_by", read_only=True)
@@ -127,6 +210,33 @@ class FlowExecutionSerializer(serializers.Serializer):
         help_text="{datasetUrn: {low, high}} for a backfill run.",
     )
     cancelRequested = serializers.BooleanField(source="cancel_requested", read_only=True)
+    flowVersion = serializers.IntegerField(
+        source="flow_version",
+        read_only=True,
+        allow_null=True,
+        help_text="The flow version it compiled from (/flows/{group}/{name}/versions/); null before it compiled.",
+    )
+    pinnedVersion = serializers.IntegerField(
+        source="pinned_version",
+        read_only=True,
+        allow_null=True,
+        help_text="Set when a re-run asked for the version an earlier execution ran.",
+    )
+    packVersions = serializers.DictField(
+        source="pack_versions",
+        child=serializers.IntegerField(),
+        read_only=True,
+        help_text="{templatePack: version} of the templates it compiled with.",
+    )
+    topologyRevision = serializers.IntegerField(
+        source="topology_revision",
+        read_only=True,
+        allow_null=True,
+        help_text="The topology revision it compiled against.",
+    )
+    planHash = serializers.CharField(
+        source="plan_hash", read_only=True, help_text="SHA-256 of its job plan: equal hashes, the same plan."
+    )
 
 
 class FlowStatusSerializer(FlowExecutionSerializer):

@@ -11,17 +11,21 @@ from django.utils import timezone
 
 from portal.flows.models import FlowConfig
 from portal.flows.policies import allow_concurrent_execution
+from portal.orchestration import quota_gate
 from portal.orchestration.actions import ActionKind, enqueue_for
 from portal.orchestration.models import (
     FINISHED_STATUSES,
     JOB_NOT_COMMITTED,
     RESUMABLE_STATUSES,
     Action,
+    DatasetState,
     ExecutionStatus,
     FlowExecution,
     JobStatus,
 )
 from portal.orchestration.scheduler import create_execution
+from portal.pipeline import backfills
+from portal.topology.models import DataNode
 
 
 class NotAllowedNow(Exception):
@@ -46,17 +50,93 @@ def _clean_backfill(backfill: Any) -> dict[str, dict[str, str | None]]:
     return clean
 
 
+def _loads(flow: FlowConfig, urn: str) -> list[tuple[str, str | None, str]]:
+    """(hop, loaded from, loaded up to) of each hop's recorded loads of `urn`."""
+    found = []
+    states = DatasetState.objects.filter(
+        flow_group=flow.flow_group, flow_name=flow.flow_name, dataset_urn=urn
+    )
+    for state in states:
+        first = state.history.order_by("created", "id").first()
+        found.append((state.job_name, (first.previous_watermark or None) if first else None, state.watermark))
+    return found
+
+
+def backfill_refusal(flow: FlowConfig, urn: str, low: str | None, high: str) -> str | None:
+    """Why a backfill range of `urn` matches nothing the flow has loaded (None: it may match, or
+    no load is recorded to judge by). The range is held against every hop's history; one hop
+    whose loads it meets is enough."""
+    loads = [(hop, f, t) for hop, f, t in _loads(flow, urn) if t]
+    reasons = [backfills.refusal(low, high, loaded_from, loaded_to) for _, loaded_from, loaded_to in loads]
+    if not loads or not all(reasons):
+        return backfills.refusal(low, high, None, None) if low else None
+    return f"{urn}: {reasons[0]}"
+
+
+def backfill_preview(flow: FlowConfig, urn: str, low: str | None, high: str) -> list[dict[str, str]]:
+    """What the backfill does at each destination of the flow, in words (the page shows it first)."""
+    dag = getattr(getattr(flow, "compiled_dag", None), "dag", None) or {}
+    stored = {hop: to for hop, _, to in _loads(flow, urn)}
+    kinds = dict(DataNode.objects.values_list("name", "kind"))
+    shown = []
+    for job in dag.get("jobs", []):
+        node = job.get("destinationNode") or ""
+        properties = job.get("properties") or {}
+        kind = properties.get("flowport.hop.destination.kind") or kinds.get(node, "files")
+        text = backfills.replacement(properties, kind, urn, low, high, stored.get(job.get("jobName", "")))
+        shown.append({"destination": node, "kind": kind, "text": text})
+    return shown
+
+
 def run_now(flow: FlowConfig, *, user: Any, backfill: Any = None) -> FlowExecution:
     """Start an execution now (a backfill when `backfill` gives per-dataset
-    low/high watermarks; the stored watermarks are not moved by it)."""
+    low/high watermarks; the stored watermarks are not moved by it). A
+    backfill range that matches nothing the flow has loaded is refused."""
     bounds = _clean_backfill(backfill)
+    for urn, span in bounds.items():
+        if reason := backfill_refusal(flow, urn, span["low"], str(span["high"])):
+            raise ValidationError({"backfill": reason})
     trigger = FlowExecution.Trigger.BACKFILL if bounds else FlowExecution.Trigger.RUN_NOW
     with transaction.atomic():
+        quota_gate.check_hourly(flow.pk)  # QuotaExceeded: a 503 naming the quota
         execution = create_execution(
             flow, trigger, requested_by=getattr(user, "username", ""), backfill=bounds
         )
     assert execution is not None  # only ticks can collide
     return execution
+
+
+RAN, CURRENT = "ran", "current"
+
+
+def rerun_execution(execution: FlowExecution, *, user: Any, version: str) -> FlowExecution:
+    """Run an old execution's flow again, compiled from the flow version that
+    execution ran (`version="ran"`) or from the flow as it is now
+    (`"current"`). The new execution records which one it compiled."""
+    if version not in (RAN, CURRENT):
+        raise ValidationError({"version": f"Choose {RAN!r} (the version it ran) or {CURRENT!r}."})
+    flow = execution.flow
+    if flow is None:
+        raise NotAllowedNow("The flow was deleted; its executions cannot run again.")
+    pinned = None
+    if version == RAN:
+        if execution.flow_version is None:
+            raise ValidationError(
+                {
+                    "version": "This execution recorded no flow version (it never compiled); run the current one."
+                }
+            )
+        pinned = execution.flow_version
+    with transaction.atomic():
+        quota_gate.check_hourly(flow.pk)
+        new = create_execution(
+            flow,
+            FlowExecution.Trigger.RUN_NOW,
+            requested_by=getattr(user, "username", ""),
+            pinned_version=pinned,
+        )
+    assert new is not None
+    return new
 
 
 def execution_in_the_way(flow: FlowConfig, *, besides: FlowExecution) -> FlowExecution | None:

@@ -19,10 +19,12 @@ from typing import Any
 from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
 from django.http import Http404
+from django.urls import reverse
 
 from portal.accounts import access
 from portal.flows.models import FlowConfig
 from portal.flows.validators import NAME_PATTERN
+from portal.orchestration import sparkui
 from portal.orchestration.models import (
     FINISHED_STATUSES,
     JOB_FINISHED,
@@ -76,6 +78,22 @@ def can_run(user, flow: FlowConfig | None) -> bool:
 def can_act(user, execution: FlowExecution) -> bool:
     """May `user` kill or resume `execution` (and run its flow again)?"""
     return access.can(user, access.CHANGE, execution)
+
+
+SPARK_UI_STAFF_ONLY = (
+    "The Spark UI is for staff: it belongs to the worker's long-lived Spark application and shows "
+    "every job that worker ran (other owners' flows, their SQL and the driver's settings), which no "
+    "single flow's owner may read."
+)
+
+
+def can_see_spark_ui(user, execution: FlowExecution) -> bool:
+    """The Spark UI has no login of its own and shows the worker's whole session — every job the
+    worker ran, other owners' too — and nothing in it can be confined to one job: staff only,
+    through the portal's proxy (sparkui.py). `execution` is the one the user already sees."""
+    if user is None or not getattr(user, "is_authenticated", False):
+        return False
+    return bool(user.is_staff)
 
 
 def check_can_act(user, execution: FlowExecution) -> None:
@@ -217,6 +235,7 @@ class DagJob:
     job: JobExecution
     children: list[str] = field(default_factory=list)
     percent: int | None = None
+    spark_ui: bool = False  # may the reader follow the Spark UI link (can_see_spark_ui)?
 
     @property
     def finished(self) -> bool:
@@ -224,9 +243,87 @@ class DagJob:
 
     @property
     def spark_ui_link(self) -> str:
-        """The Spark UI address, only if it is a web address."""
-        url = self.job.spark_ui_url or ""
-        return url if url.startswith(("http://", "https://")) else ""
+        """The portal's way to the job's Spark UI, for a reader who may follow it, while the job
+        runs (sparkui.proxied_ui)."""
+        return spark_ui_path(self.job) if self.spark_ui else ""
+
+    @property
+    def spark(self) -> SparkPanel | None:
+        return spark_panel(self.job)
+
+
+def spark_ui_path(job: JobExecution) -> str:
+    """The proxy's address of `job`'s Spark UI while the job runs on a worker that recorded a web
+    address for it; "" otherwise. Whether the reader may follow it is can_see_spark_ui's."""
+    if sparkui.recorded_ui(job) is None:
+        return ""
+    execution = job.execution
+    return reverse(
+        "orchestration:spark_ui",
+        args=[execution.flow_group, execution.flow_name, execution.execution_id, job.job_name],
+    )
+
+
+@dataclass(frozen=True)
+class SparkEvent:
+    at: datetime | None
+    kind: str
+    message: str
+
+
+@dataclass(frozen=True)
+class SparkPanel:
+    """What the job's page says of the Spark application that ran it (heartbeat.SparkRecord)."""
+
+    application_id: str
+    master: str
+    state: str  # as the job's page words it
+    submitted: bool
+    events: list[SparkEvent]
+    earlier_events: int
+
+
+def spark_panel(job: JobExecution) -> SparkPanel | None:
+    """The job's Spark panel, from the record its heartbeat kept in its progress; None before a
+    worker started the job's Spark session."""
+    progress = job.progress if isinstance(job.progress, dict) else {}
+    record = progress.get("spark")
+    if not isinstance(record, dict) or not (record.get("application_id") or record.get("submitted")):
+        return None
+    executors = record.get("executors")
+    seen = _when(record.get("seen_at"))
+    if record.get("submitted"):
+        state = "runs as an application of its own (spark-submit): its id is in the driver log"
+    elif record.get("state") == "WAITING":
+        state = "waiting for executors: the master has given it none"
+    elif executors is None:
+        state = "running in the worker's process (local master)"
+    else:
+        state = f"running with {executors} executor{'s' if executors != 1 else ''}"
+    if job.status in JOB_FINISHED:
+        state = f"last seen {state}" + (f" at {seen:%H:%M:%S} UTC" if seen else "")
+    events = [
+        SparkEvent(
+            at=_when(event.get("at")), kind=str(event.get("kind", "")), message=str(event.get("message", ""))
+        )
+        for event in record.get("events") or []
+        if isinstance(event, dict)
+    ]
+    return SparkPanel(
+        application_id=str(record["application_id"]),
+        master=str(record.get("master") or ""),
+        state=state,
+        submitted=bool(record.get("submitted")),
+        events=events,
+        earlier_events=int(record.get("earlier_events") or 0),
+    )
+
+
+def _when(value: Any) -> datetime | None:
+    try:
+        return datetime.fromisoformat(str(value)) if value else None
+    except ValueError:
+        return None
 
 
 @dataclass
@@ -235,9 +332,10 @@ class DagHop:
     jobs: list[DagJob]
 
 
-def dag_by_hop(execution: FlowExecution) -> list[DagHop]:
+def dag_by_hop(execution: FlowExecution, *, spark_ui: bool = False) -> list[DagHop]:
     """The execution's jobs grouped by hop, each with its children, parents
-    before children (the order the orchestrator dispatches them in)."""
+    before children (the order the orchestrator dispatches them in); with
+    their Spark UI links when `spark_ui` (the reader passed can_see_spark_ui)."""
     jobs = sorted(execution.jobs.all(), key=lambda j: (j.hop_index, j.job_name))
     children: dict[str, list[str]] = {job.job_name: [] for job in jobs}
     for job in jobs:
@@ -247,7 +345,7 @@ def dag_by_hop(execution: FlowExecution) -> list[DagHop]:
     hops: dict[int, list[DagJob]] = {}
     for job in jobs:
         hops.setdefault(job.hop_index, []).append(
-            DagJob(job=job, children=children[job.job_name], percent=progress_percent(job))
+            DagJob(job=job, children=children[job.job_name], percent=progress_percent(job), spark_ui=spark_ui)
         )
     return [DagHop(index=index, jobs=hop_jobs) for index, hop_jobs in sorted(hops.items())]
 

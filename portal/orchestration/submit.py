@@ -28,6 +28,7 @@ from django.conf import settings
 
 from portal.pipeline import fs
 from portal.pipeline.session import spark_jars
+from portal.quotas.services import memory_mb
 
 logger = logging.getLogger(__name__)
 
@@ -68,6 +69,44 @@ def portal_zip() -> Path:
     return _zip_path[0]
 
 
+def _lower(conf: dict[str, Any], key: str, cap: int, default: int | None = None) -> int:
+    """Set `key` to `cap` unless the executor's Spark settings (or Spark's `default` for an unset
+    key) already ask for less; returns the value it now has."""
+    try:
+        given = int(str(conf[key])) if key in conf else default
+    except ValueError:
+        given = None
+    value = cap if given is None else min(given, cap)
+    conf[key] = str(value)
+    return value
+
+
+def sized_conf(conf: dict[str, Any], sizing: dict[str, int]) -> dict[str, Any]:
+    """The executor's Spark settings, sized to what the job may hold under its quota
+    (quota_spark.spark_sizing): `cores` caps the application's cores on a standalone master
+    (spark.cores.max) and, as executors of spark.executor.cores each (1 unless set), its executors
+    on YARN and Kubernetes (spark.executor.instances, dynamic allocation's bounds); `memory_mb`
+    caps each of its JVMs, the driver's and every executor's (spark.driver.memory,
+    spark.executor.memory; Spark's default is 1g). A setting the executor keeps lower stays."""
+    cores, memory = sizing.get("cores"), sizing.get("memory_mb")
+    if cores:
+        _lower(conf, "spark.cores.max", cores)
+        _lower(conf, "spark.driver.cores", cores, default=1)
+        per_executor = _lower(conf, "spark.executor.cores", cores) if "spark.executor.cores" in conf else 1
+        executors = max(1, cores // per_executor)
+        for key in ("spark.executor.instances", "spark.dynamicAllocation.maxExecutors"):
+            _lower(conf, key, executors)
+        for key in ("spark.dynamicAllocation.minExecutors", "spark.dynamicAllocation.initialExecutors"):
+            if key in conf:
+                _lower(conf, key, executors)
+    if memory:
+        for key in ("spark.driver.memory", "spark.executor.memory"):
+            given = memory_mb(str(conf.get(key, "1g")))
+            if given is None or given > memory:
+                conf[key] = f"{memory}m"
+    return conf
+
+
 def submit_argv(spec: dict[str, Any], jobspec_uri: str, output_uri: str, *, deploy_mode: str) -> list[str]:
     argv = [
         spark_submit_binary(),
@@ -78,7 +117,7 @@ def submit_argv(spec: dict[str, Any], jobspec_uri: str, output_uri: str, *, depl
         "--name",
         f"flowport:{spec['job_name']}:{spec['execution_id']}",
     ]
-    conf = dict(spec.get("spark_conf") or {})
+    conf = sized_conf(dict(spec.get("spark_conf") or {}), spec.get("spark_sizing") or {})
     jars = spark_jars(conf.pop("spark.jars", None))  # --jars would override a --conf spark.jars
     for key, value in sorted(conf.items()):
         argv += ["--conf", f"{key}={value}"]

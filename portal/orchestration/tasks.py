@@ -6,7 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from celery import shared_task
-from celery.signals import celeryd_after_setup, worker_shutdown
+from celery.signals import celeryd_after_setup, worker_shutdown, worker_shutting_down
+from django.conf import settings
 
 from portal.orchestration import capacity, executor, workers
 from portal.orchestration.commitstore import FailpointCrash
@@ -34,3 +35,8 @@ def _start_heartbeat(sender: str, instance: Any, **kwargs: Any) -> None:
 @worker_shutdown.connect
 def _stop_heartbeat(**kwargs: Any) -> None:
     workers.stop()
+
+
+@worker_shutting_down.connect
+def _stop_in_time(sig: str = "", how: str = "", exitcode: int = 0, **kwargs: Any) -> None:
+    workers.exit_after(settings.WORKER_STOP_SECONDS, int(exitcode or 0))

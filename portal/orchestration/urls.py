@@ -5,7 +5,7 @@ never meet)."""
 
 from django.urls import path
 
-from portal.orchestration import views
+from portal.orchestration import sparkui_views, views
 
 app_name = "orchestration"
 urlpatterns = [
@@ -15,6 +15,7 @@ urlpatterns = [
     path(
         "<str:flow_group>/<str:flow_name>/<int:execution_id>/resume/", views.execution_resume, name="resume"
     ),
+    path("<str:flow_group>/<str:flow_name>/<int:execution_id>/rerun/", views.execution_rerun, name="rerun"),
     path(
         "<str:flow_group>/<str:flow_name>/<int:execution_id>/jobs/<str:job_name>/log/",
         views.job_log,
@@ -29,6 +30,21 @@ urlpatterns = [
         "<str:flow_group>/<str:flow_name>/<int:execution_id>/jobs/<str:job_name>/log/download/",
         views.job_log_download,
         name="job_log_download",
+    ),
+    path(
+        "<str:flow_group>/<str:flow_name>/<int:execution_id>/jobs/<str:job_name>/bad-records/",
+        views.job_bad_records,
+        name="job_bad_records",
+    ),
+    path(
+        "<str:flow_group>/<str:flow_name>/<int:execution_id>/jobs/<str:job_name>/spark-ui/",
+        sparkui_views.spark_ui,
+        name="spark_ui",
+    ),
+    path(
+        "<str:flow_group>/<str:flow_name>/<int:execution_id>/jobs/<str:job_name>/spark-ui/<path:path>",
+        sparkui_views.spark_ui,
+        name="spark_ui_path",
     ),
     path("<str:flow_group>/<str:flow_name>/", views.flow_executions, name="flow_executions"),
     path("<str:flow_group>/<str:flow_name>/run/", views.flow_run, name="run"),

@@ -6,14 +6,23 @@ trigger once everything finished, so polling stops by itself."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import ValidationError
-from django.http import FileResponse, Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.http import (
+    FileResponse,
+    Http404,
+    HttpRequest,
+    HttpResponse,
+    HttpResponseBadRequest,
+    StreamingHttpResponse,
+)
+from django.http.response import HttpResponseBase
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
@@ -22,7 +31,8 @@ from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import HttpResponseClientRedirect
 
 from portal.accounts.requests import AuthenticatedRequest, HtmxRequest
-from portal.orchestration import joblogs, logview, services, status
+from portal.flows import versions
+from portal.orchestration import badrecords, joblogs, logview, redaction, replays, services, status
 from portal.orchestration.filters import FlowExecutionFilterSet
 from portal.orchestration.forms import BackfillForm
 from portal.orchestration.models import (
@@ -34,6 +44,8 @@ from portal.orchestration.models import (
     delivered,
 )
 from portal.orchestration.pagination import CappedPaginator
+from portal.pipeline import backfills as backfill_bounds
+from portal.quotas.services import QuotaExceeded
 
 PAGE_SIZE = 25
 FLOW_PAGE_SIZE = 10
@@ -92,7 +104,7 @@ def execution_list(request: AuthenticatedRequest) -> HttpResponse:
 
 def _detail_context(request: HttpRequest, execution: FlowExecution, pending: list[str]) -> dict:
     can_act = status.can_act(request.user, execution)
-    hops = status.dag_by_hop(execution)
+    hops = status.dag_by_hop(execution, spark_ui=status.can_see_spark_ui(request.user, execution))
     return {
         "execution": execution,
         "hops": hops,
@@ -108,6 +120,8 @@ def _detail_context(request: HttpRequest, execution: FlowExecution, pending: lis
         # Per failed job: re-run it alone (services.rerun_job re-checks the job's status).
         "can_rerun_jobs": can_act and execution.status in RESUMABLE_STATUSES and "RESUME" not in pending,
         "flow_exists": execution.flow_id is not None,
+        "can_read_data": can_act,  # its bad records are the flow's data: its owners' and staff's
+        "current_version": versions.latest_number(execution.flow) if can_act and execution.flow else None,
     }
 
 
@@ -132,16 +146,22 @@ def job_log(
     request: AuthenticatedRequest, flow_group: str, flow_name: str, execution_id: int, job_name: str
 ) -> HttpResponse:
     """A job attempt's worker and Spark driver logs; `?attempt=N` picks an
-    earlier attempt. Polls itself while the attempt runs."""
+    earlier attempt. Polls itself while the attempt runs. Staff read them
+    whole; everyone else without server paths and tracebacks."""
     execution, job, attempt = _job_attempt(request, flow_group, flow_name, execution_id, job_name)
     live = attempt == job.attempt and job.status == JobStatus.RUNNING
     wanted = logview.LogFilter.from_params(request.GET)
-    sections = joblogs.attempt_logs(job, attempt, live=live)
+    shown = redaction.for_viewer(request.user)
+    sections = [
+        dataclasses.replace(section, text=shown(section.text))
+        for section in joblogs.attempt_logs(job, attempt, live=live)
+    ]
+    error = joblogs.attempt_error(job, attempt, sections)
     context = {
         "execution": execution,
         "job": job,
         "attempt": attempt,
-        "error": joblogs.attempt_error(job, attempt, sections),
+        "error": error and dataclasses.replace(error, message=shown(error.message)),
         "attempts": range(1, job.attempt + 1),
         "sections": [
             (section, logview.apply(section.text, wanted) if wanted.active else None) for section in sections
@@ -188,14 +208,20 @@ def job_rerun(
 @require_GET
 def job_log_download(
     request: HttpRequest, flow_group: str, flow_name: str, execution_id: int, job_name: str
-) -> HttpResponse | FileResponse:
+) -> HttpResponseBase:
     """`?attempt=N&log=worker|driver`: that log as a file, whole when this
-    host can read it (masked), else the masked tail the worker stored."""
+    host can read it (masked), else the masked tail the worker stored; for
+    everyone but staff without server paths and tracebacks, line by line."""
     _execution, job, attempt = _job_attempt(request, flow_group, flow_name, execution_id, job_name)
     kind = request.GET.get("log", "worker")
     if kind not in ("worker", "driver"):
         return HttpResponseBadRequest("log must be worker or driver.")
     download = joblogs.attempt_log_download(job, attempt, kind)
+    shown = redaction.for_viewer(request.user)
+    if download.path is not None and not shown.everything:
+        stream = StreamingHttpResponse(shown.file(download.path), content_type="text/plain; charset=utf-8")
+        stream["Content-Disposition"] = f'attachment; filename="{download.filename}"'
+        return stream
     if download.path is not None:
         return FileResponse(
             download.path.open("rb"),
@@ -205,7 +231,7 @@ def job_log_download(
         )
     if not download.text:
         raise Http404(f"Nothing logged in the {kind} log of {job_name}'s attempt {attempt}.")
-    response = HttpResponse(download.text, content_type="text/plain; charset=utf-8")
+    response = HttpResponse(shown(download.text), content_type="text/plain; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="{download.filename}"'
     return response
 
@@ -251,12 +277,49 @@ def execution_resume(
 
 @login_required
 @require_POST
+def execution_rerun(
+    request: AuthenticatedRequest, flow_group: str, flow_name: str, execution_id: int
+) -> HttpResponse:
+    """Run an old execution's flow again with the version it ran or the current one (`version`), or
+    read again exactly what a committed execution loaded, replacing it (`version=replay`)."""
+    execution = status.flow_execution(request.user, flow_group, flow_name, execution_id)
+    status.check_can_act(request.user, execution)
+    version = request.POST.get("version", "")
+    try:
+        if version == "replay":
+            new = replays.replay(execution, user=request.user)
+            messages.success(
+                request,
+                f"Execution {new.execution_id} reads again what execution {execution.execution_id} "
+                "loaded; its destinations replace those rows instead of adding them.",
+            )
+            return _go(request, _execution_url(new))
+        new = services.rerun_execution(execution, user=request.user, version=version)
+    except ValidationError as error:
+        messages.error(request, " ".join(error.messages))
+        return _go(request, _execution_url(execution))
+    except services.NotAllowedNow as error:
+        messages.error(request, str(error))
+        return _go(request, _execution_url(execution))
+    except QuotaExceeded as refused:
+        messages.error(request, f"Not started: {refused.message}")
+        return _go(request, _execution_url(execution))
+    which = f"version {new.pinned_version}" if new.pinned_version else "the current version"
+    messages.success(request, f"Execution {new.execution_id} of {execution.flow} started with {which}.")
+    return _go(request, _execution_url(new))
+
+
+@login_required
+@require_POST
 def flow_run(request: AuthenticatedRequest, flow_group: str, flow_name: str) -> HttpResponse:
     flow = status.visible_flow(request.user, flow_group, flow_name, "change")
     try:
         execution = services.run_now(flow, user=request.user)
     except ValidationError as error:  # run_now validates only a backfill; none is given here
         messages.error(request, " ".join(error.messages))
+        return _go(request, reverse("orchestration:flow_executions", args=[flow_group, flow_name]))
+    except QuotaExceeded as refused:
+        messages.error(request, f"Not started: {refused.message}")
         return _go(request, reverse("orchestration:flow_executions", args=[flow_group, flow_name]))
     if running := services.execution_in_the_way(flow, besides=execution):
         messages.warning(
@@ -279,12 +342,22 @@ def flow_backfill(request: HttpRequest, flow_group: str, flow_name: str) -> Http
     watermark. Lists the flow's datasets and their watermarks to pick from."""
     flow = status.visible_flow(request.user, flow_group, flow_name, "change")
     posted = request.method == "POST"
-    form = BackfillForm(request.POST if posted else None, initial={"dataset": request.GET.get("dataset", "")})
-    if posted and form.is_valid():
+    initial = {"dataset": request.GET.get("dataset", ""), "high": request.GET.get("high", "")}
+    form = BackfillForm(request.POST if posted else None, initial=initial)
+    preview: list[dict[str, str]] = []
+    if posted and form.is_valid() and "preview" in request.POST:
+        [(urn, span)] = form.backfill().items()
+        if reason := services.backfill_refusal(flow, urn, span["low"], str(span["high"])):
+            form.add_error(None, reason)
+        else:
+            preview = services.backfill_preview(flow, urn, span["low"], str(span["high"]))
+    elif posted and form.is_valid():
         try:
             execution = services.run_now(flow, user=request.user, backfill=form.backfill())
         except ValidationError as error:
             form.add_error(None, error.message_dict.get("backfill", error.messages))
+        except QuotaExceeded as refused:
+            form.add_error(None, f"Not started: {refused.message}")
         else:
             messages.success(request, f"Backfill execution {execution.execution_id} of {flow} started.")
             return redirect(_execution_url(execution))
@@ -293,13 +366,24 @@ def flow_backfill(request: HttpRequest, flow_group: str, flow_name: str) -> Http
         .order_by("dataset_urn", "job_name")
         .values("dataset_urn", "job_name", "watermark", "updated")[:BACKFILL_DATASETS_SHOWN]
     )
+    # "Backfill this" fills the range's end with the stored one, as a person reads it.
+    listed = [
+        {
+            **d,
+            "shown": backfill_bounds.shown(d["watermark"]),
+            "bound": backfill_bounds.as_bound(d["watermark"]),
+        }
+        for d in datasets
+    ]
     context = {
         "flow": flow,
         "form": form,
-        "datasets": datasets,
+        "datasets": listed,
         "more": len(datasets) == BACKFILL_DATASETS_SHOWN,
+        "preview": preview,
     }
-    return render(request, "orchestration/flow_backfill.html", context, status=400 if posted else 200)
+    status_code = 400 if posted and form.errors else 200
+    return render(request, "orchestration/flow_backfill.html", context, status=status_code)
 
 
 @login_required
@@ -324,3 +408,24 @@ def flow_executions(request: AuthenticatedRequest, flow_group: str, flow_name: s
     if request.htmx:
         return render(request, "orchestration/_flow_executions.html", context)
     return render(request, "orchestration/flow_executions.html", context)
+
+
+@login_required
+@require_GET
+def job_bad_records(
+    request: HttpRequest, flow_group: str, flow_name: str, execution_id: int, job_name: str
+) -> HttpResponseBase:
+    """The records a job's tasks could not read and set aside, as one JSON-lines download (each
+    with its reason, source file and line, and the run); for whoever may act on the execution."""
+    execution = status.flow_execution(request.user, flow_group, flow_name, execution_id)
+    if not status.can_act(request.user, execution):
+        raise PermissionDenied(
+            "Only the flow's owners and staff may read its bad records: they are its data."
+        )
+    job = get_object_or_404(execution.jobs, job_name=job_name)
+    paths = badrecords.files(job.task_states, execution.execution_id)
+    if not paths:
+        raise Http404(f"No file of {job_name}'s bad records is readable on this host.")
+    response = StreamingHttpResponse(badrecords.lines(paths), content_type="application/x-ndjson")
+    response["Content-Disposition"] = f'attachment; filename="{execution_id}-{job_name}-bad-records.jsonl"'
+    return response

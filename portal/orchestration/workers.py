@@ -5,8 +5,11 @@ pay Spark's start-up."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
 import threading
+import time
 from collections.abc import Iterable
 from datetime import timedelta
 from typing import Any
@@ -35,6 +38,8 @@ def beat(worker: str, queues: list[str], started, state: capacity.Capacity | Non
     executors = list(SpecExecutor.objects.filter(queue__in=queues, enabled=True).values_list("name", "queue"))
     running = JobExecution.objects.filter(status=JobStatus.RUNNING, worker__startswith=worker).count()
     state = state or capacity.assess(worker)
+    shortage = sparkctx.executor_shortage()
+    problems = [*state.problems, *([shortage] if shortage else [])]
     WorkerHeartbeat.objects.update_or_create(
         worker=worker,
         defaults={
@@ -45,7 +50,7 @@ def beat(worker: str, queues: list[str], started, state: capacity.Capacity | Non
             "concurrency": state.concurrency,
             "free_slots": state.free,
             "stuck_slots": state.stuck,
-            "problems": "; ".join(state.problems)[:4000],
+            "problems": "; ".join(problems)[:4000],
             "started": started,
             "last_seen": timezone.now(),
         },
@@ -64,7 +69,8 @@ def beat(worker: str, queues: list[str], started, state: capacity.Capacity | Non
 def executor_health(queue: str, workers: list[WorkerHeartbeat]) -> tuple[str, str]:
     """HEALTHY while a worker consumes the queue with a free job thread;
     BUSY while every usable thread of the consuming workers runs a live job
-    (jobs wait their turn); DEGRADED when no worker reads the broker (jobs
+    (jobs wait their turn); DEGRADED when no worker reads the broker, or
+    when the Spark applications of all that do hold no executor (jobs
     wait); UNHEALTHY when every thread of the consuming workers is gone or
     wedged (jobs would wait for ever).
 
@@ -79,6 +85,9 @@ def executor_health(queue: str, workers: list[WorkerHeartbeat]) -> tuple[str, st
         return Health.DEGRADED, f"No worker is consuming {queue}: {troubled or 'none is connected'}."
     if all(w.stuck_slots >= w.concurrency for w in consuming):
         return Health.UNHEALTHY, f"No usable job thread on {queue}: {troubled}."
+    if all(sparkctx.NO_EXECUTORS in w.problems for w in consuming):
+        # Jobs are taken but run nowhere: a cluster that gave the workers' applications no cores.
+        return Health.DEGRADED, f"No worker consuming {queue} has Spark executors; jobs wait: {troubled}."
     free = [w for w in consuming if w.free_slots]
     if free:
         slots = sum(w.free_slots for w in free)
@@ -142,6 +151,32 @@ def stop() -> None:
     global _thread
     _stop.set()
     _thread = None
+
+
+def exit_after(seconds: float, code: int = 0) -> threading.Thread:
+    """Stop this process `seconds` from now if it is still alive. Celery's warm shutdown waits
+    for every running job, and a Spark job on a cluster that gives it no cores (or a JVM call
+    that hangs) never ends, so a worker told to stop would never stop. Past the deadline the
+    process exits as if killed: the jobs it still runs keep no lease and the orchestrator
+    starts them again elsewhere (their commits are crash-safe, docs/orchestration.md)."""
+
+    def deadline() -> None:
+        time.sleep(seconds)
+        running = capacity.running_jobs()
+        logger.warning(
+            "still running %s %.0f s after being told to stop: exiting now; their leases lapse and "
+            "they run again on another worker",
+            ", ".join(running) or "nothing (the Spark driver or a thread would not stop)",
+            seconds,
+        )
+        for handler in logging.getLogger().handlers:
+            with contextlib.suppress(Exception):
+                handler.flush()
+        os._exit(code)
+
+    thread = threading.Thread(target=deadline, name="stop-deadline", daemon=True)
+    thread.start()
+    return thread
 
 
 SILENT = "no worker heartbeat since the last check; jobs wait for a worker"

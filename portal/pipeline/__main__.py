@@ -17,6 +17,7 @@ import json
 import os
 import sys
 import time
+from typing import Any
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -46,10 +47,11 @@ def main(argv: list[str] | None = None) -> int:
     from portal.pipeline import fs, run_job
     from portal.pipeline.session import get_or_create_spark
 
+    name = str(spec.get("job_name", "job"))
     if args.master_key_file:
-        spec = {**spec, "properties": _decrypted(spec.get("properties") or {}, args.master_key_file)}
+        spec = _decrypted(spec, args.master_key_file)
     started = time.monotonic()
-    spark = get_or_create_spark(args.master, f"flowport:{spec.get('job_name', 'job')}")
+    spark = get_or_create_spark(args.master, f"flowport:{name}")
     # What a cold run pays before any work (the benchmark reports its share).
     print(f"flowport: SparkSession started in {time.monotonic() - started:.2f} s", file=sys.stderr)
     try:
@@ -66,14 +68,23 @@ def main(argv: list[str] | None = None) -> int:
     return 0 if all(s["status"] == "SUCCEEDED" for s in states) else 1
 
 
-def _decrypted(properties: dict[str, str], master_key_file: str) -> dict[str, str]:
+def _decrypted(spec: dict[str, Any], master_key_file: str) -> Any:
+    """The JobSpec with its ENC(...) properties decrypted and, for column rules, the flow owner's
+    customer key unwrapped into ``column_key`` (this process's memory only)."""
     # The keys package's crypto is Django-free; imported only on this path.
     from pathlib import Path
 
     from portal.keys.master import read_ring_file
-    from portal.keys.properties import decrypt_properties
+    from portal.keys.properties import decrypt_properties, unwrap_flow_key
+    from portal.pipeline.columnrules import needs_key
+    from portal.pipeline.jobspec import JobSpec
 
-    return decrypt_properties(properties, ring=read_ring_file(Path(master_key_file)))
+    ring = read_ring_file(Path(master_key_file))
+    properties = spec.get("properties") or {}
+    decrypted = JobSpec.from_dict({**spec, "properties": decrypt_properties(properties, ring=ring)})
+    if needs_key(properties):
+        decrypted.column_key = unwrap_flow_key(properties, "columns.encrypt", ring=ring)
+    return decrypted
 
 
 if __name__ == "__main__":

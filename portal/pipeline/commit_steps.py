@@ -27,13 +27,14 @@ the remaining steps and a second complete run changes nothing.
 
 from __future__ import annotations
 
+import datetime as dt
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from psycopg import sql
 
-from portal.pipeline import fs, pgconn, target_evolution
+from portal.pipeline import fs, jdbc_modes, pgconn, target_evolution
 from portal.pipeline.dialects import POSTGRESQL
 from portal.pipeline.errors import CommitConflictError, ConfigError
 from portal.pipeline.jdbc_targets import JdbcTarget
@@ -168,6 +169,9 @@ class JdbcPublishCommitStep(SecretBearingStep):
         "merge_keys",
         "merge_order",
         "evolve",
+        "write_mode",
+        "delete_column",
+        "replace_range",
     )
 
     REQUIRED = ("url", "target_table", "staging_tables", "execution_id", "job_name")
@@ -182,6 +186,10 @@ class JdbcPublishCommitStep(SecretBearingStep):
     def _merge(self) -> tuple[list[str], str | None]:
         """Upsert keys (empty: append) and the column whose latest value wins within a run."""
         return list(self.data.get("merge_keys") or []), self.data.get("merge_order")
+
+    def _mode(self) -> str:
+        """The write mode (steps stored before write modes existed: merge when they carry keys)."""
+        return self.data.get("write_mode") or ("merge" if self.data.get("merge_keys") else "append")
 
     def _key(self) -> tuple[int, str, str, int]:
         d = self.data
@@ -209,6 +217,34 @@ class JdbcPublishCommitStep(SecretBearingStep):
             f"publish marker {self._key()} in {self.data['marker_table']} records {rows} row(s) into {target}, "
             f"but this step publishes {self.data['rows']} row(s) into {self.data['target_table']}"
         )
+
+    def _before(self, mode: str) -> list[str]:
+        """What goes before the rows of an existing target: emptied (overwrite), or a backfill's
+        range of it deleted (an appending backfill replaces what it reads again)."""
+        if mode == "overwrite":
+            return [jdbc_modes.clear(POSTGRESQL, self.data["target_table"])]
+        span = self.data.get("replace_range")
+        if mode == "append" and span:
+            statement = jdbc_modes.range_delete(
+                POSTGRESQL, self.data["target_table"], span["column"], span.get("low"), span.get("high")
+            )
+            return [statement] if statement else []
+        return []
+
+    def _after(self, dialect: Any, mode: str, columns: list[str]) -> list[str]:
+        """What follows the staged rows' move: a merge's deletes, or the whole of a history."""
+        keys, order = self._merge()
+        d = self.data
+        if mode == "merge":
+            return jdbc_modes.merge_deletes(
+                dialect, d["target_table"], d["staging_tables"], columns, keys, order, d.get("delete_column")
+            )
+        if mode == "history":
+            return jdbc_modes.history(
+                dialect, d["target_table"], d["staging_tables"], columns, keys, order,
+                d.get("delete_column"), dt.datetime.now(dt.UTC),
+            )  # fmt: skip
+        return []
 
     def _other_dialect(self) -> JdbcTarget | None:
         """MySQL/MariaDB and SQLite destinations publish through :mod:`portal.pipeline.jdbc_targets`."""
@@ -243,6 +279,9 @@ class JdbcPublishCommitStep(SecretBearingStep):
                 self._key(),
                 merge=self._merge(),
                 evolve=bool(d.get("evolve")),
+                mode=self._mode(),
+                delete_column=d.get("delete_column"),
+                replace_range=d.get("replace_range"),
             )
             if done is not None:
                 self._same(done)
@@ -263,21 +302,28 @@ class JdbcPublishCommitStep(SecretBearingStep):
             if marker is not None and self._same(marker):
                 return
             total = 0
-            for staging in d["staging_tables"]:
+            mode = self._mode()
+            keys, order = self._merge()
+            target = d["target_table"]
+            columns: list[str] = []
+            swapped: set[str] = set()
+            for index, staging in enumerate(d["staging_tables"]):
                 if conn.execute("SELECT to_regclass(%s)", (staging,)).fetchone()[0] is None:
                     raise CommitConflictError(f"staging table {staging} is gone and no publish marker exists")
                 staging_ident = pgconn.table_ident(staging)
-                keys, order = self._merge()
                 # Quoted as the table is created: a mixed-case name is not folded to lower case.
-                target_name = POSTGRESQL.quote(d["target_table"])
+                target_name = POSTGRESQL.quote(target)
                 new = conn.execute("SELECT to_regclass(%s)", (target_name,)).fetchone()[0] is None
                 conn.execute(
                     sql.SQL("CREATE TABLE IF NOT EXISTS {} (LIKE {})").format(target_ident, staging_ident)
                 )
-                if keys and new:
-                    conn.execute(POSTGRESQL.unique_index(d["target_table"], keys))
+                if new and mode == "merge":
+                    conn.execute(POSTGRESQL.unique_index(target, keys))
+                if new and mode == "history":
+                    for statement in jdbc_modes.history_columns(POSTGRESQL, target):
+                        conn.execute(statement)
                 if d.get("evolve"):  # schema.evolution.policy=evolve: new and wider columns first
-                    target_evolution.evolve(POSTGRESQL, conn.execute, d["target_table"], staging)
+                    target_evolution.evolve(POSTGRESQL, conn.execute, target, staging)
                 columns = [
                     r[0]
                     for r in conn.execute(
@@ -286,8 +332,23 @@ class JdbcPublishCommitStep(SecretBearingStep):
                     or []
                 ]
                 total += conn.execute(sql.SQL("SELECT count(*) FROM {}").format(staging_ident)).fetchone()[0]
-                conn.execute(POSTGRESQL.move_rows(d["target_table"], staging, columns, keys, order))
-                conn.execute(sql.SQL("DROP TABLE {}").format(staging_ident))
+                if index == 0 and mode == "overwrite" and jdbc_modes.swappable(conn, target_name, staging):
+                    for statement in jdbc_modes.swap(target, staging):
+                        conn.execute(statement)
+                    swapped.add(staging)  # the target now: its rows are not copied again
+                    continue
+                if index == 0 and not new:
+                    for statement in self._before(mode):
+                        conn.execute(statement)
+                if mode != "history":
+                    conn.execute(
+                        POSTGRESQL.move_rows(target, staging, columns, keys if mode == "merge" else [], order)
+                    )
+            for statement in self._after(POSTGRESQL, mode, columns):
+                conn.execute(statement)
+            for staging in d["staging_tables"]:
+                if staging not in swapped:
+                    conn.execute(sql.SQL("DROP TABLE {}").format(pgconn.table_ident(staging)))
             if d["rows"] is not None and total != int(d["rows"]):
                 raise CommitConflictError(
                     f"staging tables of {d['dataset_urn']} hold {total} row(s), expected {d['rows']}; not published"
@@ -327,5 +388,7 @@ class CommitSequence:
         return executed
 
 
-# The Iceberg destination's step registers itself (its module needs the classes above).
+# The Iceberg and replacing files destinations' steps register themselves (their modules need the
+# classes above).
 from portal.pipeline import iceberg as _iceberg  # noqa: E402,F401
+from portal.pipeline import replace as _replace  # noqa: E402,F401

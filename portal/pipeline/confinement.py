@@ -55,6 +55,45 @@ def confine(path: str, root: str, what: str) -> str:
     return path
 
 
+def real_inside(path: str, root: str, what: str) -> str:
+    """The real path of ``path`` (symlinks followed) when it lies inside the real ``root``.
+
+    This is the decision made where data is touched: whatever spelling reached ``path`` (a glob, a
+    symlink, a folder swapped for a link), what counts is the file it opens. The refusal names
+    neither the target nor whether it exists, so it answers no question about what lies outside.
+    """
+    real, base = resolve(path), resolve(root)
+    if real != base and not real.startswith(base.rstrip("/") + "/"):
+        raise ConfinementError(
+            f"{what}: refused, it leads outside its data node (a symbolic link or a path out of it)"
+        )
+    return real
+
+
+def relative_name_problem(value: str, *, folders: bool = False) -> str | None:
+    """Why ``value`` is not a plain name relative to a data node, or None.
+
+    Refused rather than normalised: ``..``, absolute paths, ``~``, URIs, backslashes and percent
+    escapes each have a reader somewhere (Spark, Hadoop, a shell) that gives them a meaning of its
+    own. ``folders`` allows ``a/b`` (a path below the node); otherwise one name, no ``/``.
+    """
+    text = value.strip()
+    if not text:
+        return "is empty"
+    if "\\" in text:
+        return "has a backslash"
+    if "%" in text:
+        return "has a '%' (escapes are not decoded: give the plain name)"
+    if text.startswith(("/", "~")) or _scheme(text) or ":/" in text:
+        return "is absolute (give a name relative to the data node)"
+    segments = text.split("/")
+    if ".." in segments or "." in segments or "" in segments:
+        return "has a '.', '..' or empty segment"
+    if not folders and len(segments) > 1:
+        return "has a '/' (one folder directly under the data node)"
+    return None
+
+
 def contains(root: str, path: str) -> bool:
     """True when ``path`` (e.g. the master key file) would be reachable under ``root``."""
     if not path:

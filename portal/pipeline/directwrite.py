@@ -18,8 +18,11 @@ so a failed or retried attempt leaves nothing that could be published.
 Taken (:func:`eligible`) only where it gives the same output as Spark's write: one branch taking
 every record unchanged (no converters, row checkers, look-back filter or observed metrics), written
 by the plain Parquet file writer (no partition folders, file sizing or record limit) with a codec
-both writers share, to a local staging folder, on a local Spark master (the workers write to the
-driver's disk).  Anything else goes through Spark's writer.
+both writers share, to a staging folder the Python workers reach (:func:`reachable`): on a local
+master the driver's disk; on a cluster a path every Spark worker sees the same (a shared mount, as
+Spark's own writer needs there, or the loopback cluster's one disk) or a URI of a store pyarrow's file
+systems open (``hdfs://``, ``s3://``/``s3a://``, ``gs://``, ``abfs://``, ``file://``).  Anything
+else goes through Spark's writer.
 """
 
 from __future__ import annotations
@@ -42,6 +45,9 @@ SPARK_SCHEMA_KEY = b"org.apache.spark.sql.parquet.row.metadata"  # where Spark k
 # writer.codec (Spark's names) -> Arrow's codec and Spark's file-name extension.
 CODECS = {"snappy": ("snappy", ".snappy"), "gzip": ("gzip", ".gz"), "zstd": ("zstd", ".zstd")}
 CODECS.update({"none": ("none", ""), "uncompressed": ("none", "")})
+# URI schemes pyarrow.fs opens, and how pyarrow spells the ones Hadoop names otherwise.
+ARROW_SCHEMES = {"file": "file", "hdfs": "hdfs", "viewfs": "hdfs", "s3": "s3", "s3a": "s3", "s3n": "s3"}
+ARROW_SCHEMES.update({"gs": "gs", "gcs": "gs", "abfs": "abfs", "abfss": "abfss"})
 
 
 def eligible(spark: SparkSession, scan: ArrowScan | None, schema: T.StructType, writer: Any) -> bool:
@@ -54,9 +60,35 @@ def eligible(spark: SparkSession, scan: ArrowScan | None, schema: T.StructType, 
         and writer.format == "PARQUET"
         and writer.plain
         and _codec(writer) in CODECS
-        and (spark.sparkContext.master or "").startswith("local")
-        and fs.is_local(writer.staging_dir)
+        and reachable(spark.sparkContext.master or "", writer.staging_dir)
     )
+
+
+def reachable(master: str, staging: str) -> bool:
+    """Whether the Python workers of ``master`` can write into ``staging`` for the driver to
+    move: a local master's workers share its disk; a cluster's write a plain path on their own
+    hosts (the same path Spark's writer would write, shared as it must be for that writer too)
+    or a URI through pyarrow's file systems."""
+    if master.startswith("local"):
+        return fs.is_local(staging)
+    return not _scheme(staging) or _scheme(staging) in ARROW_SCHEMES
+
+
+def _scheme(uri: str) -> str:
+    found = uri.split("://", 1)[0].lower() if "://" in uri else ""
+    return found if len(found) > 1 else ""
+
+
+def arrow_location(uri: str) -> tuple[Any, str]:
+    """(pyarrow file system, path in it) of a staging folder: the local disk for a plain path,
+    else the store the URI names (``s3a://bucket/x`` is pyarrow's ``s3://bucket/x``)."""
+    from pyarrow import fs as pafs
+
+    scheme = _scheme(uri)
+    if not scheme:
+        return pafs.LocalFileSystem(), os.path.abspath(uri)
+    filesystem, path = pafs.FileSystem.from_uri(ARROW_SCHEMES[scheme] + uri[len(scheme) :])
+    return filesystem, str(path)
 
 
 def _codec(writer: FileDataWriter) -> str:
@@ -68,8 +100,7 @@ def write(spark: SparkSession, scan: ArrowScan, writer: FileDataWriter) -> tuple
     codec, extension = CODECS[_codec(writer)]
     fs.delete(writer.staging_dir)
     attempts = fs.join(writer.staging_dir, ATTEMPTS)
-    os.makedirs(fs.local_path(attempts))
-    task = _SliceWriter(scan.reader, scan.schema.json(), fs.local_path(attempts), codec)
+    task = _SliceWriter(scan.reader, scan.schema.json(), attempts, codec)
     written = (
         spark.range(0, scan.slices, 1, scan.slices)
         .mapInArrow(task, "slice long, path string, records long")
@@ -86,7 +117,8 @@ def write(spark: SparkSession, scan: ArrowScan, writer: FileDataWriter) -> tuple
 
 
 class _SliceWriter:
-    """Runs in the Python workers: each slice number that arrives becomes one Parquet file."""
+    """Runs in the Python workers: each slice number that arrives becomes one Parquet file in
+    ``folder`` (a path or a URI, returned in the same form for the driver to move)."""
 
     def __init__(self, reader: SliceReader, schema_json: str, folder: str, codec: str) -> None:
         self.reader, self.schema_json, self.folder, self.codec = reader, schema_json, folder, codec
@@ -106,11 +138,14 @@ class _SliceWriter:
         import pyarrow.parquet as pq
 
         schema = file_schema(T.StructType.fromJson(json.loads(self.schema_json)))
-        path = os.path.join(self.folder, f"{number:05d}-{uuid.uuid4()}.parquet")
+        filesystem, folder = arrow_location(self.folder)
+        filesystem.create_dir(folder, recursive=True)
+        name = f"{number:05d}-{uuid.uuid4()}.parquet"
         records = 0
         with pq.ParquetWriter(
-            path,
+            f"{folder.rstrip('/')}/{name}",
             schema,
+            filesystem=filesystem,
             compression=self.codec,
             store_decimal_as_integer=True,  # INT32/INT64 decimals where they fit, as Spark writes them
             write_time_adjusted_to_utc=True,
@@ -118,7 +153,7 @@ class _SliceWriter:
             for batch in self.reader.batches([number]):
                 out.write_batch(batch.cast(schema) if batch.schema != schema else batch)
                 records += batch.num_rows
-        return path, records
+        return fs.join(self.folder, name), records
 
 
 def file_schema(schema: T.StructType) -> Any:

@@ -218,6 +218,20 @@ def read_text(uri: str) -> str:
         stream.close()
 
 
+def head(uri: str, size: int) -> bytes:
+    """The first ``size`` bytes of a file (fewer when it is shorter), locally or through Hadoop."""
+    handle = _jvm_fs(uri)
+    if handle is None:
+        with open(_local(uri), "rb") as fh:
+            return fh.read(size)
+    fs, path = handle
+    stream = fs.open(path)
+    try:
+        return bytes(stream.readNBytes(size))
+    finally:
+        stream.close()
+
+
 def delete(uri: str) -> None:
     """Delete a file or folder tree if it exists."""
     handle = _jvm_fs(uri)

@@ -15,11 +15,15 @@ branch) then
 
 * moves the files into the table's ``data/flowport-<job>-<execution>/`` folder (a move that is a
   no-op once done, so a retry after a crash finds them there), and
-* makes ONE catalog commit (one pyiceberg transaction): ``add_files`` for ``append``; for ``merge``
-  an upsert on ``extract.primary.key.fields`` (matched rows replaced, new rows inserted, the latest
-  row of the run per key by the first ``extract.delta.fields`` winning) — the rows are read into
-  Arrow on the committing worker for a merge only. New columns of the run are added to the table
-  schema in the same commit.
+* makes ONE catalog commit (one pyiceberg transaction) in the branch's write mode
+  (:mod:`portal.pipeline.write_modes`): ``add_files`` for ``append``; for ``overwrite`` a delete of
+  every row and ``add_files``; for ``merge`` an upsert on ``extract.primary.key.fields`` (matched
+  rows replaced, new rows inserted, the latest row of the run per key by the first
+  ``extract.delta.fields`` winning; keys whose row has ``writer.merge.delete.column`` true
+  deleted); for ``history`` the table's rows and the run's computed as SCD type 2
+  (:mod:`portal.pipeline.tablemerge`) replace the table's. The rows are read into Arrow on the
+  committing worker for a merge or a history only. New columns of the run are added to the table
+  schema in the same commit; readers see the table before or after it, never between.
 
 The commit's snapshot summary carries ``flowport.job``, ``flowport.execution-id``,
 ``flowport.dataset``, ``flowport.branch``, ``flowport.flow``, ``flowport.rows``,
@@ -35,6 +39,7 @@ missed a committed run's watermark, :func:`committed_watermarks` gives it back.
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import hashlib
 import json
 import logging
@@ -42,10 +47,10 @@ import os
 import re
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from portal.pipeline import fs, table_templates, watermarks
+from portal.pipeline import fs, landing, table_templates, tablemerge, watermarks, write_modes
 from portal.pipeline.commit_steps import SecretBearingStep, register_step_type
 from portal.pipeline.errors import CommitConflictError, ConfigError
 from portal.pipeline.jobspec import JobSpec
@@ -58,7 +63,7 @@ _CATALOG_LOCK = threading.Lock()
 
 FORMAT = "ICEBERG"
 COMMIT_ATTEMPTS = 5
-MODES = ("append", "merge")
+MODES = write_modes.MODES
 CATALOG_NAME = "flowport"
 
 
@@ -110,16 +115,51 @@ def _local(location: str) -> str:
     return location[len("file://") :] if location.startswith("file://") else location
 
 
-def load_catalog(uri: str, password: str | None, warehouse: str, *, create: bool = True) -> Any:
+def _judged_catalog(judge: Callable[[Any, Any], None]) -> Any:
+    """pyiceberg's SqlCatalog whose engine judges every connection as it opens, before the catalog's
+    first query: ``_init_catalog`` is where pyiceberg (0.12) first uses the engine it has just made,
+    so the listeners go on there, ahead of SQLAlchemy's own first-connect queries."""
+    from pyiceberg.catalog.sql import SqlCatalog
+    from sqlalchemy import event
+
+    class JudgedSqlCatalog(SqlCatalog):
+        def _init_catalog(self) -> None:
+            event.listen(self.engine, "first_connect", judge, insert=True)
+            event.listen(self.engine, "connect", judge, insert=True)
+            super()._init_catalog()
+
+    return JudgedSqlCatalog
+
+
+def load_catalog(
+    uri: str,
+    password: str | None,
+    warehouse: str,
+    *,
+    create: bool = True,
+    portal: Sequence[landing.Landing] | None = None,
+    what: str = "writer.iceberg.catalog.uri",
+) -> Any:
     """The SQL catalog; ``create``: its own tables are created on first use (a look only, as the
     portal's Test connection takes, creates nothing). Two first uses at once (the per-dataset
     commits of one job, or two workers) race to create those tables: one lock in this process, and
-    the loser of a race between processes builds the catalog again, the tables now there."""
-    from pyiceberg.catalog.sql import SqlCatalog
+    the loser of a race between processes builds the catalog again, the tables now there.
+    Every connection of the catalog is judged as it opens (:mod:`portal.pipeline.landing`):
+    ``portal`` are the portal's own databases (default: this process's), ``what`` names the node."""
     from sqlalchemy.exc import IntegrityError, OperationalError, ProgrammingError
 
+    own = tuple(landing.portal_databases() if portal is None else portal)
+
+    def judge(dbapi_connection: Any, _record: Any) -> None:
+        raw = getattr(dbapi_connection, "driver_connection", dbapi_connection)
+        landing.check(raw, what, portal=own)
+        if landing.dbapi_engine(raw) == landing.POSTGRESQL and not raw.autocommit:
+            raw.rollback()  # the questions' transaction; SQLAlchemy begins its own
+
+    catalog_class = _judged_catalog(judge)
+
     def build() -> Any:
-        return SqlCatalog(
+        return catalog_class(
             CATALOG_NAME,
             uri=with_password(uri, password),
             warehouse=warehouse_uri(warehouse),
@@ -149,9 +189,19 @@ class IcebergDataWriter(FileDataWriter):
                 f"{props.describe('writer.partition.columns')}: an Iceberg destination takes no Hive-style "
                 "folders (their columns would leave the data files)"
             )
-        props.require("writer.iceberg.catalog.uri")
-        props.require("writer.iceberg.warehouse")
+        uri = props.require("writer.iceberg.catalog.uri")
+        warehouse = props.require("writer.iceberg.warehouse")
         self.spec = table_spec(props, ctx.jobspec, ctx.dataset_urn)
+        # Before anything is read: where the catalog's connections land (the commit's do the same).
+        catalog = load_catalog(
+            uri,
+            props.get("writer.iceberg.catalog.password"),
+            warehouse,
+            create=False,
+            portal=landing.portal_databases(ctx.jobspec.extra),
+            what=landing.node_what(ctx.jobspec.extra, "destination", "writer.iceberg.catalog.uri"),
+        )
+        catalog.engine.dispose()
 
     @property
     def final_dir(self) -> str | None:
@@ -170,19 +220,13 @@ def table_spec(props: Properties, spec: JobSpec, dataset_urn: str) -> dict[str, 
     table = (
         table_templates.resolve(named, dataset_urn, props.describe(key)) if named else table_name(dataset_urn)
     )
-    mode = (props.get_choice("writer.iceberg.write.mode") or "append").lower()
-    keys = props.get_list("extract.primary.key.fields")
-    if mode == "merge" and not keys:
-        raise ConfigError(
-            f"{props.describe('writer.iceberg.write.mode')}: merge needs extract.primary.key.fields (the merge keys)"
-        )
-    order = props.get_list("extract.delta.fields")
+    props.get_choice("writer.iceberg.write.mode")  # the schema's values and message
+    fields = write_modes.resolve(props, FORMAT).step_fields()
     return {
         "namespace": _checked_name(props, "writer.iceberg.namespace", namespace or "flowport"),
         "table": _checked_name(props, "writer.iceberg.table", table),
-        "mode": mode,
-        "merge_keys": keys if mode == "merge" else [],
-        "merge_order": (order[0] if order else None) if mode == "merge" else None,
+        "mode": fields.pop("write_mode"),
+        **fields,
     }
 
 
@@ -254,6 +298,7 @@ class IcebergCommitStep(SecretBearingStep):
         "mode",
         "merge_keys",
         "merge_order",
+        "delete_column",
         "execution_id",
         "job_name",
         "flow",
@@ -403,8 +448,8 @@ class IcebergCommitStep(SecretBearingStep):
             ):  # no rows and no table yet: nothing to publish; the state store has the watermark
                 return
             table = self._create(catalog, schema)
-        rows, paths = None, []
-        if d["mode"] == "append":
+        rows, paths, replace = None, [], d["mode"] in ("overwrite", "history")
+        if d["mode"] in ("append", "overwrite"):
             for src, dst in self._moves(table.location()):
                 if fs.exists(src):
                     fs.delete(dst)  # an earlier attempt's copy the table never took (it has not landed)
@@ -415,12 +460,34 @@ class IcebergCommitStep(SecretBearingStep):
                     )
                 paths.append(dst)
             schema = self._arrow_schema(paths)
+        elif d["mode"] == "history":
+            run = [pq.read_table(p) for p in present]
+            if run:
+                import pyarrow as pa
+
+                stored = table.scan().to_arrow() if table.current_snapshot() is not None else None
+                rows = tablemerge.history(
+                    stored,
+                    pa.concat_tables(run, promote_options="permissive"),
+                    list(d["merge_keys"]),
+                    d["merge_order"],
+                    d.get("delete_column"),
+                    dt.datetime.now(dt.UTC),
+                )
+            schema = rows.schema if rows is not None else None
         else:
             rows = _latest_per_key([pq.read_table(p) for p in present], d["merge_keys"], d["merge_order"])
             schema = rows.schema if rows is not None else None
         with table.transaction() as tx:
             if schema is not None:
                 self._evolve(tx, schema)
+            if replace and schema is not None and table.current_snapshot() is not None:
+                from pyiceberg.expressions import AlwaysTrue
+
+                tx.delete(AlwaysTrue(), snapshot_properties=self.summary())  # the same commit: never half
+            if d["mode"] == "history" and rows is not None:
+                tx.append(rows, snapshot_properties=self.summary())
+                rows = None
             if paths:
                 tx.add_files(
                     ["file://" + p if p.startswith("/") else p for p in paths],
@@ -428,12 +495,33 @@ class IcebergCommitStep(SecretBearingStep):
                 )
             if rows is not None and len(rows):
                 tx.upsert(rows, join_cols=list(d["merge_keys"]), snapshot_properties=self.summary())
+                self._delete_keys(tx, rows)
             marks = {_run_key(d["job_name"], d["dataset_urn"], d["branch"]): self.run_mark}
             if d["watermark"] is not None:
                 marks[_watermark_key(d["job_name"], d["dataset_urn"])] = json.dumps(
                     {"execution_id": int(d["execution_id"]), "watermark": d["watermark"], "flow": d["flow"]}
                 )
             tx.set_properties(**marks)
+
+    def _delete_keys(self, tx: Any, rows: Any) -> None:
+        """A merge's deletes: the keys whose latest row has ``delete_column`` true."""
+        column = self.data.get("delete_column")
+        if not column or column not in rows.column_names:
+            return
+        import pyarrow.compute as pc
+        from pyiceberg.expressions import And, EqualTo, Or
+
+        keys = list(self.data["merge_keys"])
+        gone = rows.filter(pc.fill_null(pc.cast(rows[column], "bool"), False)).select(keys).to_pylist()
+        # pyiceberg's stubs name the literal ``value``; at run time it is the second argument.
+        matches = [
+            EqualTo(keys[0], row[keys[0]])  # type: ignore[call-arg]
+            if len(keys) == 1
+            else And(*(EqualTo(k, row[k]) for k in keys))  # type: ignore[call-arg]
+            for row in gone
+        ]
+        if matches:
+            tx.delete(matches[0] if len(matches) == 1 else Or(*matches), snapshot_properties=self.summary())
 
     @staticmethod
     def _evolve(tx: Any, schema: Any) -> None:

@@ -16,17 +16,21 @@ With merge keys (``writer.jdbc.write.mode=upsert`` on ``extract.primary.key.fiel
 upserted (:meth:`~portal.pipeline.dialects.Dialect.move_rows`) and a target created here gets a
 unique index on the keys. The marker counts the rows staged. Under ``schema.evolution.policy=evolve``
 the target first takes the staging table's new and wider columns (:mod:`portal.pipeline.target_evolution`).
+
+Every connection is judged as it opens (:mod:`portal.pipeline.landing`): never the portal's own
+database, and on MySQL/MariaDB no table outside the database it landed in.
 """
 
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import sqlite3
 from collections.abc import Iterator, Sequence
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
-from portal.pipeline import target_evolution
+from portal.pipeline import jdbc_modes, landing, target_evolution
 from portal.pipeline.dialects import MYSQL, SQLITE, Dialect, dialect_for
 from portal.pipeline.errors import CommitConflictError
 
@@ -36,9 +40,12 @@ Key = tuple[int, str, str, int]
 class JdbcTarget:
     """A DB-API connection to one destination database, in its dialect."""
 
-    def __init__(self, url: str, user: str | None, password: str | None) -> None:
-        self.url, self.user, self.password = url, user, password
+    def __init__(
+        self, url: str, user: str | None, password: str | None, *, what: str = "writer.jdbc.url"
+    ) -> None:
+        self.url, self.user, self.password, self.what = url, user, password, what
         self.dialect: Dialect = dialect_for(url, "writer.jdbc.url")
+        self.landing: landing.Landing | None = None
 
     @contextlib.contextmanager
     def connect(self) -> Iterator[Any]:
@@ -59,9 +66,15 @@ class JdbcTarget:
                 autocommit=True,
             )
         try:
+            self.landing = landing.check(conn, self.what)
             yield conn
         finally:
             conn.close()
+
+    def _own(self, *tables: str) -> None:
+        """MySQL/MariaDB: every table named lies in the database the connection landed in."""
+        if self.landing is not None:
+            landing.own_database(self.landing, {"writer.jdbc.table": list(tables)}, self.what)
 
     def _sql(self, statement: str) -> str:
         """Statements are written with ``?`` placeholders; PyMySQL wants ``%s``."""
@@ -73,6 +86,7 @@ class JdbcTarget:
         return cur
 
     def exists(self, conn: Any, table: str) -> bool:
+        self._own(table)
         if self.dialect is SQLITE:
             row = self._run(
                 conn, "SELECT 1 FROM sqlite_master WHERE type='table' AND name=?", (table,)
@@ -103,10 +117,12 @@ class JdbcTarget:
         "does the table exist?" probe, so the writer creates its staging table here and appends."""
         q = self.dialect.quote
         with self.connect() as conn:
+            self._own(table)
             self.drop(conn, table)
             self._run(conn, f"CREATE TABLE {q(table)} ({', '.join(f'{q(n)} {t}' for n, t in columns)})")
 
     def drop(self, conn: Any, table: str) -> None:
+        self._own(table)
         self._run(conn, f"DROP TABLE IF EXISTS {self.dialect.quote(table)}")
 
     def _evolve(self, conn: Any, target: str, staging_tables: list[str]) -> None:
@@ -117,6 +133,29 @@ class JdbcTarget:
             if self.exists(conn, staging):
                 target_evolution.evolve(self.dialect, lambda q, a: self._run(conn, q, a), target, staging)
 
+    def _new_target(self, conn: Any, target: str, mode: str, keys: list[str]) -> None:
+        """A target just created: a merge's unique index on the keys, a history's version columns."""
+        if mode == "merge" and keys:
+            self._run(conn, self.dialect.unique_index(target, keys))
+        if mode == "history":
+            for statement in jdbc_modes.history_columns(self.dialect, target):
+                self._run(conn, statement)
+
+    def _before(self, target: str, mode: str, replace_range: dict[str, Any] | None) -> list[str]:
+        """Before the rows of an existing target: emptied (overwrite) or a backfill's range deleted."""
+        if mode == "overwrite":
+            return [jdbc_modes.clear(self.dialect, target)]
+        if mode == "append" and replace_range:
+            statement = jdbc_modes.range_delete(
+                self.dialect,
+                target,
+                replace_range["column"],
+                replace_range.get("low"),
+                replace_range.get("high"),
+            )
+            return [statement] if statement else []
+        return []
+
     def publish(
         self,
         marker_table: str,
@@ -126,11 +165,16 @@ class JdbcTarget:
         key: Key,
         merge: tuple[list[str], str | None] = ([], None),
         evolve: bool = False,
+        mode: str | None = None,
+        delete_column: str | None = None,
+        replace_range: dict[str, Any] | None = None,
     ) -> tuple[str, int] | None:
-        """Move the staging rows and write the marker; returns an existing marker instead (done)."""
+        """Move the staging rows and write the marker; returns an existing marker instead (done).
+        ``mode`` is the write mode (:mod:`portal.pipeline.jdbc_modes`; default: merge with keys)."""
         q = self.dialect.quote
         text = "VARCHAR(255)" if self.dialect is MYSQL else "TEXT"
         with self.connect() as conn:
+            self._own(marker_table, target, *staging_tables)
             self._run(
                 conn,
                 f"CREATE TABLE IF NOT EXISTS {q(marker_table)} (execution_id BIGINT NOT NULL, "
@@ -140,13 +184,14 @@ class JdbcTarget:
                 "PRIMARY KEY (execution_id, job_name, dataset_urn, branch))",
             )
             keys, order = merge
+            mode = mode or ("merge" if keys else "append")
             created = self.exists(conn, target)
             if self.dialect is MYSQL:
                 for staging in staging_tables[:1]:
                     if self.exists(conn, staging):
                         self._run(conn, f"CREATE TABLE IF NOT EXISTS {q(target)} LIKE {q(staging)}")
-                if keys and not created and self.exists(conn, target):
-                    self._run(conn, self.dialect.unique_index(target, keys))
+                if not created and self.exists(conn, target):
+                    self._new_target(conn, target, mode, keys)
                 if evolve:  # DDL commits at once in MySQL: before the rows' transaction
                     self._evolve(conn, target, staging_tables)
                 self._run(conn, "SELECT GET_LOCK(?, 60)", (repr(key),))
@@ -159,7 +204,8 @@ class JdbcTarget:
                     self._run(conn, "ROLLBACK")
                     return done
                 total = 0
-                for staging in staging_tables:
+                columns: list[str] = []
+                for index, staging in enumerate(staging_tables):
                     if not self.exists(conn, staging):
                         raise CommitConflictError(
                             f"staging table {staging} is gone and no publish marker exists"
@@ -168,15 +214,33 @@ class JdbcTarget:
                     src, dst = q(staging), q(target)
                     if self.dialect is SQLITE and not self.exists(conn, target):
                         self._run(conn, f"CREATE TABLE {dst} AS SELECT * FROM {src} WHERE 0")  # noqa: S608
-                        if keys:
-                            self._run(conn, self.dialect.unique_index(target, keys))
+                        self._new_target(conn, target, mode, keys)
                     if evolve:
                         self._evolve(conn, target, [staging])
                     probe = f"SELECT * FROM {src} LIMIT 0"  # noqa: S608
                     columns = [c[0] for c in self._run(conn, probe).description]
                     total += int(self._run(conn, f"SELECT count(*) FROM {src}").fetchone()[0])  # noqa: S608
-                    self._run(conn, self.dialect.move_rows(target, staging, columns, keys, order))
-                    if self.dialect is SQLITE:
+                    if index == 0 and created:
+                        for statement in self._before(target, mode, replace_range):
+                            self._run(conn, statement)
+                    if mode != "history":
+                        moved = keys if mode == "merge" else []
+                        self._run(conn, self.dialect.move_rows(target, staging, columns, moved, order))
+                if mode == "merge":
+                    after = jdbc_modes.merge_deletes(
+                        self.dialect, target, staging_tables, columns, keys, order, delete_column
+                    )
+                elif mode == "history":
+                    now = dt.datetime.now(dt.UTC)
+                    after = jdbc_modes.history(
+                        self.dialect, target, staging_tables, columns, keys, order, delete_column, now
+                    )
+                else:
+                    after = []
+                for statement in after:
+                    self._run(conn, statement)
+                if self.dialect is SQLITE:
+                    for staging in staging_tables:
                         self.drop(conn, staging)
                 if rows is not None and total != int(rows):
                     raise CommitConflictError(

@@ -11,13 +11,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from portal.pipeline import table_templates
+from portal.pipeline import cdc_pg, table_templates, write_modes
+from portal.pipeline.columnrules import rule_problems
 from portal.pipeline.errors import ConfigError
 from portal.pipeline.properties import Properties, branch_names, check_branch_keys, is_branch_scoped
 from portal.pipeline.schema import (
+    CDC_SOURCE_CLASS,
     FILES_SOURCE_CLASS,
     ICEBERG_NAME,
     JDBC_SOURCE_CLASS,
+    SOURCE_CDC,
     SOURCE_FILES,
     SOURCE_JDBC,
     USER,
@@ -37,7 +40,11 @@ def source_kind(props: Properties) -> str | None:
     node's kind, as the binding picks it); None for a custom source."""
     cls = props.get("source.class")
     if cls:
-        return {FILES_SOURCE_CLASS: SOURCE_FILES, JDBC_SOURCE_CLASS: SOURCE_JDBC}.get(cls)
+        return {
+            FILES_SOURCE_CLASS: SOURCE_FILES,
+            JDBC_SOURCE_CLASS: SOURCE_JDBC,
+            CDC_SOURCE_CLASS: SOURCE_CDC,
+        }.get(cls)
     node_kind = props.get("flowport.hop.source.kind")
     return {"files": SOURCE_FILES, "jdbc": SOURCE_JDBC}.get(node_kind or "")
 
@@ -88,6 +95,11 @@ def job_property_problems(values: Mapping[str, str], *, first_hop: bool = True) 
         return [str(error)]
     if first_hop:
         problems += _missing(props, source_kind(props))
+        if source_kind(props) == SOURCE_CDC:
+            problems += cdc_pg.table_problems(
+                props.get_list("source.cdc.tables"), props.describe("source.cdc.tables")
+            )
+        problems += rule_problems(props.raw)
     names = branch_names(props, branches)
     for index in range(branches):
         branch = props.for_branch(index, branches, names[index])
@@ -98,6 +110,11 @@ def job_property_problems(values: Mapping[str, str], *, first_hop: bool = True) 
             problems += table_templates.template_problems(branch.get("writer.jdbc.table"), named)
         if kind == WRITER_ICEBERG:
             problems += _iceberg_problems(branch)
+        if kind is not None:
+            fmt = {WRITER_JDBC: "JDBC", WRITER_ICEBERG: "ICEBERG"}.get(kind) or branch.get(
+                "writer.output.format"
+            )
+            problems += write_modes.problems(branch, fmt or "PARQUET")
     return problems
 
 
@@ -114,9 +131,4 @@ def _iceberg_problems(branch: Properties) -> list[str]:
             and "${" not in value
             and not ICEBERG_NAME.match(table_templates.fill(value, "t"))
         ]
-    merge = (branch.get("writer.iceberg.write.mode") or "").lower() == "merge"
-    if merge and not branch.get_list("extract.primary.key.fields"):
-        problems.append(
-            f"{branch.describe('writer.iceberg.write.mode')}: merge needs extract.primary.key.fields (the merge keys)"
-        )
     return problems

@@ -44,6 +44,28 @@ from typing import Any
 from portal.pipeline.errors import ConfigError
 from portal.pipeline.properties import Properties
 
+# A JDBC node's own user and password (bound from the node as hop keys; the worker decrypts the
+# password) are what its source or destination connects with, unless the flow gives its own.
+_NODE_CREDENTIALS = (
+    ("source", "source.conn.username", "source.conn.password"),
+    ("destination", "writer.jdbc.username", "writer.jdbc.password"),
+)
+
+
+def with_node_credentials(properties: dict[str, str]) -> dict[str, str]:
+    """``properties`` with a JDBC node's credentials where the flow names none (a flow's own user
+    and password, set together or alone, are kept whole)."""
+    merged = dict(properties)
+    for role, user_key, password_key in _NODE_CREDENTIALS:
+        hop = f"flowport.hop.{role}."
+        if merged.get(f"{hop}kind") != "jdbc" or merged.get(user_key) or merged.get(password_key):
+            continue
+        for key, node_key in ((user_key, "user"), (password_key, "password")):
+            if merged.get(hop + node_key):
+                merged[key] = merged[hop + node_key]
+    return merged
+
+
 _KNOWN = (
     "job_name",
     "flow_group",
@@ -130,6 +152,9 @@ class JobSpec:
     log_tag: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
     flow_id: int | None = None
+    # The flow owner's customer key, unwrapped by the worker for column rules
+    # (portal.pipeline.columns): in this process's memory only, never in to_dict or a repr.
+    column_key: bytes | None = field(default=None, repr=False, compare=False)
 
     @property
     def is_backfill(self) -> bool:
@@ -141,7 +166,7 @@ class JobSpec:
         """The job-level view of ``properties``, built once per JobSpec: a run hands the one parsed
         JobSpec from planning to commit, and ``properties`` is not changed after parsing (a narrowed
         run is a new JobSpec, see ``dataclasses.replace``)."""
-        return Properties(self.properties)
+        return Properties(with_node_credentials(self.properties))
 
     @property
     def job_work_dir(self) -> str:

@@ -9,7 +9,8 @@ become atomic (the exactly-once seed).
 of a committed task (to ``data.publisher.final.dir(.N)/<dataset_urn>/<relative path>``; set
 ``data.publisher.dataset.subdir(.N)=false`` to drop the ``<dataset_urn>`` level),
 ``{"type": "jdbc_publish", ...}`` once per (dataset, JDBC branch), ``{"type": "iceberg_commit", ...}``
-once per (dataset, Iceberg branch) (:mod:`portal.pipeline.iceberg`), and last
+once per (dataset, Iceberg branch) (:mod:`portal.pipeline.iceberg`), one per branch that staged bad
+records for its error table (:mod:`portal.pipeline.badtables`), and last
 ``{"type": "high_watermark", "dataset_urn", "value"}``.
 
 ``job.commit.policy`` (default ``full``):
@@ -36,7 +37,16 @@ from collections import defaultdict
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlparse, urlunparse
 
-from portal.pipeline import fs, iceberg, table_templates, watermarks
+from portal.pipeline import (
+    backfills,
+    badrows,
+    badtables,
+    fs,
+    iceberg,
+    table_templates,
+    watermarks,
+    write_modes,
+)
 from portal.pipeline.confinement import confine
 from portal.pipeline.jobspec import JobSpec
 from portal.pipeline.properties import Properties
@@ -109,15 +119,80 @@ def _jdbc_table(bprops: Properties, urn: str) -> str:
     return table_templates.resolve(bprops.require(key), urn, bprops.describe(key))
 
 
-def _merge(bprops: Properties) -> dict[str, Any]:
-    """Upsert keys of a JDBC branch (``writer.jdbc.write.mode=upsert``): ``extract.primary.key.fields``,
-    the latest row of a run by the first ``extract.delta.fields`` winning."""
-    if (bprops.get("writer.jdbc.write.mode") or "append").lower() != "upsert":
-        return {}
+def _backfill_range(spec: JobSpec, bprops: Properties, urn: str) -> dict[str, Any] | None:
+    """What an appending JDBC branch of a backfill replaces: the target's rows whose watermark
+    column lies in the backfill's range (low exclusive, high inclusive, as the source reads it)."""
+    bounds = spec.backfill.get(urn)
     order = bprops.get_list("extract.delta.fields")
+    if not bounds or not order:
+        return None
     return {
-        "merge_keys": bprops.get_list("extract.primary.key.fields"),
-        "merge_order": order[0] if order else None,
+        "column": order[0],
+        "low": watermarks.value_of(bounds["low"]) if bounds.get("low") else None,
+        "high": watermarks.value_of(bounds["high"]) if bounds.get("high") else None,
+    }
+
+
+def _rereads_all(spec: JobSpec, urn: str) -> bool:
+    """A backfill from the first record up to (at least) the stored watermark: every load again."""
+    bounds = spec.backfill.get(urn) or {}
+    stored = spec.previous_watermarks.get(urn)
+    return backfills.covers_everything(bounds.get("low"), bounds.get("high") or "", stored)
+
+
+def _retired(spec: JobSpec, urn: str, branch: dict[str, Any]) -> list[str] | None:
+    """The files (relative to the dataset's folder) that the loads a backfill reads again published
+    on this branch, as the orchestrator found them (``backfill_replaces``); None when it named none
+    for ``urn`` (:mod:`portal.orchestration.replays`)."""
+    named = (spec.extra.get("backfill_replaces") or {}).get(urn)
+    if named is None:
+        return None
+    return [str(f["relative"]) for f in named if int(f.get("branch") or 0) == int(branch["index"])]
+
+
+def _replace_step(
+    spec: JobSpec,
+    urn: str,
+    final: str,
+    bprops: Properties,
+    branch: dict[str, Any],
+    partitions: bool,
+    whole: bool = False,
+) -> dict[str, Any]:
+    fields = write_modes.resolve(bprops, branch.get("format") or "PARQUET").step_fields()
+    mode = "overwrite" if partitions or whole else fields.pop("write_mode")
+    fields.pop("write_mode", None)
+    return {
+        "type": "fs_replace",
+        "dataset_urn": urn,
+        "branch": branch["index"],
+        "final": final,
+        "mode": mode,
+        "format": branch.get("format") or "PARQUET",
+        "files": [],
+        "token": f"{spec.job_name}:{spec.execution_id}:{urn}",
+        "partitions": partitions,
+        **fields,
+    }
+
+
+def _set_aside(output_file: dict[str, Any], base: str) -> bool:
+    """Whether a task-output file is the bad records' (``_errors/``, :mod:`portal.pipeline.badrows`)."""
+    relative = str(output_file["path"])[len(base) :].lstrip("/\\")
+    return relative.startswith(badrows.FOLDER + "/")
+
+
+def _set_aside_step(
+    output_file: dict[str, Any], base: str, final: str, root: str, urn: str, index: int
+) -> dict[str, Any]:
+    relative = output_file["path"][len(base) :].lstrip("/\\")
+    return {
+        "type": "fs_rename",
+        "src": output_file["path"],
+        "dst": confine(fs.join(final, relative), root, f"dataset '{urn}'"),
+        "size": output_file.get("size"),
+        "dataset_urn": urn,
+        "branch": index,
     }
 
 
@@ -132,6 +207,9 @@ def plan_commit(
         steps: list[dict[str, Any]] = []
         jdbc: dict[int, dict[str, Any]] = {}
         lake: dict[int, dict[str, Any]] = {}  # iceberg_commit steps by branch
+        errors: dict[int, dict[str, Any]] = {}  # the error tables' steps by branch (badtables)
+        later: list[tuple[dict[str, Any], str, str, str, int]] = []  # bad-record files after a replace
+        replacing: dict[str, dict[str, Any]] = {}  # fs_replace steps by dataset folder
         committed = [t for t in tasks if t["committed"]]
         for task in committed:
             count = len(task["branches"])
@@ -141,6 +219,7 @@ def plan_commit(
                 bprops = _branch_props(props, branch, count)
                 if branch.get("format") == iceberg.FORMAT:
                     iceberg.add_branch(lake, spec, urn, bprops, branch)
+                    badtables.add_steps(errors, lake[branch["index"]], branch, urn)
                     continue
                 if branch.get("staging_table"):
                     step = jdbc.setdefault(
@@ -159,11 +238,14 @@ def plan_commit(
                             "execution_id": spec.execution_id,
                             "job_name": spec.job_name,
                             "evolve": props.get_choice("schema.evolution.policy") == "evolve",
-                            **_merge(bprops),
+                            **write_modes.resolve(bprops, "JDBC").step_fields(),
                         },
                     )
+                    if spec.is_backfill and step["write_mode"] == "append":
+                        step["replace_range"] = _backfill_range(spec, bprops, urn)
                     step["staging_tables"].append(branch["staging_table"])
                     step["rows"] += int(branch["records_written"])
+                    badtables.add_steps(errors, step, branch, urn)
                     continue
                 # Every published file stays inside the branch's publish dir: a dataset URN or a
                 # task state (a cluster driver's, say) cannot steer it elsewhere with '..'.
@@ -172,6 +254,40 @@ def plan_commit(
                 if bprops.get_bool("data.publisher.dataset.subdir", True):
                     final = confine(fs.join(final, urn), root, f"dataset '{urn}'")
                 base = branch["output_dir"].rstrip("/")
+                mode = write_modes.resolve(bprops, branch.get("format") or "PARQUET").mode
+                # A backfill of a partitioned dataset replaces the partitions it wrote again.
+                partitions = (
+                    spec.is_backfill
+                    and mode == "append"
+                    and bool(bprops.get_list("writer.partition.columns"))
+                )
+                whole = spec.is_backfill and mode == "append" and not partitions and _rereads_all(spec, urn)
+                # A backfill of part of an unpartitioned dataset swaps the files its loads published.
+                retire = _retired(spec, urn, branch) if spec.is_backfill and mode == "append" else None
+                swap = not partitions and not whole and retire is not None
+                if mode != "append" or partitions or whole or swap:
+                    step = replacing.setdefault(
+                        final, _replace_step(spec, urn, final, bprops, branch, partitions, whole)
+                    )
+                    if swap:
+                        step.update(mode="swap", retire=retire)
+                    step["files"].extend(
+                        {
+                            "src": f["path"],
+                            "relative": f["path"][len(base) :].lstrip("/\\"),
+                            "size": f.get("size"),
+                        }
+                        for f in branch["output_files"]
+                        if not _set_aside(f, base)
+                    )
+                    # A replacing publish reads or swaps the dataset's data; the bad records' file
+                    # joins the new folder after it, as in an appending one.
+                    later.extend(
+                        (f, base, final, root, branch["index"])
+                        for f in branch["output_files"]
+                        if _set_aside(f, base)
+                    )
+                    continue
                 for f in branch["output_files"]:
                     relative = f["path"][len(base) :].lstrip("/\\")
                     steps.append(
@@ -184,12 +300,17 @@ def plan_commit(
                             "branch": branch["index"],
                         }
                     )
+        steps.extend(step for step in replacing.values() if step["files"])
+        steps.extend(
+            _set_aside_step(f, base, final, root, urn, index) for f, base, final, root, index in later
+        )
         steps.extend(jdbc[i] for i in sorted(jdbc))
         if committed:
             value = watermarks.merge([t["actual_high_watermark"] for t in committed])
         else:
             value = tasks[0].get("low_watermark")
         steps.extend(iceberg.finish_steps(lake, value, spec.is_backfill))
+        steps.extend(errors[i] for i in sorted(errors))  # with the run, before its watermark
         if value is not None and not spec.is_backfill:
             steps.append({"type": "high_watermark", "dataset_urn": urn, "value": value})
         plan[urn] = steps

@@ -12,6 +12,7 @@ names say "secret" (their values must be ``ENC(...)``), and the limits on keys a
 
 from __future__ import annotations
 
+import difflib
 import functools
 import itertools
 import re
@@ -19,6 +20,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from portal.pipeline import node_relative
 from portal.pipeline.loader import ClassLoadError, check_class_path
 
 USER, NODE = "user", "node"
@@ -196,6 +198,7 @@ def user_property_problems(
     if secrets:
         problems += [clear_secret_message(key) for key in clear_secret_keys(properties, looks_encrypted)]
     problems += urn_problems(properties)
+    problems += node_relative.problems(properties)
     return problems
 
 
@@ -232,6 +235,8 @@ SOURCE_FILES, SOURCE_JDBC, WRITER_FILES, WRITER_JDBC, WRITER_ICEBERG = (
 )
 FILES_SOURCE_CLASS = "portal.pipeline.sources.files.FileSource"
 JDBC_SOURCE_CLASS = "portal.pipeline.sources.jdbc.JdbcSource"
+SOURCE_CDC = "source:cdc"
+CDC_SOURCE_CLASS = "portal.pipeline.sources.cdc.CdcSource"
 
 
 @dataclass(frozen=True)
@@ -247,6 +252,8 @@ class PropertySpec:
     choices: tuple[str, ...] = ()
     required_for: tuple[str, ...] = ()
     unless: str = ""
+    minimum: float | None = None
+    maximum: float | None = None
 
     @property
     def owner(self) -> str:
@@ -300,9 +307,12 @@ SPECS: tuple[PropertySpec, ...] = (
        required_for=(SOURCE_FILES,)),
     _s("source.files.dataset.level", INT, "0: the folder is one dataset; 1: one dataset per sub-folder.",
        default="1"),
-    _s("source.files.datasets", LIST, "Only these sub-folders (level 1); all by default."),
+    _s("source.files.datasets", LIST, "Only these sub-folders (level 1); all by default. Plain folder "
+       "names: no '/', '..', '%' or absolute paths."),
     _s("source.files.glob", STRING, "Only files whose names match this glob (a later hop reads branch 0 "
-       "of a forked first hop with it; set by the compiler)."),
+       "of a forked first hop with it; set by the compiler). A name pattern: no '/', '..' or '%'."),
+    _s("source.files.option.<name>", STRING, "A Spark reader option from the allowed list (docs/pipeline.md); "
+       "avroSchemaUrl names a file inside the source data node."),
     _s("source.files.settle.seconds", NUMBER, "Leave out files modified in the last N seconds.", default="0"),
     _s("source.files.workunit.max.bytes", INT, "Bytes of files per work unit.", default=str(1 << 30)),
     _s("source.files.workunit.max.files", INT, "Files per work unit (0: no limit).", default="0"),
@@ -310,6 +320,18 @@ SPECS: tuple[PropertySpec, ...] = (
     _s("source.files.csv.infer.schema", BOOL, "Infer CSV column types (else strings).", default="true"),
     _s("source.files.csv.delimiter", STRING, "CSV field delimiter.", default=","),
     _s("source.schema", STRING, "The source's schema as a Spark DDL string (skips inference)."),
+    _s("errors.max.count", INT, "CSV/JSON files: bad records (that do not parse, have the wrong number of "
+       "fields or a value of the wrong type) set aside per task before the task fails; with "
+       "errors.max.fraction unset too, 0.", minimum=0),
+    _s("errors.max.fraction", NUMBER, "CSV/JSON files: the share of the records read (0 to 1) that may "
+       "be bad and set aside before the task fails.", minimum=0, maximum=1),
+    # column rules (job-wide; the source picker sets them)
+    _s("columns.drop", LIST, "Columns not delivered."),
+    _s("columns.hash", LIST, "Columns delivered as the hex SHA-256 of salt + value."),
+    _s("columns.hash.secret", STRING, "The salt of columns.hash; give it as ENC(...). Unset: derived "
+       "from the flow owner's customer key."),
+    _s("columns.encrypt", LIST, "Columns delivered AES-256-GCM encrypted under the flow owner's "
+       "customer key (base64; decrypt with python -m portal.pipeline.columns)."),
     # jdbc source
     _s("source.jdbc.url", STRING, "JDBC URL of the source database (set from the source data node).",
        required_for=(SOURCE_JDBC,)),
@@ -326,6 +348,14 @@ SPECS: tuple[PropertySpec, ...] = (
        "(default: the first primary key field)."),
     _s("source.jdbc.ranges", INT, "Watermark ranges per table per run.", default="1"),
     _s("source.jdbc.num.partitions", INT, "Spark partitions of a read (default: the cluster's parallelism)."),
+    # change data capture (portal.pipeline.sources.cdc)
+    _s("source.cdc.tables", LIST, "Change data capture (source.class portal.pipeline.sources.cdc.CdcSource "
+       "on a PostgreSQL or MariaDB node): the tables whose changes are read from the log, schema.table, "
+       "one dataset each.", required_for=(SOURCE_CDC,)),
+    _s("source.cdc.max.changes", INT, "PostgreSQL: at most about this many log messages one run reads (whole "
+       "transactions); the rest waits for the next run. Unset: everything up to the run's start.", minimum=1),
+    _s("source.cdc.resnapshot", BOOL, "Drop the flow's replication slot and read the tables again from a "
+       "new snapshot (after the server lost the slot).", default="false"),
     _s("source.conn.username", STRING, "Database user."),
     _s("source.conn.password", STRING, "Database password; give it as ENC(...)."),
     _s("extract.is.full", BOOL, "Read whole tables each run (no watermark).", default="false"),
@@ -384,7 +414,14 @@ SPECS: tuple[PropertySpec, ...] = (
     _s("writer.jdbc.username", STRING, "Destination database user."),
     _s("writer.jdbc.password", STRING, "Destination database password; give it as ENC(...)."),
     _s("writer.jdbc.batchsize", INT, "Rows per insert batch."),
-    _s("writer.jdbc.write.mode", CHOICE, "append, or upsert: merge on extract.primary.key.fields.",
+    _s("writer.write.mode", CHOICE, "How the destination takes a run's rows: append; overwrite (a full "
+       "refresh replacing the dataset at once); merge (upsert on extract.primary.key.fields, the "
+       "latest row wins); history (SCD type 2: valid_from/valid_to/is_current per key).",
+       default="append", choices=("append", "overwrite", "merge", "history")),
+    _s("writer.merge.delete.column", STRING, "merge/history: a boolean column; a row with it true "
+       "deletes (merge) or closes (history) its key."),
+    _s("writer.jdbc.write.mode", CHOICE, "append, or upsert: merge on extract.primary.key.fields "
+       "(older form of writer.write.mode=merge).",
        default="append", choices=("append", "upsert")),
     _s("writer.jdbc.marker.table", STRING, "Table holding the exactly-once commit markers."),
     _s("writer.iceberg.catalog.uri", STRING, "SQL catalog of the Iceberg destination, a SQLAlchemy URL "
@@ -398,7 +435,7 @@ SPECS: tuple[PropertySpec, ...] = (
     _s("writer.iceberg.table", STRING, "Iceberg table (default: the dataset URN, '.' and ':' as '_'); "
        "{table} in it is the dataset's table name."),
     _s("writer.iceberg.write.mode", CHOICE, "append, or merge: upsert on extract.primary.key.fields "
-       "(the latest row per key by extract.delta.fields wins).", default="append",
+       "(the latest row per key by extract.delta.fields wins; older form of writer.write.mode=merge).", default="append",
        choices=("append", "merge")),
     _s("data.publisher.final.dir", STRING, "Where a files destination publishes (set by the portal).",
        required_for=(WRITER_FILES,)),
@@ -428,14 +465,16 @@ def parse_value(spec: PropertySpec | None, value: str, named: str) -> object:
     kind = spec.type if spec else STRING
     if kind == INT:
         try:
-            return int(value)
+            whole = int(value)
         except ValueError:
             raise ValueError(f"property {named} must be an integer, got '{value}'") from None
+        return _within(spec, whole, named)
     if kind == NUMBER:
         try:
-            return float(value)
+            number = float(value)
         except ValueError:
             raise ValueError(f"property {named} must be a number, got '{value}'") from None
+        return _within(spec, number, named)
     if kind == BOOL:
         lowered = value.lower()
         if lowered in TRUE_WORDS or lowered in FALSE_WORDS:
@@ -457,6 +496,18 @@ def parse_value(spec: PropertySpec | None, value: str, named: str) -> object:
             result[left.strip()] = right.strip()
         return result
     return value
+
+
+def _within(spec: PropertySpec | None, number: float, named: str) -> Any:
+    """``number`` when inside the key's declared bounds, else ValueError saying them."""
+    if spec is None or (spec.minimum is None and spec.maximum is None):
+        return number
+    low, high = spec.minimum, spec.maximum
+    if (low is not None and number < low) or (high is not None and number > high):
+        if high is None:
+            raise ValueError(f"property {named} must be at least {low:g}, got {number:g}")
+        raise ValueError(f"property {named} must be between {low:g} and {high:g}, got {number:g}")
+    return number
 
 
 def value_problems(properties: Mapping[str, object]) -> list[str]:
@@ -482,3 +533,30 @@ def missing_message(named: str, spec: PropertySpec | None) -> str:
 
 def required_specs(kind: str) -> list[PropertySpec]:
     return [spec for spec in SPECS if kind in spec.required_for]
+
+
+# How alike a key must be to a known one to be taken for its misspelling (difflib's ratio):
+# `source.file.fromat` is 0.92 like `source.files.format`; unrelated custom keys stay far below.
+MISSPELT_CUTOFF = 0.85
+_PLAIN_KEYS = tuple(sorted({spec.key for spec in SPECS if "<" not in spec.key} | NODE_KEYS))
+
+
+def is_known_key(key: str) -> bool:
+    """A key the pipeline or the portal reads (a declared one, a branch's, a node's)."""
+    return (
+        spec_for(key) is not None
+        or key in NODE_KEYS
+        or base_key(key) in NODE_KEYS
+        or key.startswith(NODE_PREFIXES)
+    )
+
+
+def closest_known_key(key: str, also_known: Iterable[str] = ()) -> str | None:
+    """The known key an unknown ``key`` is most likely a misspelling of, or None (a custom
+    key: allowed, and nothing like a known one). ``also_known`` adds the caller's own keys."""
+    extra = set(also_known)
+    if key in extra or is_known_key(key):
+        return None
+    candidates = [*_PLAIN_KEYS, *sorted(extra)]
+    match = difflib.get_close_matches(base_key(key), candidates, n=1, cutoff=MISSPELT_CUTOFF)
+    return match[0] if match else None

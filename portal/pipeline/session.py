@@ -10,10 +10,19 @@ only adds overhead) and this process's own Python for the Python workers, so a U
 source or converter imports what the driver imports (Spark's default, ``python3`` on PATH, lacks the
 virtualenv), forked from a daemon that has imported the Arrow reader's
 modules already (:mod:`portal.pipeline.pydaemon`).
+
+Spark's web UI has no login of its own and shows every job of the session, its SQL and its
+environment, and Spark binds it to every interface unless ``SPARK_LOCAL_IP`` names one (Spark 4 has
+no configuration key for the UI's address; ``spark.driver.bindAddress`` moves the driver's RPC, not
+the UI). So the UI is off unless an operator sets ``SPARK_UI_ENABLED=true``, and when it runs in a
+driver this module starts, it listens where the portal does: ``SPARK_UI_HOST``, else the host of
+``FLOWPORT_BIND`` (the web process's address), else loopback. ``SPARK_LOCAL_IP``, when the operator
+sets it, decides instead (Spark has one address for the driver and its UI).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import time
@@ -26,6 +35,46 @@ from pyspark.sql import SparkSession
 from portal.pipeline import dialects, onepass
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
+LOOPBACK = "127.0.0.1"
+_TRUE = {"1", "true", "yes", "on"}
+
+
+def ui_enabled() -> bool:
+    """Does an operator want Spark's web UI (``SPARK_UI_ENABLED``; off by default)?"""
+    return os.environ.get("SPARK_UI_ENABLED", "").strip().lower() in _TRUE
+
+
+def bind_host(bind: str) -> str:
+    """The host part of a gunicorn ``--bind`` address (``host:port``, ``[v6]:port``); loopback for a
+    Unix socket, a file descriptor or no host."""
+    bind = bind.strip()
+    if not bind or bind.startswith(("unix:", "fd://")):
+        return LOOPBACK
+    if bind.startswith("["):
+        return bind[1 : bind.find("]")] or LOOPBACK
+    host = bind.rsplit(":", 1)[0] if ":" in bind else bind
+    return LOOPBACK if not host or host.isdigit() else host
+
+
+def ui_host() -> str:
+    """Where a driver's web UI listens: ``SPARK_UI_HOST``, else where the portal listens."""
+    return os.environ.get("SPARK_UI_HOST", "").strip() or bind_host(os.environ.get("FLOWPORT_BIND", ""))
+
+
+@contextlib.contextmanager
+def _jvm_environment(values: dict[str, str]) -> Iterator[None]:
+    """Variables for the driver JVM PySpark launches now (it copies this process's environment),
+    left out of the environment of whatever this process starts later."""
+    saved = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def _on_python_path(folder: str) -> None:
@@ -59,8 +108,13 @@ def get_or_create_spark(
         # so pyarrow, DuckDB or Trino read the instants with their UTC marker.
         "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
         "spark.ui.showConsoleProgress": "false",
+        "spark.ui.enabled": "true" if ui_enabled() else "false",
     }
     if master.startswith("local"):
+        # Nothing outside this process talks to a local driver: its RPC and block manager ports
+        # stay on loopback instead of the machine's address.
+        settings["spark.driver.bindAddress"] = LOOPBACK
+        settings["spark.driver.host"] = LOOPBACK
         settings["spark.sql.shuffle.partitions"] = "4"
         settings["spark.default.parallelism"] = str(os.cpu_count() or 2)
         # PySpark takes the workers' Python from this variable when the SparkContext starts.
@@ -76,7 +130,9 @@ def get_or_create_spark(
         builder = builder.master(master)
     for key, value in settings.items():
         builder = builder.config(key, str(value))
-    spark = builder.getOrCreate()
+    ui = str(settings["spark.ui.enabled"]).strip().lower() == "true"
+    with _jvm_environment({"SPARK_LOCAL_IP": ui_host()} if ui and "SPARK_LOCAL_IP" not in os.environ else {}):
+        spark = builder.getOrCreate()
     if log_level:
         spark.sparkContext.setLogLevel(log_level)
     return spark

@@ -31,7 +31,7 @@ from typing import Any
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
-from portal.pipeline import directwrite, fs, onepass, progress, schema_evolution
+from portal.pipeline import badrows, badtables, columns, directwrite, fs, onepass, progress, schema_evolution
 from portal.pipeline.converters import Converter, ConverterContext, apply_converters, build_converters
 from portal.pipeline.errors import CancelledError, PipelineError, QualityCheckError
 from portal.pipeline.feed import Feed
@@ -158,7 +158,9 @@ class TaskRunner:
         self.wu = wu
         spec = job.jobspec
         self.group = progress.job_group(spec.job_name, spec.execution_id, wu.task_id)
-        self.pool = f"flowport-{wu.task_id}"
+        # The FAIR pool: the one the orchestrator names (its owner's, so owners share a worker's
+        # Spark fairly), else one per task.
+        self.pool = str(spec.extra.get("scheduler_pool") or f"flowport-{wu.task_id}")
         self.state = TaskState(
             task_id=wu.task_id,
             job_name=spec.job_name,
@@ -172,6 +174,7 @@ class TaskRunner:
         )
         self.branches: list[_Branch] = []
         self.extract_dir: str | None = None
+        self.limits = badrows.Limits(0, None)
 
     def run(self) -> TaskState:
         started = time.time()
@@ -229,6 +232,7 @@ class TaskRunner:
         fork = self._fork(feed, pre, check.schema)
         self._write(feed, fork, check.previous_schema)
         self._check_records(feed, fork, pre, check)
+        self._set_aside(feed, fork, pre)
         finish = extraction.finish
         self.state.actual_high_watermark = finish(feed.metrics) if finish else self.wu.expected_high_watermark
         self.state.status = SUCCEEDED
@@ -240,7 +244,10 @@ class TaskRunner:
         ctx = ConverterContext(self.wu.task_id, self.wu.dataset_urn, ingestion_time)
         operator = build_fork_operator(pre)
         self._build_branches(pre, operator.get_branches(), ingestion_time, ctx)
-        return _PreFork(pre, operator, build_converters(pre, ctx), RowChecker(pre), build_task_policies(pre))
+        self.limits = badrows.Limits.of(pre)
+        rules = columns.converters(pre, ctx, self.job.jobspec.column_key)
+        converters = rules + build_converters(pre, ctx)
+        return _PreFork(pre, operator, converters, RowChecker(pre), build_task_policies(pre))
 
     def _extract(self, extraction: Extraction, pre: _PreFork) -> Feed:
         """The work unit's bounded extract with the pre-fork converters and row checker (lazy)."""
@@ -309,6 +316,52 @@ class TaskRunner:
         failure = run_task_policies(pre.policies, check, "after", self.state.quality)
         if failure:
             raise QualityCheckError(failure)
+
+    def _set_aside(self, feed: Feed, fork: _Fork, pre: _PreFork) -> None:
+        """The rows the source could not read (:mod:`portal.pipeline.badrows`): described by a second
+        read when the writes counted any, then beside each file branch's output (published with
+        it), and in an error table beside each JDBC or Iceberg destination (published with it,
+        :mod:`portal.pipeline.badtables`); in the err folder instead when past the limits (the task
+        fails) or no branch writes files or tables."""
+        spec = feed.extraction.bad_records
+        if spec is None or not fork.active or not int(feed.metrics.get(badrows.METRIC) or 0):
+            return
+        job = self.job.jobspec
+        context = {
+            "job": job.job_name,
+            "execution_id": job.execution_id,
+            "task_id": self.wu.task_id,
+            "dataset_urn": self.wu.dataset_urn,
+        }
+        rows = badrows.describe(feed.extraction.df, spec, context)
+        self.state.records_bad = len(rows)
+        if not rows:
+            return
+        read = self.state.records_extracted + len(rows)
+        files = [
+            b
+            for b in fork.active
+            if isinstance(b.writer, FileDataWriter) and b.state.output_dir and b.state.final_dir
+        ]
+        tables = [b for b in fork.active if badtables.takes(b.writer)]
+        if self.limits.passed(len(rows), read) or not (files or tables):
+            path = self._err_dir(pre.props, "bad_records.jsonl")
+            badrows.write(path, rows)
+            self.state.bad_records_files = [path]
+            badrows.check(self.limits, rows, read, self.wu.dataset_urn, path)
+            return
+        name = badrows.file_name(job.execution_id, self.wu.task_id)
+        for branch in tables:
+            badtables.stage(self.job.spark, branch.writer, branch.state, rows, name)
+            self.state.bad_records_tables.append(badtables.where(branch.writer))
+        for branch in files:
+            assert branch.state.output_dir and branch.state.final_dir
+            path = fs.join(branch.state.output_dir, badrows.FOLDER, name)
+            branch.state.output_files.append({"path": path, "size": badrows.write(path, rows)})
+            final = branch.state.final_dir
+            if branch.props.get_bool("data.publisher.dataset.subdir", True):
+                final = fs.join(final, self.wu.dataset_urn)
+            self.state.bad_records_files.append(fs.join(final, badrows.FOLDER, name))
 
     def _build_branches(
         self, pre: Properties, count: int, ingestion_time: dt.datetime, ctx: ConverterContext

@@ -20,14 +20,20 @@ or ``per_branch`` — each branch re-read the bounded extract; ``direct`` — a 
 written by the Python workers from the Arrow extract, see :mod:`portal.pipeline.directwrite`; None
 with a single branch otherwise),
 ``extract_staged`` (whether the extract was copied to Parquet before the branches read it: a live
-source this task would have read twice, see :mod:`portal.pipeline.feed`).
+source this task would have read twice, see :mod:`portal.pipeline.feed`), ``records_bad`` (rows a
+CSV or JSON source could not read, set aside: :mod:`portal.pipeline.badrows`; not in
+``records_extracted``), ``bad_records_files`` (where they are: beside each file branch's published
+dataset, ``<dir>/_errors/<execution>-<task>.jsonl``, or the err folder's ``bad_records.jsonl`` when
+the task failed on them or wrote neither files nor tables), ``bad_records_tables`` (the error tables
+they are published to beside a JDBC or Iceberg destination: :mod:`portal.pipeline.badtables`).
 
 A branch dict: ``index``, ``name``, ``status`` (SUCCEEDED / FAILED / CANCELLED / SKIPPED — SKIPPED
 when the fork operator did not forward the schema to it), ``format``, ``records_written``,
 ``records_rejected`` (all row-policy failures in the branch, whatever their type),
 ``records_err_file`` (those written to the err folder), ``err_dir``, ``output_dir`` (task output
 folder), ``output_files`` (list of ``{"path", "size"}`` under ``output_dir``), ``bytes_written``,
-``staging_table`` (JDBC writer), ``final_dir`` (``data.publisher.final.dir`` of the branch),
+``staging_table`` (JDBC writer), ``bad_records`` (the task's bad records staged for the branch's
+error table: ``staging_table`` or ``file``, and ``rows``), ``final_dir`` (``data.publisher.final.dir`` of the branch),
 ``error``, ``duration_seconds``.
 """
 
@@ -59,6 +65,7 @@ class BranchState:
     output_files: list[dict[str, Any]] = field(default_factory=list)
     bytes_written: int = 0
     staging_table: str | None = None
+    bad_records: dict[str, Any] | None = None
     final_dir: str | None = None
     error: str | None = None
     duration_seconds: float = 0.0
@@ -90,6 +97,9 @@ class TaskState:
     err_dir: str | None = None
     fork_feed: str | None = None
     extract_staged: bool = False
+    records_bad: int = 0
+    bad_records_files: list[str] = field(default_factory=list)
+    bad_records_tables: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -23,7 +23,10 @@ The JDBC writer (``writer.jdbc.url``, ``writer.jdbc.table``, ``writer.jdbc.usern
 ``writer.jdbc.password``, ``writer.jdbc.marker.table``) writes the branch into its own staging table
 next to the target; publishing appends it to the target in one transaction
 (:class:`portal.pipeline.commit_steps.JdbcPublishCommitStep`). ``{table}`` in ``writer.jdbc.table``
-gives each dataset its own target (:mod:`portal.pipeline.table_templates`).
+gives each dataset its own target (:mod:`portal.pipeline.table_templates`). Before anything is read,
+the writer opens one connection as Spark's writer will and asks where it landed
+(:mod:`portal.pipeline.landing`): the portal's own database is refused, and on MySQL/MariaDB a target
+or marker table naming another database than the one it landed in.
 """
 
 from __future__ import annotations
@@ -40,7 +43,7 @@ from psycopg import sql
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from portal.pipeline import fs, gateway, pgconn, table_templates
+from portal.pipeline import fs, gateway, landing, pgconn, table_templates, write_modes
 from portal.pipeline.dialects import dialect_for
 from portal.pipeline.errors import ConfigError
 from portal.pipeline.jdbc_targets import JdbcTarget
@@ -122,6 +125,7 @@ class FileDataWriter(DataWriter):
         self.staging_dir = self._task_path("writer.staging.dir", "task-staging")
         self.output_dir = self._task_path("writer.output.dir", "task-output")
         self.partition_columns = props.get_list("writer.partition.columns")
+        self.write_mode = write_modes.resolve(props, fmt)  # refused here, before any read
 
     @property
     def final_dir(self) -> str | None:
@@ -221,15 +225,22 @@ class JdbcDataWriter(DataWriter):
         key = "writer.jdbc.table"
         self.table = table_templates.resolve(props.require(key), ctx.dataset_urn, props.describe(key))
         self.staging_table = staging_table_name(self.table, ctx.jobspec, ctx.task_id, ctx.branch_index)
-        mode = (props.get("writer.jdbc.write.mode") or "append").lower()
-        if mode not in ("append", "upsert"):
-            raise ConfigError(
-                f"{props.describe('writer.jdbc.write.mode')} must be append or upsert, got '{mode}'"
-            )
-        if mode == "upsert" and not props.get_list("extract.primary.key.fields"):
-            raise ConfigError(
-                f"{props.describe('writer.jdbc.write.mode')}: upsert needs extract.primary.key.fields (the merge keys)"
-            )
+        self.error_staging_table: str | None = None  # bad records staged (badtables)
+        self.write_mode = write_modes.resolve(props, "JDBC")  # refused here, before any read
+        self.what = landing.node_what(ctx.jobspec.extra, "destination", "writer.jdbc.url")
+        self._check_landing()
+
+    def _check_landing(self) -> None:
+        """Before any read: where the writer's connections land, refused if the portal's own database
+        or (MySQL/MariaDB) if a table it would write is outside the database it landed in."""
+        portal = landing.portal_databases(self.ctx.jobspec.extra)
+        found = landing.check_jdbc(self.ctx.spark, self._options(), self.what, portal=portal)
+        marker = self.props.get("writer.jdbc.marker.table") or "flowport_publish_marker"
+        names = {
+            self.props.describe("writer.jdbc.table"): [self.table],
+            self.props.describe("writer.jdbc.marker.table"): [marker],
+        }
+        landing.own_database(found, names, self.what)
 
     def _options(self) -> dict[str, str]:
         dialect = dialect_for(self.url, "writer.jdbc.url")
@@ -247,41 +258,62 @@ class JdbcDataWriter(DataWriter):
         return options
 
     def write(self, df: DataFrame) -> WriteResult:
+        self._stage(df, self.staging_table)
+        return WriteResult(staging_table=self.staging_table)
+
+    def stage_errors(self, df: DataFrame) -> str:
+        """Stage the task's bad records beside the branch's rows (:mod:`portal.pipeline.badtables`);
+        the staging table's name."""
+        table = self.staging_table + "_err"
+        self._stage(df, table)
+        self.error_staging_table = table
+        return table
+
+    def _stage(self, df: DataFrame, table: str) -> None:
         mode = "overwrite"
         dialect = dialect_for(self.url, "writer.jdbc.url")
         if dialect.own_ddl:  # SQLite: the table is made here, in the dialect's types
             target = JdbcTarget(
-                self.url, self.props.get("writer.jdbc.username"), self.props.get("writer.jdbc.password")
+                self.url,
+                self.props.get("writer.jdbc.username"),
+                self.props.get("writer.jdbc.password"),
+                what=self.what,
             )
             target.create(
-                self.staging_table,
+                table,
                 [(f.name, dialect.column_type(f.dataType) or "TEXT") for f in df.schema.fields],
             )
             mode = "append"
-        df.write.format("jdbc").options(**self._options()).option("dbtable", self.staging_table).mode(
-            mode
-        ).save()
-        return WriteResult(staging_table=self.staging_table)
+        df.write.format("jdbc").options(**self._options()).option("dbtable", table).mode(mode).save()
 
     def abort(self) -> None:
+        for table in (self.staging_table, self.error_staging_table):
+            if table:
+                self._drop(table)
+
+    def _drop(self, table: str) -> None:
         if not self.url.startswith("jdbc:postgresql:"):
             try:
                 target = JdbcTarget(
-                    self.url, self.props.get("writer.jdbc.username"), self.props.get("writer.jdbc.password")
+                    self.url,
+                    self.props.get("writer.jdbc.username"),
+                    self.props.get("writer.jdbc.password"),
+                    what=self.what,
                 )
                 with target.connect() as conn:
-                    target.drop(conn, self.staging_table)
+                    target.drop(conn, table)
             except Exception:  # noqa: S110 - best effort; a leftover staging table is harmless
                 pass
             return
         try:
             conn = pgconn.connect(
-                self.url, self.props.get("writer.jdbc.username"), self.props.get("writer.jdbc.password")
+                self.url,
+                self.props.get("writer.jdbc.username"),
+                self.props.get("writer.jdbc.password"),
+                what=self.what,
             )
             with conn:
-                conn.execute(
-                    sql.SQL("DROP TABLE IF EXISTS {}").format(pgconn.table_ident(self.staging_table))
-                )
+                conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(pgconn.table_ident(table)))
         except Exception:  # noqa: S110 - best effort; a leftover staging table is harmless
             pass
 

@@ -23,6 +23,7 @@ from rest_framework import exceptions
 from rest_framework.request import Request
 from rest_framework.views import APIView
 
+from portal.quotas.services import QuotaExceeded
 from portal.restli import protocol
 from portal.restli.errors import PROTOCOL_VERSION, RestLiError, error_response
 
@@ -210,6 +211,8 @@ class RestLiResource(APIView):
             if header:
                 response["WWW-Authenticate"] = header
             return response
+        if isinstance(exc, QuotaExceeded):  # Gobblin's QuotaExceededException: 503 naming the quota
+            return error_response(exc.status_code, exc.message)
         if isinstance(exc, exceptions.APIException):
             return error_response(exc.status_code, str(exc.detail))
         raise exc

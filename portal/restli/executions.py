@@ -15,6 +15,7 @@ from django.db.models.functions import RowNumber
 from django.http import Http404, HttpResponse, JsonResponse
 from rest_framework.request import Request
 
+from portal.orchestration import redaction
 from portal.orchestration import services as run_services
 from portal.orchestration import status as execution_status
 from portal.orchestration.models import Action, ActionKind, FlowExecution
@@ -64,10 +65,13 @@ def _resuming(executions: Sequence[FlowExecution]) -> set[tuple[str, str, int]]:
     return set(pending)
 
 
-def _renderer(rows: Sequence[FlowExecution], record, **options):
+def _renderer(request: Request, rows: Sequence[FlowExecution], record, **options):
+    """Records of `rows` with their messages as the requesting user may read them
+    (portal.orchestration.redaction)."""
     resuming = _resuming(rows)
+    shown = redaction.for_viewer(request.user)
     return lambda e: record(
-        e, resume_requested=(e.flow_group, e.flow_name, e.execution_id) in resuming, **options
+        e, resume_requested=(e.flow_group, e.flow_name, e.execution_id) in resuming, shown=shown, **options
     )
 
 
@@ -118,11 +122,11 @@ class FlowStatusesResource(RestLiResource):
 
     def restli_get(self, request: Request, key: str) -> HttpResponse:
         execution = _execution(request, self, key)
-        return JsonResponse(_renderer([execution], records.flow_status_record)(execution))
+        return JsonResponse(_renderer(request, [execution], records.flow_status_record)(execution))
 
     def finder_latestFlowStatus(self, request: Request, query: dict[str, Any]) -> HttpResponse:
         rows = list(_latest_of_flow(request, query))
-        return self.collection(rows, 0, len(rows), _renderer(rows, records.flow_status_record))
+        return self.collection(rows, 0, len(rows), _renderer(request, rows, records.flow_status_record))
 
 
 class FlowExecutionsResource(RestLiResource):
@@ -134,7 +138,7 @@ class FlowExecutionsResource(RestLiResource):
 
     def restli_get(self, request: Request, key: str) -> HttpResponse:
         execution = _execution(request, self, key)
-        render = _renderer([execution], records.flow_execution_record, include_issues=True)
+        render = _renderer(request, [execution], records.flow_execution_record, include_issues=True)
         return JsonResponse(render(execution))
 
     def restli_delete(self, request: Request, key: str) -> HttpResponse:
@@ -156,7 +160,7 @@ class FlowExecutionsResource(RestLiResource):
     def finder_latestFlowExecution(self, request: Request, query: dict[str, Any]) -> HttpResponse:
         include_issues = _boolean(query, "includeIssues")
         rows = list(_latest_of_flow(request, query))
-        render = _renderer(rows, records.flow_execution_record, include_issues=include_issues)
+        render = _renderer(request, rows, records.flow_execution_record, include_issues=include_issues)
         return self.collection(rows, 0, len(rows), render)
 
     def finder_latestFlowGroupExecutions(self, request: Request, query: dict[str, Any]) -> HttpResponse:
@@ -180,5 +184,7 @@ class FlowExecutionsResource(RestLiResource):
             .order_by("flow_name", "-execution_id")
         )
         rows = list(ranked[start : start + count + 1])
-        render = _renderer(rows[:count], records.flow_execution_record, include_issues=include_issues)
+        render = _renderer(
+            request, rows[:count], records.flow_execution_record, include_issues=include_issues
+        )
         return self.collection(rows, start, count, render)

@@ -31,7 +31,7 @@ from portal.orchestration import services as run_services
 from portal.orchestration.models import FlowExecution
 from portal.restli import protocol, records
 from portal.restli.base import RestLiResource
-from portal.restli.errors import RestLiError
+from portal.restli.errors import RestLiError, ValidationFailure
 from portal.restli.patch import apply_patch
 from portal.templatepacks.services import validate_template_uris_for
 
@@ -61,6 +61,45 @@ def _refused(error: DjangoValidationError) -> RestLiError:
     else:
         lines = list(error.messages)
     return RestLiError(400, "; ".join(lines))
+
+
+# Gobblin's TemplateUriValidator (FlowConfig.pdl's templateUris): a comma-separated list of
+# well-formed URIs of the FS scheme. Flowport's own pack:// scheme is a scheme it reads too.
+TEMPLATE_URI_SCHEMES = ("fs", "pack")
+_URI_SCHEME = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*):")
+_NOT_IN_URIS = re.compile(r'[\x00-\x20"<>\\^`{|}\x7f]')
+
+
+def _template_uri_problems(body: Any) -> list[tuple[str, str]]:
+    """The record's templateUris as its schema's validator judges it: a URI
+    that is not well formed or names another scheme is a 422 (FILE://…,
+    http://…); a well-formed one Flowport cannot read is the handler's 400."""
+    if not isinstance(body, dict):
+        return []
+    name = next((n for n in ("templateUris", "templateNames", "templateName") if n in body), None)
+    value = body.get(name) if name else None
+    if not isinstance(value, str):
+        return []  # absent or not a string: the record's own checks say so
+    for uri in (part.strip() for part in value.split(",")):
+        scheme = _URI_SCHEME.match(uri)
+        if uri and (
+            scheme is None or scheme["scheme"].lower() not in TEMPLATE_URI_SCHEMES or _NOT_IN_URIS.search(uri)
+        ):
+            return [(f"/{name}", f'"{value}" is not a well-formed comma-separated list of URIs')]
+    return []
+
+
+def _parse(body: Any) -> dict[str, Any]:
+    """records.parse_flow_config, with the templateUris validator's verdict
+    among the schema problems (one 422 lists them all)."""
+    problems = _template_uri_problems(body)
+    try:
+        given = records.parse_flow_config(body)
+    except ValidationFailure as failure:
+        raise ValidationFailure([*failure.problems, *problems]) from None
+    if problems:
+        raise ValidationFailure(problems)
+    return given
 
 
 def _flow_key(resource: RestLiResource, text: str) -> tuple[str, str]:
@@ -110,6 +149,12 @@ def _key_text(flow_group: str, flow_name: str, execution_id: int | None) -> str:
     return protocol.encode({"$params": params, **key})
 
 
+def _id_header(flow_group: str, flow_name: str) -> str:
+    """`X-RestLi-Id`: Rest.li writes the key there without its params (encodeKeyForHeader);
+    only `Location` carries them."""
+    return protocol.encode_for_header({"flowGroup": flow_group, "flowName": flow_name})
+
+
 class FlowConfigsResource(RestLiResource):
     """Gobblin's v1 `flowconfigs`: FlowId keys with empty params."""
 
@@ -118,7 +163,7 @@ class FlowConfigsResource(RestLiResource):
     # --- create -----------------------------------------------------------------------
 
     def restli_create(self, request: Request) -> HttpResponse:
-        given = records.parse_flow_config(self.body())
+        given = _parse(self.body())
         _refuse_execution_id(given)
         if given.get("explain"):
             return self.explain(request, given)
@@ -139,7 +184,7 @@ class FlowConfigsResource(RestLiResource):
     def created(self, request: Request, flow: FlowConfig) -> HttpResponse:
         key = _key_text(flow.flow_group, flow.flow_name, None)
         response = HttpResponse(status=201)
-        response["X-RestLi-Id"] = key
+        response["X-RestLi-Id"] = _id_header(flow.flow_group, flow.flow_name)
         response["Location"] = request.build_absolute_uri(f"/{self.resource}/{key}")
         return response
 
@@ -156,7 +201,7 @@ class FlowConfigsResource(RestLiResource):
     def restli_update(self, request: Request, key: str) -> HttpResponse:
         flow_group, flow_name = _flow_key(self, key)
         flow = _changeable(request.user, flow_group, flow_name)
-        given = records.parse_flow_config(self.body())
+        given = _parse(self.body())
         self.replace(request, flow, given)
         return HttpResponse(status=200)
 
@@ -177,7 +222,7 @@ class FlowConfigsResource(RestLiResource):
             given.setdefault("owningGroup", None)  # absent from the record: no owning group
             data = records.service_data(given, request.user)
         try:
-            return flow_services.update_flow(flow, data=data)
+            return flow_services.update_flow(flow, data=data, by=request.user.get_username())
         except DjangoValidationError as error:
             raise _refused(error) from None
 
@@ -212,7 +257,7 @@ class FlowConfigsV2Resource(FlowConfigsResource):
             response = HttpResponse(status=201)
         else:
             response = JsonResponse(records.flow_config_record(flow), status=201)
-        response["X-RestLi-Id"] = key
+        response["X-RestLi-Id"] = _id_header(flow.flow_group, flow.flow_name)
         response["Location"] = request.build_absolute_uri(f"/{self.resource}/{key}")
         return response
 
@@ -231,7 +276,7 @@ class FlowConfigsV2Resource(FlowConfigsResource):
         record["explain"] = True
         record["properties"][records.COMPILED_PROPERTY] = json.dumps(compiled.to_dict(), sort_keys=True)
         response = JsonResponse(record, status=200)
-        response["X-RestLi-Id"] = _key_text(flow.flow_group, flow.flow_name, -1)
+        response["X-RestLi-Id"] = _id_header(flow.flow_group, flow.flow_name)
         return response
 
     def restli_partial_update(self, request: Request, key: str) -> HttpResponse:
@@ -249,7 +294,7 @@ class FlowConfigsV2Resource(FlowConfigsResource):
             record = apply_patch(records.flow_config_record(flow), patch)
         except ValueError as error:
             raise RestLiError(400, f"Failed to apply patch: {error}") from None
-        self.replace(request, flow, records.parse_flow_config(record))
+        self.replace(request, flow, _parse(record))
         return HttpResponse(status=200)
 
     def action_runImmediately(self, request: Request, key: str) -> HttpResponse:

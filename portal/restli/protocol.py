@@ -122,6 +122,30 @@ def encode(value: Any) -> str:
     return _encode_leaf(value)
 
 
+_HEADER_RESERVED = "%(),:'"
+
+
+def _header_leaf(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    text = str(value)
+    if text == "":
+        return "''"
+    return "".join(f"%{ord(char):02X}" if char in _HEADER_RESERVED else char for char in text)
+
+
+def encode_for_header(value: Any) -> str:
+    """A key as Rest.li writes it in `X-RestLi-Id` (URIParamUtils.encodeKeyForHeader):
+    the same notation as `encode`, but no URL escaping, only the notation's
+    own characters (and `%`) escaped. The caller leaves out a complex key's
+    `$params`: the header carries the key alone."""
+    if isinstance(value, dict):
+        return "(" + ",".join(f"{_header_leaf(k)}:{encode_for_header(value[k])}" for k in sorted(value)) + ")"
+    if isinstance(value, (list, tuple)):
+        return "List(" + ",".join(encode_for_header(item) for item in value) + ")"
+    return _header_leaf(value)
+
+
 def parse_query(raw_query: str) -> dict[str, Any]:
     """Query parameters of a Rest.li URL, from the raw (undecoded) query
     string, so that escaped structure characters inside values stay data.

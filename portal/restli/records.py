@@ -9,6 +9,7 @@ Flowport's own names.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
@@ -21,6 +22,7 @@ from portal.flows.models import DESTINATION_PROPERTY, SOURCE_PROPERTY, FlowConfi
 from portal.flows.schedules import to_unix_cron
 from portal.orchestration import status as execution_status
 from portal.orchestration.models import ExecutionStatus, FlowExecution, JobExecution, JobStatus
+from portal.orchestration.redaction import redact
 from portal.restli.errors import RestLiError, ValidationFailure
 
 EXECUTION_ID_PROPERTY = "flow.executionId"
@@ -289,8 +291,10 @@ def _issue(moment: datetime | None, code: str, summary: str) -> dict[str, Any]:
     }
 
 
-def job_status_record(job: JobExecution, execution: FlowExecution, include_issues: bool) -> dict[str, Any]:
-    """JobStatus.pdl."""
+def job_status_record(
+    job: JobExecution, execution: FlowExecution, include_issues: bool, shown: Callable[[str], str] = redact
+) -> dict[str, Any]:
+    """JobStatus.pdl; its message as `shown` gives it (redacted unless told otherwise)."""
     percent = execution_status.progress_percent(job) or 0
     seconds_left = 0
     if 0 < percent < 100 and job.started_at is not None:
@@ -298,12 +302,12 @@ def job_status_record(job: JobExecution, execution: FlowExecution, include_issue
         seconds_left = int(elapsed * (100.0 / percent - 1))  # Gobblin's estimateCopyTimeLeft
     issues = []
     if include_issues and job.status == JobStatus.FAILED and job.message:
-        issues.append(_issue(job.ended_at, "FLOWPORT_JOB_FAILED", job.message))
+        issues.append(_issue(job.ended_at, "FLOWPORT_JOB_FAILED", shown(job.message)))
     return {
         "flowId": {"flowGroup": execution.flow_group, "flowName": execution.flow_name},
         "jobId": {"jobName": job.job_name, "jobGroup": job.job_group},
         "executionStatus": job_gobblin_status(job),
-        "message": job.message,
+        "message": shown(job.message),
         "executionStatistics": {
             "executionStartTime": _millis(job.started_at),
             "executionEndTime": _millis(job.ended_at),
@@ -317,7 +321,11 @@ def job_status_record(job: JobExecution, execution: FlowExecution, include_issue
 
 
 def flow_status_record(
-    execution: FlowExecution, *, include_issues: bool = False, resume_requested: bool = False
+    execution: FlowExecution,
+    *,
+    include_issues: bool = False,
+    resume_requested: bool = False,
+    shown: Callable[[str], str] = redact,
 ) -> dict[str, Any]:
     """FlowStatus.pdl (FlowExecution.pdl without `issues`). As Gobblin, the
     start time is the flowExecutionId and the end time the flow's, or its
@@ -332,18 +340,24 @@ def flow_status_record(
         },
         "executionStatistics": {"executionStartTime": execution.execution_id, "executionEndTime": end},
         "executionStatus": gobblin_status(execution.status, resume_requested=resume_requested),
-        "message": execution.message,
-        "jobStatuses": [job_status_record(job, execution, include_issues) for job in jobs],
+        "message": shown(execution.message),
+        "jobStatuses": [job_status_record(job, execution, include_issues, shown) for job in jobs],
     }
 
 
 def flow_execution_record(
-    execution: FlowExecution, *, include_issues: bool, resume_requested: bool = False
+    execution: FlowExecution,
+    *,
+    include_issues: bool,
+    resume_requested: bool = False,
+    shown: Callable[[str], str] = redact,
 ) -> dict[str, Any]:
     """FlowExecution.pdl: flow-level issues are a failed execution's message."""
-    record = flow_status_record(execution, include_issues=include_issues, resume_requested=resume_requested)
+    record = flow_status_record(
+        execution, include_issues=include_issues, resume_requested=resume_requested, shown=shown
+    )
     issues = []
     if include_issues and execution.status == ExecutionStatus.FAILED and execution.message:
-        issues.append(_issue(execution.ended_at, "FLOWPORT_FLOW_FAILED", execution.message))
+        issues.append(_issue(execution.ended_at, "FLOWPORT_FLOW_FAILED", shown(execution.message)))
     record["issues"] = issues
     return record

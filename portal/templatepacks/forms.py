@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from django import forms
+from django.core.exceptions import ValidationError
 
+from portal.accounts.grants import EntryProblem
 from portal.form_errors import ServiceErrorsMixin
 
 
@@ -50,6 +52,7 @@ class AclForm(ServiceErrorsMixin, forms.Form):
 
     def entries(self) -> list[dict[str, str]]:
         result = []
+        self._lines: list[tuple[str, str]] = []  # (field, line) of each entry, in order
         for field, role in (("owners", "owner"), ("readers", "reader")):
             for line in self.cleaned_data.get(field, "").splitlines():
                 line = line.strip()
@@ -60,4 +63,24 @@ class AclForm(ServiceErrorsMixin, forms.Form):
                     self.add_error(field, f"{line!r}: write user:<name> or group:<name>.")
                     continue
                 result.append({"role": role, kind: name.strip()})
+                self._lines.append((field, line))
         return result
+
+    def add_service_errors(self, error: ValidationError) -> None:
+        """The service counts entries ("entry 3"); the person typed lines in two boxes: each
+        entry's problem goes to the box and names the line it came from."""
+        lines = getattr(self, "_lines", [])
+        rest: dict[str, list[ValidationError]] = {}
+        for field, items in getattr(error, "error_dict", {}).items():
+            for item in items:
+                index = (item.params or {}).get("index") if item.code == EntryProblem.CODE else None
+                if isinstance(index, int) and 1 <= index <= len(lines):
+                    box, line = lines[index - 1]
+                    self.add_error(box, f"{line!r}: {item.params['problem']}")
+                else:
+                    rest.setdefault(field, []).append(item)
+        if hasattr(error, "error_dict"):
+            if rest:
+                super().add_service_errors(ValidationError(rest))
+            return
+        super().add_service_errors(error)

@@ -27,7 +27,7 @@ NO_ACCESS = "does not exist or you cannot read it"
 
 class TemplateResolutionError(Exception):
     """A template URI that cannot be used: unknown, unreadable, invalid,
-    cyclic or with an unknown parent. `message` is safe to show the user."""
+    too deep or with an unknown parent. `message` is safe to show the user."""
 
     def __init__(self, uri: str, message: str) -> None:
         self.uri = uri
@@ -243,26 +243,26 @@ class TemplateLoader:
 
         As Gobblin's InheritingJobTemplate: a template wins over its parents,
         and of several parents the one listed last wins (the template falls
-        back on its parents in reverse order); a template inherited twice
-        (a diamond) counts once, where it is first reached. Cycles and
-        unknown parents are errors naming the template that points at them."""
+        back on its parents in reverse order); every template counts once,
+        where it is first reached. So a template inherited twice (a diamond)
+        and a loop of templates that inherit each other (a → b → a) resolve
+        as Gobblin resolves them: the loop's way back to a template already
+        inherited is not followed again. An unknown parent is an error naming
+        the template that points at it."""
         root = self.load(uri)
         chain: list[LoadedTemplate] = []
         seen: set[str] = set()
 
-        def visit(template: LoadedTemplate, path: list[LoadedTemplate]) -> None:
-            if len(path) >= MAX_INHERIT_DEPTH:
+        def visit(template: LoadedTemplate, depth: int) -> None:
+            if depth >= MAX_INHERIT_DEPTH:
                 raise TemplateResolutionError(uri, f"more than {MAX_INHERIT_DEPTH} levels of parents.")
             seen.add(template.uri)
             chain.append(template)
             for parent in reversed(self.parents(template)):
-                if any(parent.uri == ancestor.uri for ancestor in (*path, template)):
-                    cycle = " → ".join([*(t.uri for t in (*path, template)), parent.uri])
-                    raise TemplateResolutionError(uri, f"cyclic parent templates: {cycle}")
                 if parent.uri not in seen:
-                    visit(parent, [*path, template])
+                    visit(parent, depth + 1)
 
-        visit(root, [])
+        visit(root, 0)
         return chain
 
 

@@ -1,15 +1,15 @@
 """REST API of Test connection and discovery: `POST /api/datanodes/{name}/test`
 and `POST /api/datanodes/{name}/discover`, as on the node's page. Only for a
-user granted the node (anyone else: 404). A connection that fails is an
-answer (200 with `ok: false` and the driver's message), not an API error."""
+user granted the node (anyone else: 403, as the node itself is visible to them:
+they ask its owners for access). A connection that fails is an answer (200
+with `ok: false` and the driver's message), not an API error."""
 
 from __future__ import annotations
 
-from django.http import Http404
 from django.shortcuts import get_object_or_404
 from django.urls import path
 from drf_spectacular.utils import OpenApiResponse, extend_schema
-from rest_framework import permissions, serializers
+from rest_framework import exceptions, permissions, serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -38,14 +38,49 @@ class ConnectionResultSerializer(serializers.Serializer):
 
 class ColumnSerializer(serializers.Serializer):
     name = serializers.CharField()
-    type = serializers.CharField()
-    watermarkSuitable = serializers.BooleanField(source="watermark_suitable")
+    type = serializers.CharField(
+        help_text="The database's own type (JDBC, Iceberg), the Parquet footer's, or for CSV and JSON "
+        "lines the type Spark infers from a sample (bigint, decimal(p,0), double, boolean, date, "
+        "timestamp, string, array<...>, struct<...>)."
+    )
+    watermarkSuitable = serializers.BooleanField(
+        source="watermark_suitable", help_text="Of an ordered type (numbers, dates, timestamps)."
+    )
+    watermarkCandidate = serializers.BooleanField(
+        source="watermark_candidate",
+        help_text="Likely to grow with new rows: an identity/serial/auto-increment column, a single "
+        "integer primary key, a timestamp or a date (JDBC and Iceberg tables).",
+    )
+    candidateReason = serializers.CharField(
+        source="candidate", help_text="Why it is a candidate ('' when it is not one)."
+    )
+    primaryKey = serializers.BooleanField(source="in_primary_key", help_text="Part of the primary key.")
 
 
 class DatasetSerializer(serializers.Serializer):
     name = serializers.CharField(help_text="schema.table, or a data file's path under the node's root.")
-    note = serializers.CharField()
+    note = serializers.CharField(help_text="Where the columns come from (the catalog, a sample's size).")
     columns = ColumnSerializer(many=True)
+    primaryKey = serializers.ListField(
+        source="primary_key",
+        child=serializers.CharField(),
+        help_text="The primary key's columns in key order, from the catalog "
+        "(for extract.primary.key.fields); empty for files.",
+    )
+    watermarkCandidates = serializers.ListField(
+        source="watermark_candidate_names",
+        child=serializers.CharField(),
+        help_text="Columns offered first as the watermark (extract.delta.fields).",
+    )
+    watermarkSource = serializers.ChoiceField(
+        source="watermark_source",
+        choices=["column", "file_modification_time"],
+        help_text="A table's watermark is one of its columns; a files source's is the files' "
+        "modification time.",
+    )
+    modifiedAt = serializers.DateTimeField(
+        source="modified_at", allow_null=True, help_text="A data file's modification time (null for tables)."
+    )
 
 
 class DiscoverySerializer(serializers.Serializer):
@@ -60,7 +95,9 @@ def _usable_node(request, name: str) -> DataNode:
     if not (
         access.may_use(request.user, name, access.READ) or access.may_use(request.user, name, access.WRITE)
     ):
-        raise Http404("No such data node.")
+        raise exceptions.PermissionDenied(
+            f"You hold no grant on data node {name}; ask its owners (POST /api/datanodes/{name}/access-requests)."
+        )
     return node
 
 
@@ -75,7 +112,7 @@ class TestConnectionView(APIView):
 
     @extend_schema(
         request=CredentialsSerializer,
-        responses={200: ConnectionResultSerializer, 404: OpenApiResponse(description="No such node for you")},
+        responses={200: ConnectionResultSerializer, 403: OpenApiResponse(description="Not granted to you")},
     )
     def post(self, request, name: str) -> Response:
         """Test connection: files, the root exists and is readable; JDBC, connect and list the schemas."""
@@ -89,7 +126,7 @@ class DiscoverView(APIView):
 
     @extend_schema(
         request=CredentialsSerializer,
-        responses={200: DiscoverySerializer, 404: OpenApiResponse(description="No such node for you")},
+        responses={200: DiscoverySerializer, 403: OpenApiResponse(description="Not granted to you")},
     )
     def post(self, request, name: str) -> Response:
         """The tables (JDBC) or data files (files) the node holds, with their columns and types."""

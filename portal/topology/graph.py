@@ -2,15 +2,23 @@
 flow compiler searches. Built with three queries and cached per topology
 revision token, so a compile never queries the database per edge and a busy
 portal builds the index once per topology change, not once per flow.
+
+It holds the administrators' topology only. Data nodes users make for
+themselves (thousands of them) are not in it: making one moves no revision
+and rebuilds nothing. A compile that names some adds their edges for itself
+(`with_user_nodes`: one query, a handful of edges per executor whose routing
+policy serves their kind).
 """
 
 from __future__ import annotations
 
 import threading
 import uuid
-from dataclasses import dataclass, field
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
 
 from portal.topology.models import Capability, DataNode, SpecExecutor, TopologyRevision
+from portal.topology.validators import user_kinds
 
 # Health penalty, the third ranking key after hops and cost. UNHEALTHY
 # executors are not routed through at all. BUSY (every job thread running a
@@ -37,6 +45,9 @@ class ExecutorInfo:
     cost: int
     enabled: bool
     health_status: str
+    # The kinds of user-made nodes it reads as a flow's source / writes as a destination.
+    user_sources: frozenset[str] = frozenset()
+    user_destinations: frozenset[str] = frozenset()
 
     @property
     def usable(self) -> bool:
@@ -69,6 +80,9 @@ class TopologySnapshot:
     unusable: dict[tuple[str, str], list[str]] = field(default_factory=dict)
     token: uuid.UUID | None = None
     number: int = 0  # TopologyRevision.number: orders snapshots
+    # executor → the nodes its capabilities read from / write to (a user-made node's edges)
+    reads: dict[str, frozenset[str]] = field(default_factory=dict)
+    writes: dict[str, frozenset[str]] = field(default_factory=dict)
 
     @classmethod
     def build(
@@ -97,6 +111,11 @@ class TopologySnapshot:
             adjacency.setdefault(source, []).append(Edge(destination, cost, health, executor_name))
         for edges in adjacency.values():
             edges.sort(key=lambda edge: edge.destination)
+        reads: dict[str, set[str]] = {}
+        writes: dict[str, set[str]] = {}
+        for executor_name, source, destination in capabilities:
+            reads.setdefault(executor_name, set()).add(source)
+            writes.setdefault(executor_name, set()).add(destination)
         return cls(
             nodes={n.name: n for n in nodes},
             executors=by_name,
@@ -104,16 +123,26 @@ class TopologySnapshot:
             unusable={key: sorted(names) for key, names in unusable.items()},
             token=token,
             number=number,
+            reads={name: frozenset(found) for name, found in reads.items()},
+            writes={name: frozenset(found) for name, found in writes.items()},
         )
 
     @classmethod
     def from_db(cls, token: uuid.UUID | None = None, number: int = 0) -> TopologySnapshot:
         nodes = [
             NodeInfo(name, kind, dict(props or {}))
-            for name, kind, props in DataNode.objects.values_list("name", "kind", "properties")
+            for name, kind, props in DataNode.objects.filter(user_made=False).values_list(
+                "name", "kind", "properties"
+            )
         ]
         executors = [
-            ExecutorInfo(*row[:6], dict(row[6] or {}), *row[7:])  # the fields in ExecutorInfo's order
+            ExecutorInfo(  # the fields in ExecutorInfo's order
+                *row[:6],
+                dict(row[6] or {}),
+                *row[7:10],
+                frozenset(user_kinds(row[10])),
+                frozenset(user_kinds(row[11])),
+            )
             for row in SpecExecutor.objects.values_list(
                 "name",
                 "uri",
@@ -125,6 +154,8 @@ class TopologySnapshot:
                 "cost",
                 "enabled",
                 "health_status",
+                "user_sources",
+                "user_destinations",
             )
         ]
         capabilities = list(
@@ -134,6 +165,88 @@ class TopologySnapshot:
 
     def edge_count(self) -> int:
         return sum(len(edges) for edges in self.adjacency.values())
+
+
+def _served(
+    snapshot: TopologySnapshot, kind: str, role: str
+) -> tuple[dict[str, tuple[int, int, str]], dict[str, list[str]]]:
+    """For user-made nodes of `kind` as a flow's `role`: each node at the other end (what the
+    serving executors write to, for a source; read from, for a destination) → the best usable
+    executor's (cost, health penalty, name), and → the unusable executors that would serve it.
+    Worked out once per snapshot and kind, then shared by every compile against it."""
+    cache: dict[tuple[str, str], tuple[dict[str, tuple[int, int, str]], dict[str, list[str]]]]
+    cache = snapshot.__dict__.setdefault("_served", {})
+    found = cache.get((kind, role))
+    if found is None:
+        best: dict[str, tuple[int, int, str]] = {}
+        unusable: dict[str, list[str]] = {}
+        for executor in snapshot.executors.values():
+            if kind not in (executor.user_sources if role == "source" else executor.user_destinations):
+                continue
+            ends = (snapshot.writes if role == "source" else snapshot.reads).get(executor.name, frozenset())
+            if not executor.usable:
+                for end in ends:
+                    unusable.setdefault(end, []).append(executor.name)
+                continue
+            rank = (executor.cost, HEALTH_PENALTY[executor.health_status], executor.name)
+            for end in ends:
+                if end not in best or rank < best[end]:
+                    best[end] = rank
+        found = cache[(kind, role)] = (best, {end: sorted(names) for end, names in unusable.items()})
+    return found
+
+
+def _source_edges(snapshot: TopologySnapshot, kind: str) -> list[Edge]:
+    """A user-made source's edges into the administrators' nodes, sorted, once per snapshot and kind."""
+    cache: dict[str, list[Edge]] = snapshot.__dict__.setdefault("_source_edges", {})
+    if kind not in cache:
+        best, _unusable = _served(snapshot, kind, "source")
+        cache[kind] = [Edge(end, cost, health, name) for end, (cost, health, name) in sorted(best.items())]
+    return cache[kind]
+
+
+def with_user_nodes(snapshot: TopologySnapshot, source: str, destinations: Iterable[str]) -> TopologySnapshot:
+    """The snapshot plus the user-made nodes a flow names and their edges, for one compile.
+
+    A user-made source gets an edge to every node an executor serving its kind as a source
+    writes to (its capabilities' destinations) and to the flow's user-made destinations that
+    executor serves; a user-made destination an edge from every node an executor serving its
+    kind as a destination reads from. The best executor per pair is chosen as for capabilities,
+    worked out once per snapshot and kind (`_served`). One query, and only when the flow names a
+    node the snapshot does not hold; the cached snapshot itself is never changed."""
+    destinations = list(destinations)
+    missing = [name for name in dict.fromkeys([source, *destinations]) if name and name not in snapshot.nodes]
+    if not missing:
+        return snapshot
+    rows = DataNode.objects.filter(name__in=missing, user_made=True).values_list("name", "kind", "properties")
+    found = {name: NodeInfo(name, kind, dict(props or {})) for name, kind, props in rows}
+    if not found:
+        return snapshot
+    user_source = found.get(source)
+    user_destinations = [found[name] for name in destinations if name in found and name != source]
+    adjacency = dict(snapshot.adjacency)
+    unusable = dict(snapshot.unusable)
+    if user_source is not None:
+        edges = list(_source_edges(snapshot, user_source.kind))
+        for end, names in _served(snapshot, user_source.kind, "source")[1].items():
+            unusable[(user_source.name, end)] = names
+        for node in user_destinations:  # straight from the user's source into their destination
+            pairs = [
+                (executor.name, user_source.name, node.name)
+                for executor in snapshot.executors.values()
+                if user_source.kind in executor.user_sources and node.kind in executor.user_destinations
+            ]
+            direct = TopologySnapshot.build([], list(snapshot.executors.values()), pairs)
+            edges += direct.adjacency.get(user_source.name, [])
+            unusable.update(direct.unusable)
+        adjacency[user_source.name] = edges
+    for node in user_destinations:
+        best, blocked = _served(snapshot, node.kind, "destination")
+        for start, (cost, health, name) in best.items():
+            adjacency[start] = [*adjacency.get(start, ()), Edge(node.name, cost, health, name)]
+        for start, names in blocked.items():
+            unusable[(start, node.name)] = names
+    return replace(snapshot, nodes={**snapshot.nodes, **found}, adjacency=adjacency, unusable=unusable)
 
 
 _cache_lock = threading.Lock()

@@ -10,6 +10,8 @@ YAML (`.yaml`/`.yml`) or HOCON (`.conf`/`.hocon`/`.json`):
         queue: executor.spark-local-ingest
         sparkMaster: "local[*]"
         capabilities: ["landing -> lake"]   # or [landing, lake] or {source:, destination:}
+        userSources: jdbc, files            # user-made nodes it reads from (routing policy)
+        userDestinations: [files, jdbc, iceberg]   # and writes to
 
 Syncing is idempotent: entries are created or updated to match the file;
 executors an earlier sync loaded from the same file and now missing are
@@ -33,6 +35,7 @@ from pyparsing import ParseBaseException
 from portal.templatepacks.hocon import PARSE_LOCK
 from portal.topology import services
 from portal.topology.models import DataNode, SpecExecutor
+from portal.topology.validators import user_kinds
 
 NODE_KEYS = {"name": "name", "kind": "kind", "description": "description", "properties": "properties"}
 EXECUTOR_KEYS = {
@@ -46,6 +49,8 @@ EXECUTOR_KEYS = {
     "description": "description",
     "enabled": "enabled",
     "cost": "cost",
+    "userSources": "user_sources",
+    "userDestinations": "user_destinations",
 }
 
 
@@ -168,6 +173,11 @@ def parse_topology_file(path: Path) -> tuple[list[dict], list[tuple[dict, list[t
             if unknown:
                 problems.append((line, f"{key} {name!r}: unknown key(s) {', '.join(unknown)}"))
             fields = {keys[k]: (dict(v) if isinstance(v, dict) else v) for k, v in entry.items() if k in keys}
+            for field in ("user_sources", "user_destinations"):  # a list or "jdbc, files": one spelling
+                if field in fields:
+                    value = fields[field]
+                    items = [str(item) for item in value] if isinstance(value, list) else [str(value or "")]
+                    fields[field] = ",".join(dict.fromkeys(user_kinds(",".join(items))))
             if name in names[kind]:
                 problems.append((line, f"{key} {name!r}: the name is used twice"))
             names[kind].add(name)

@@ -1,28 +1,39 @@
 """The topology catalog: data nodes, SpecExecutors and their capabilities.
 
 A capability is one edge (source node → destination node) that one executor
-can move data along; the flow compiler searches paths over these edges.
+can move data along; the flow compiler searches paths over these edges. A
+data node a user made for themselves (`DataNode.user_made`) has no
+capabilities: the executors whose routing policy serves its kind
+(`SpecExecutor.user_sources` / `user_destinations`) carry it, per compile
+(`graph.with_user_nodes`, docs/topology.md).
 """
 
 from __future__ import annotations
 
 import uuid
 
+from django.conf import settings
+from django.contrib.auth.models import Group
 from django.core.exceptions import ValidationError
 from django.db import models
 
-from portal.accounts.models import PrincipalGrant
+from portal.accounts import access
+from portal.accounts.models import AccessRequest, AuditRecord, PrincipalGrant
 from portal.pipeline.dialects import dialect_for
 from portal.pipeline.errors import ConfigError
-from portal.topology.reach import catalog_problems, node_problems
+from portal.topology.reach import catalog_problems, files_root_problem, node_problems
 from portal.topology.validators import (
     MASTERS_FOR_TECHNOLOGY,
+    NOT_YET_RUNNABLE_KINDS,
+    not_yet_runnable,
     spark_master_kind,
+    user_kinds,
     validate_connection_properties,
     validate_node_name,
     validate_queue_name,
     validate_spark_conf,
     validate_spark_master,
+    validate_user_kinds,
 )
 
 
@@ -45,8 +56,16 @@ class DataNode(models.Model):
         help_text="Connection properties (e.g. url, path). Secrets only as ENC(...) values.",
     )
     origin = models.CharField(max_length=500, blank=True, help_text="Topology file it was loaded from.")
+    # Made by a user for themselves (or their group) under the administrators' policy
+    # (topology.policy), not by an administrator: outside the topology snapshot, routed per compile.
+    user_made = models.BooleanField(default=False, db_index=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     created = models.DateTimeField(auto_now_add=True)
     updated = models.DateTimeField(auto_now=True)
+
+    objects = access.AccessQuerySet.as_manager()  # restrict(user, action): topology.rules
 
     class Meta:
         ordering = ["name"]
@@ -56,6 +75,7 @@ class DataNode(models.Model):
 
     def clean(self) -> None:
         # The portal's own database and secrets are never a data node (docs/security.md).
+        problems: dict[str, str] = {}
         if isinstance(self.properties, dict):
             problems = node_problems(self.kind, self.properties)
             url = self.properties.get("url")
@@ -66,10 +86,18 @@ class DataNode(models.Model):
                     problems = {**problems, "url": str(error).removeprefix("url: ")}
             if self.kind == "iceberg":
                 problems = {**catalog_problems(self.properties), **problems}
-            if problems:
-                raise ValidationError(
-                    {"properties": [f"{key}: {reason}" for key, reason in sorted(problems.items())]}
-                )
+        errors: dict[str, list[str]] = {}
+        if self.kind in NOT_YET_RUNNABLE_KINDS and not self._kept_kind():
+            errors["kind"] = [not_yet_runnable(self.kind)]
+        if problems:
+            errors["properties"] = [f"{key}: {reason}" for key, reason in sorted(problems.items())]
+        if errors:
+            raise ValidationError(errors)
+
+    def _kept_kind(self) -> bool:
+        """A stored node that already is of this kind (made before the kind stopped being
+        offered) keeps validating; a new node, or a change to it, does not."""
+        return DataNode.objects.filter(name=self.name, kind=self.kind).exists()
 
 
 class DataNodeGrant(PrincipalGrant):
@@ -94,6 +122,86 @@ class DataNodeGrant(PrincipalGrant):
 
     def __str__(self) -> str:
         return f"{self.node}: {self.role} {self.principal}"
+
+
+class DataNodeAccessRequest(AccessRequest):
+    """A user's request to read from or write to a data node, answered by one of its owners
+    (granting adds the grant through the audited change, topology.sharing)."""
+
+    class Role(models.TextChoices):
+        READ = "read", "read"
+        WRITE = "write", "write"
+
+    node = models.ForeignKey(DataNode, on_delete=models.CASCADE, related_name="access_requests")
+    role = models.CharField(max_length=8, choices=Role.choices, default=Role.READ)
+
+    class Meta(AccessRequest.Meta):
+        constraints = [
+            models.UniqueConstraint(
+                fields=["node", "requested_by", "role"],
+                condition=models.Q(decided_at__isnull=True),
+                name="datanodeaccessrequest_one_open",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.requested_by} asks to {self.role} {self.node}"
+
+
+class DataNodeAuditEvent(AuditRecord):
+    """Who did what to a data node: created, changed, deleted it, changed its grants, asked for
+    access or answered. Keyed by the node's name, so a deleted node's history survives it."""
+
+    class Action(models.TextChoices):
+        CREATE = "create", "created"
+        UPDATE = "update", "changed"
+        DELETE = "delete", "deleted"
+        GRANTS = "grants", "grants changed"
+        REQUEST = "request", "access requested"
+        ANSWER = "answer", "request answered"
+
+    node_name = models.CharField(max_length=128, db_index=True)
+    action = models.CharField(max_length=16, choices=Action.choices)
+
+    class Meta(AuditRecord.Meta):
+        pass
+
+    def __str__(self) -> str:
+        return f"{self.at:%Y-%m-%d %H:%M} {self.node_name} {self.action} by {self.actor}"
+
+
+class NodeArea(models.Model):
+    """A folder an administrator opens to one user or one group for the files (and Iceberg
+    warehouse) nodes they make, beside the personal and group areas every user gets
+    (USER_NODE_FILES_AREAS, topology.policy)."""
+
+    path = models.CharField(
+        max_length=500, help_text="A local folder; a relative one is under FLOWPORT_DATA_DIR."
+    )
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE)
+    group = models.ForeignKey(Group, null=True, blank=True, on_delete=models.CASCADE)
+    description = models.CharField(max_length=200, blank=True)
+
+    class Meta:
+        ordering = ["path"]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(user__isnull=False, group__isnull=True)
+                | models.Q(user__isnull=True, group__isnull=False),
+                name="nodearea_user_xor_group",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        who = f"user {self.user}" if self.user_id else f"group {self.group}"
+        return f"{self.path} ({who})"
+
+    def clean(self) -> None:
+        reason = files_root_problem(self.path) if self.path else None
+        if reason is None and self.path and "://" in self.path:
+            reason = f"'{self.path}' is not a local folder"
+        if reason:
+            raise ValidationError({"path": reason})
 
 
 class SpecExecutor(models.Model):
@@ -136,6 +244,21 @@ class SpecExecutor(models.Model):
     cost = models.PositiveIntegerField(
         default=100, help_text="Preference when several paths have as many hops: lower wins."
     )
+    # The routing policy for user-made data nodes: the kinds this executor reads as a flow's source
+    # and writes as its destination, without a capability per node (graph.with_user_nodes).
+    user_sources = models.CharField(
+        max_length=100,
+        blank=True,
+        validators=[validate_user_kinds],
+        help_text="Kinds of user-made data nodes it reads from (comma-separated: jdbc, files, iceberg), "
+        "into every node it writes to.",
+    )
+    user_destinations = models.CharField(
+        max_length=100,
+        blank=True,
+        validators=[validate_user_kinds],
+        help_text="Kinds of user-made data nodes it writes to, from every node it reads from.",
+    )
     health_status = models.CharField(max_length=16, choices=Health.choices, default=Health.UNKNOWN)
     health_message = models.TextField(blank=True)
     last_heartbeat = models.DateTimeField(null=True, blank=True)
@@ -154,6 +277,8 @@ class SpecExecutor(models.Model):
             self.uri = f"flowport://executors/{self.name}"
         if not self.queue and self.name:
             self.queue = f"executor.{self.name}"
+        for field in ("user_sources", "user_destinations"):  # one spelling: "jdbc,files"
+            setattr(self, field, ",".join(dict.fromkeys(user_kinds(getattr(self, field)))))
         kind = spark_master_kind(self.spark_master)
         allowed = MASTERS_FOR_TECHNOLOGY.get(self.technology, ())
         if kind is not None and kind not in allowed:
@@ -165,6 +290,10 @@ class SpecExecutor(models.Model):
     def routing_health(status: str) -> str:
         """The health the compiler sees: BUSY routes as HEALTHY."""
         return SpecExecutor.Health.HEALTHY if status == SpecExecutor.Health.BUSY else status
+
+    def serves_users(self, role: str) -> list[str]:
+        """The kinds of user-made nodes it serves as a flow's `source` or `destination`."""
+        return user_kinds(self.user_sources if role == "source" else self.user_destinations)
 
     @property
     def usable(self) -> bool:

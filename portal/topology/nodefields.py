@@ -2,13 +2,22 @@
 node property each field is, and which pipeline keys of the property schema
 (`portal.pipeline.schema`, all node-owned) the compiler binds from it, so the
 form's help says where a value ends up. A key the schema calls a secret
-(`schema.names_secret`) is a password field whose value must be ENC(...)."""
+(`schema.names_secret`) is a password field whose value must be ENC(...).
+And what of a node's connection the pages and API show to whom
+(`CredentialView`): everything to staff and the node's owners, credentials
+masked to everyone else."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+from typing import Any
+
+from django.db.models import Q
 
 from portal.pipeline import schema
+from portal.topology import credentials
+from portal.topology.models import DataNode, DataNodeGrant
 
 
 @dataclass(frozen=True)
@@ -30,7 +39,7 @@ class NodeField:
         if self.binds:
             parts.append("Sets " + ", ".join(self.binds) + ".")
         if self.secret:
-            parts.append("A secret: only as ENC(...) (encrypt it under Keys).")
+            parts.append("Encrypted before it is stored; leave it empty to keep the stored one.")
         return " ".join(parts)
 
 
@@ -58,9 +67,15 @@ FIELDS: dict[str, tuple[NodeField, ...]] = {
         NodeField(
             "driver",
             "JDBC driver class",
-            "Empty: the PostgreSQL driver.",
+            "Empty: the database's own driver (PostgreSQL, MariaDB for MySQL and MariaDB).",
             binds=("source.jdbc.driver", "writer.jdbc.driver"),
             placeholder="org.postgresql.Driver",
+        ),
+        NodeField("user", "Database user", "The user the node connects as."),
+        NodeField(
+            "password",
+            "Password",
+            "Typed here, stored encrypted under its owner's customer key; shown to nobody.",
         ),
     ),
     "iceberg": (
@@ -113,3 +128,50 @@ def fields_of(kind: str) -> tuple[NodeField, ...]:
 def node_owned(field: NodeField) -> bool:
     """Every pipeline key a node field binds belongs to the portal, never to a flow."""
     return all(schema.owner_of(key) == schema.NODE for key in field.binds)
+
+
+_ENCRYPTED = re.compile(r"^ENC\(.+\)\Z", re.S)
+
+
+def masked_properties(properties: dict[str, Any]) -> dict[str, Any]:
+    """A node's connection as shown to someone who is not its owner: secret-named
+    values and wrapped keys hidden (even ENC(...), which names whose key made it),
+    and credentials inside other values (a URL's `user:pass@`, `password=`) masked."""
+    shown: dict[str, Any] = {}
+    for key, value in properties.items():
+        if not isinstance(value, str):
+            shown[key] = value
+        elif schema.names_secret(key) or key.endswith("encrypt.wrapped.key"):
+            shown[key] = "ENC(…)" if _ENCRYPTED.match(value) else credentials.MASK
+        else:
+            shown[key] = credentials.masked(value)
+    return shown
+
+
+class CredentialView:
+    """What one user sees of data nodes' connections: staff and a node's owners
+    (an owner grant to them or to one of their groups) see it whole; every other
+    user, granted or not, sees it with its credentials masked. The owned nodes are
+    read once, on first need, so a list of nodes costs one query."""
+
+    def __init__(self, user: Any) -> None:
+        self.user = user
+        self._owned: set[int] | None = None
+
+    def whole(self, node: DataNode) -> bool:
+        user = self.user
+        if user is None or not getattr(user, "is_authenticated", False) or not user.is_active:
+            return False
+        if user.is_staff or user.is_superuser:
+            return True
+        if self._owned is None:
+            self._owned = set(
+                DataNodeGrant.objects.filter(role=DataNodeGrant.Role.OWNER)
+                .filter(Q(user=user) | Q(group__in=user.groups.all()))
+                .values_list("node_id", flat=True)
+            )
+        return node.pk in self._owned
+
+    def properties(self, node: DataNode) -> dict[str, Any]:
+        stored = dict(node.properties or {})
+        return stored if self.whole(node) else masked_properties(stored)

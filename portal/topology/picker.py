@@ -4,20 +4,29 @@ instead of typing property names. The picks are posted with the flow form
 as `pick_*` fields and become ordinary job properties at save:
 
 * JDBC: `source.jdbc.tables` (the table), `extract.delta.fields` (the
-  watermark column), `converter.drop.fields` (the columns left unticked);
+  watermark column: the catalog's candidates offered first; none chosen is
+  `extract.is.full=true`, the whole table each run),
+  `extract.primary.key.fields` (the key columns, the catalog's primary key
+  ticked);
 * files: `source.files.datasets` (the folder), `source.files.format` (from
-  the files' suffix), `converter.drop.fields` (the columns left unticked) —
-  a files source's watermark is the files' modification time, not a column.
+  the files' suffix), `extract.primary.key.fields` (columns ticked as the
+  key) — a files source's watermark is the files' modification time, not a
+  column;
+* both: the column rules (`portal.pipeline.columns`): `columns.drop` (the
+  columns left unticked), `columns.hash` and `columns.encrypt` (the columns
+  whose rule says so: a salted SHA-256, or encrypted under the flow owner's
+  customer key).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from portal.topology import access, connections
 from portal.topology.models import DataNode
 
+RULES = {"hash": "columns.hash", "encrypt": "columns.encrypt"}  # a kept column's rule -> its key
 FORMAT_OF_SUFFIX = {"csv": "csv", "json": "json", "jsonl": "json", "parquet": "parquet"}
 
 
@@ -28,10 +37,20 @@ class Pickable:
     name: str
     columns: list[connections.Column]
     format: str = ""
+    primary_key: list[str] = field(default_factory=list)
+
+    @property
+    def watermark_candidates(self) -> list[connections.Column]:
+        return [column for column in self.columns if column.watermark_candidate]
+
+    @property
+    def other_watermark_columns(self) -> list[connections.Column]:
+        """Of an ordered type but not likely to grow with new rows: offered after the candidates."""
+        return [c for c in self.columns if c.watermark_suitable and not c.watermark_candidate]
 
     @property
     def watermark_columns(self) -> list[connections.Column]:
-        return [column for column in self.columns if column.watermark_suitable]
+        return self.watermark_candidates + self.other_watermark_columns
 
 
 @dataclass
@@ -64,7 +83,8 @@ def choices(user, node_name: str, *, connect_as: str = "") -> Choices:
     if not found.ok:
         return Choices(node, found.message)
     if node.kind == DataNode.Kind.JDBC:
-        return Choices(node, found.message, [Pickable(d.name, d.columns) for d in found.datasets])
+        tables = [Pickable(d.name, d.columns, primary_key=d.primary_key) for d in found.datasets]
+        return Choices(node, found.message, tables)
     folders: dict[str, Pickable] = {}
     for dataset in found.datasets:
         folder, _, rest = dataset.name.partition("/")
@@ -84,18 +104,27 @@ def picked_properties(data: Mapping, source_kind: str) -> dict[str, str]:
     known = [name for name in getlist("pick_known_columns") if name]
     dropped = [name for name in known if name not in ticked]
     properties: dict[str, str] = {}
+    keys = [name for name in getlist("pick_primary_key") if name]
+    if keys:
+        properties["extract.primary.key.fields"] = ",".join(keys)
     if source_kind == DataNode.Kind.JDBC:
         properties["source.jdbc.tables"] = dataset
         watermark = (data.get("pick_watermark") or "").strip()
         if watermark:
             properties["extract.delta.fields"] = watermark
+        else:  # "none: read the whole table each run", as the select says
+            properties["extract.is.full"] = "true"
     else:
         properties["source.files.datasets"] = dataset
         file_format = (data.get("pick_format") or "").strip()
         if file_format:
             properties["source.files.format"] = file_format
     if dropped and ticked:
-        properties["converter.drop.fields"] = ",".join(dropped)
+        properties["columns.drop"] = ",".join(dropped)
+    for rule, key in RULES.items():
+        ruled = [name for name in ticked if (data.get(f"pick_rule-{name}") or "").strip() == rule]
+        if ruled:
+            properties[key] = ",".join(ruled)
     return properties
 
 

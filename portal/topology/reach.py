@@ -4,6 +4,11 @@ A flow reads and writes only through its data nodes, so keeping the portal's dat
 key, Django secret key and work area out of every node keeps them out of every flow. Checked when
 a node is created or changed (`DataNode.clean`), by the worker before each job
 (`orchestration.guard`), and when a worker starts (`portal_secrets_problems`).
+
+For databases those checks read the URL's text (`jdbc_url_problem`, as pgJDBC reads a URL): a fast
+first refusal, not the decision. The decision is taken on every connection as it opens
+(`portal.pipeline.landing`), against the portal's own databases as their servers name them
+(`portal_landings`), which the worker hands to the pipeline and Test connection passes in.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from urllib.parse import urlparse
 from django.conf import settings
 from django.db import connections
 
+from portal.pipeline import landing, pgconn
 from portal.pipeline.confinement import contains, has_parent_segment
 
 _JDBC = re.compile(r"^jdbc:(?P<sub>[a-z0-9]+):(?P<rest>.*)\Z", re.I | re.S)
@@ -57,15 +63,47 @@ def files_root_problem(path: str) -> str | None:
     for what, secret in portal_secret_paths().items():
         if contains(root, secret):
             return f"'{path}' contains {what}; a data node must lie outside the portal's own files"
+    for what, private in portal_private_folders().items():
+        if contains(private, root):
+            return f"'{path}' lies inside {what}; a data node must lie outside the portal's own files"
+    if contains(str(settings.VAR_DIR), root) and not contains(str(settings.FLOWPORT_DATA_DIR), root):
+        return (
+            f"'{path}' lies inside the portal's state folder (FLOWPORT_VAR_DIR) outside its data folder "
+            "(FLOWPORT_DATA_DIR); a data node must lie outside the portal's own files"
+        )
     return None
+
+
+def portal_private_folders() -> dict[str, str]:
+    """Folders no node root may lie inside (the other way round from `portal_secret_paths`)."""
+    return {
+        "the portal's work area (other flows' task output)": str(settings.FLOWPORT_WORK_DIR),
+        "the portal's job logs": str(settings.FLOWPORT_LOG_DIR),
+    }
+
+
+def _ip(address: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    """An address as the kernel connects to it: ``::ffff:127.0.0.1`` is 127.0.0.1."""
+    try:
+        ip = ipaddress.ip_address(address.split("%")[0])
+    except ValueError:
+        return None
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        return ip.ipv4_mapped
+    return ip
 
 
 def _addresses(host: str) -> set[str]:
     try:
-        infos = socket.getaddrinfo(host, None)
+        infos = socket.getaddrinfo(host.strip("[]"), None)
     except (OSError, UnicodeError):
         return set()
-    return {str(info[4][0]) for info in infos}  # typeshed allows an int (AF_CAN); IPs are text
+    found = set()
+    for info in infos:
+        ip = _ip(str(info[4][0]))  # typeshed allows an int (AF_CAN); IPs are text
+        if ip is not None:
+            found.add(str(ip))
+    return found
 
 
 def _local_addresses() -> set[str]:
@@ -74,7 +112,8 @@ def _local_addresses() -> set[str]:
 
 
 def _same_server(a: str, b: str) -> bool:
-    """Host names of the same server, as far as name resolution can tell (aliases, loopback)."""
+    """Host names of the same server, as far as name resolution can tell (aliases, loopback, and
+    the any-address 0.0.0.0 or ``::``, which a connection takes for this machine)."""
     if a.lower() == b.lower():
         return True
     left, right = _addresses(a), _addresses(b)
@@ -83,21 +122,29 @@ def _same_server(a: str, b: str) -> bool:
     local = _local_addresses()
 
     def is_local(addresses: set[str]) -> bool:
-        return bool(addresses) and all(
-            x in local or ipaddress.ip_address(x.split("%")[0]).is_loopback for x in addresses
+        ips = [_ip(x) for x in addresses]
+        return bool(ips) and all(
+            ip is not None and (str(ip) in local or ip.is_loopback or ip.is_unspecified) for ip in ips
         )
 
     return is_local(left) and is_local(right)
 
 
-def _jdbc_target(url: str) -> tuple[str, list[tuple[str, int]], str] | None:
-    """(subprotocol, [(host, port)], database) of a JDBC URL, or None when not parseable."""
+def _jdbc_target(url: str) -> tuple[str, list[tuple[str, int]], str | None] | None:
+    """(subprotocol, [(host, port)], database) of a JDBC URL, or None when not parseable. A
+    PostgreSQL URL is read as pgJDBC reads it (`pgconn.parse_url`: parameters over the path,
+    host-less URLs, percent-escapes); its database is None when it names none (the user's name)."""
     match = _JDBC.match(url.strip())
     if not match:
         return None
     sub = match["sub"].lower()
     if sub == "sqlite":
         return sub, [], match["rest"]
+    if sub == "postgresql":
+        target = pgconn.parse_url(url)
+        if target is None:
+            return None
+        return sub, list(target.hosts), target.database
     rest = match["rest"]
     if not rest.startswith("//"):
         return None
@@ -142,10 +189,12 @@ def jdbc_url_problem(url: str) -> str | None:
     sub, hosts, database = target
     for kind, host, port, name in _portal_databases():
         if kind == "sqlite":
-            if sub == "sqlite" and name and contains(database.split("?")[0], name):
+            if sub == "sqlite" and name and database and contains(database.split("?")[0], name):
                 return "it points at the portal's own database"
             continue
-        if sub not in (kind, "mariadb" if kind == "mysql" else kind) or database != name:
+        if sub not in (kind, "mariadb" if kind == "mysql" else kind):
+            continue
+        if database is not None and database != name:  # no database: the user's, maybe the portal's
             continue
         if any(p == port and _same_server(h, host) for h, p in hosts):
             return "it points at the portal's own database (the same server and database)"
@@ -153,6 +202,22 @@ def jdbc_url_problem(url: str) -> str | None:
 
 
 def node_problems(kind: str, properties: dict[str, str]) -> dict[str, str]:
+    """Field -> reason for a data node that would put the portal's own data, or more than its own
+    database, in reach."""
+    problems = _secret_problems(kind, properties)
+    for key in ("url", "jdbc.url"):
+        url = properties.get(key)
+        if key in problems or not isinstance(url, str) or not url:
+            continue
+        if re.match(r"^jdbc:(mysql|mariadb):", url.strip(), re.I) and not landing.url_database(url):
+            problems[key] = (
+                f"'{url}' names no database; a MySQL/MariaDB node reaches only its own database, "
+                "named in its URL (jdbc:mariadb://host:3306/database)"
+            )
+    return problems
+
+
+def _secret_problems(kind: str, properties: dict[str, str]) -> dict[str, str]:
     """Field -> reason for a data node that would put the portal's own data in reach."""
     problems = {}
     path = properties.get("path")
@@ -169,6 +234,35 @@ def node_problems(kind: str, properties: dict[str, str]) -> dict[str, str]:
             if reason:
                 problems[key] = f"'{url}': {reason}; the portal's database cannot be a data node"
     return problems
+
+
+def portal_landings() -> list[landing.Landing]:
+    """The portal's own databases as their servers name them (`portal.pipeline.landing`): each of
+    Django's connections asked where it landed, with its configured names (the test database's
+    too) on the same server."""
+    found: list[landing.Landing] = []
+    for alias in connections:
+        connection = connections[alias]
+        db = connection.settings_dict
+        engine_name = db.get("ENGINE", "")
+        engine = (
+            landing.POSTGRESQL
+            if "postgresql" in engine_name
+            else landing.MYSQL
+            if "mysql" in engine_name
+            else landing.SQLITE
+        )
+        names = {str(db.get("NAME") or ""), str((db.get("TEST") or {}).get("NAME") or "")} - {""}
+        connection.ensure_connection()
+        own = landing.identify(connection.connection, engine)
+        found.append(own)
+        if engine == landing.SQLITE:
+            found += [
+                landing.Landing(engine, "main", marks) for n in names if (marks := landing.file_marks(n))
+            ]
+        else:
+            found += [landing.Landing(engine, name, own.servers) for name in names]
+    return list(dict.fromkeys(found))
 
 
 def catalog_uri(uri: str) -> str:
@@ -232,5 +326,5 @@ def portal_secrets_problems(nodes) -> list[str]:
     return [
         f"data node {node.name!r}: {reason}"
         for node in nodes
-        for reason in node_problems(node.kind, dict(node.properties or {})).values()
+        for reason in _secret_problems(node.kind, dict(node.properties or {})).values()
     ]

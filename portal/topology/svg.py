@@ -70,7 +70,9 @@ def _svg(picture: Layout, kinds: dict[str, str], which: str) -> str:
 
 def current_topology() -> tuple[list[str], dict[str, str], list[tuple[str, str, str, bool]]]:
     """Node names, their kinds, and (source, destination, executor, usable) per capability."""
-    nodes = list(DataNode.objects.values_list("name", "kind"))
+    nodes = list(
+        DataNode.objects.filter(user_made=False).values_list("name", "kind")
+    )  # users' own: not drawn
     capabilities = [
         (source, destination, executor, enabled and health != "UNHEALTHY")
         for source, destination, executor, enabled, health in Capability.objects.values_list(

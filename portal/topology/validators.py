@@ -8,6 +8,8 @@ import re
 from django.core.exceptions import ValidationError
 from django.core.validators import RegexValidator
 
+from portal.topology import credentials
+
 NAME_PATTERN = r"[A-Za-z0-9_.-]{1,128}"
 validate_node_name = RegexValidator(rf"^{NAME_PATTERN}\Z", "Use 1-128 letters, digits, '_', '.' or '-'.")
 validate_queue_name = RegexValidator(
@@ -80,7 +82,53 @@ def validate_string_map(value: object, *, secrets_allowed: bool = False) -> None
 
 
 def validate_connection_properties(value: object) -> None:
+    """A string map whose secrets are ENC(...): under a secret-named key, and none
+    written inside another value (a URL's `user:pass@` or `password=`, credentials.py),
+    where it would be stored and shown in the clear. Each problem names its key."""
     validate_string_map(value)
+    assert isinstance(value, dict)  # validate_string_map refused anything else
+    problems = [
+        f"{key}: holds a secret in clear text ({', '.join(found)}); take it out and keep it as "
+        "ENC(...) in the node's password property (a JDBC flow gives its own as "
+        "source.conn.password / writer.jdbc.password)"
+        for key, item in sorted(value.items())
+        if isinstance(item, str) and (found := credentials.secrets_in(item))
+    ]
+    if problems:
+        raise ValidationError(problems)
+
+
+# Kinds a data node may still be stored as (rows made before) but no source reads and no
+# destination writes yet: never offered, and refused for a new node or a change of kind, so a
+# flow cannot be built over a hop no job can run.
+NOT_YET_RUNNABLE_KINDS = ("hive", "kafka")
+
+
+def not_yet_runnable(kind: str) -> str:
+    """Why a node of `kind` cannot be made now."""
+    return (
+        f"{kind}: no Flowport source reads and no destination writes this kind yet (not yet runnable); "
+        "use jdbc, files, iceberg or other."
+    )
+
+
+# The kinds of data node a user may make (the policy narrows them, USER_NODE_KINDS), and so the
+# kinds an executor's routing policy for user-made nodes may name.
+USER_NODE_KINDS = ("jdbc", "files", "iceberg")
+
+
+def user_kinds(value: str) -> list[str]:
+    """`"jdbc, files"` → ["jdbc", "files"]: an executor's user-node routing field, read."""
+    return [item.strip().lower() for item in (value or "").split(",") if item.strip()]
+
+
+def validate_user_kinds(value: str) -> None:
+    unknown = [kind for kind in user_kinds(value) if kind not in USER_NODE_KINDS]
+    if unknown:
+        raise ValidationError(
+            f"{', '.join(unknown)}: not a kind of user-made data node; use {', '.join(USER_NODE_KINDS)} "
+            "(comma-separated)."
+        )
 
 
 def validate_spark_conf(value: object) -> None:

@@ -43,6 +43,8 @@ def main(runs: int) -> int:
         CELERY_BROKER_URL=broker,
         FLOWPORT_VAR_DIR=str(tmp / "var"),
         LOG_LEVEL="WARNING",
+        FLOWPORT_PIPELINE_PACKAGES="tests",  # the counting source of tests/integration
+        DATA_NODE_DEFAULT_ACCESS="open",  # the bench's nodes have no grants
     )
     import django
     from django.core.management import call_command

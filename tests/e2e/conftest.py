@@ -79,12 +79,17 @@ def stack_env(django_db_setup, django_db_blocker, e2e_dir, directory) -> dict[st
             LDAP_DIRECTORY_NAME="the Flowport test directory",
             MONITORING_DASHBOARD_REFRESH_SECONDS="1",
             MONITORING_INTERVAL_SECONDS="1",
+            # test_subscriptions.py's webhook listens on loopback: the operator allows it.
+            MONITORING_WEBHOOK_INTERNAL_HOSTS="127.0.0.1",
+            # Where the web server listens, as `make run BIND=` tells every process: the
+            # links in alerts (SITE_URL, derived from it) point at this test's portal.
+            FLOWPORT_BIND=f"127.0.0.1:{free_port()}",
         )
 
 
 def _start_web(env: dict[str, str], log_dir: Path) -> tuple[Proc, str]:
-    """gunicorn serving the portal on a free port (not waited for here)."""
-    port = free_port()
+    """gunicorn serving the portal on the free port FLOWPORT_BIND names (not waited for here)."""
+    port = int(env["FLOWPORT_BIND"].rpartition(":")[2])
     argv = [
         str(VENV_BIN / "gunicorn"),
         "portal.wsgi",

@@ -1,6 +1,6 @@
 """A user granted a data node opens its page, tests the connection and sees
 what it holds (Airbyte's "test the source" and schema discovery); a user
-without a grant finds no such page."""
+without a grant sees whom to ask and a Request access button instead."""
 
 from __future__ import annotations
 
@@ -40,10 +40,12 @@ def test_a_granted_user_tests_a_node_and_discovers_its_files(page, logged_in, la
     expect(page.locator("#discovery-summary")).to_contain_text("2 data file(s)")
     events = page.locator("details[data-dataset='events.jsonl']")  # the first one, open
     expect(events.locator("tr", has_text="id")).to_contain_text("bigint")
-    expect(events.locator("tr", has_text="id")).to_contain_text("suitable")
+    expect(events.locator("tr", has_text="score")).to_contain_text("double")
+    expect(events).to_contain_text("Watermark: the file's modification time")
     orders = page.locator("details[data-dataset='orders.csv']")
     orders.locator("summary").click()
     expect(orders.locator("tr", has_text="customer")).to_contain_text("string")
+    expect(orders.locator("tr", has_text="updated_at")).to_contain_text("date")  # typed from a sample
     ui.screenshot(page, "datanode-discovery")
 
     page.goto(f"/topology/datanodes/{ghost.name}/")
@@ -53,12 +55,14 @@ def test_a_granted_user_tests_a_node_and_discovers_its_files(page, logged_in, la
     ui.screenshot(page, "datanode-test-failed")
 
     response = page.goto("/topology/datanodes/cold/")
-    assert response is not None and response.status == 404
+    assert response is not None and response.status == 200
+    expect(page.get_by_role("button", name="Request access")).to_be_visible()
+    expect(page.get_by_role("button", name="Test connection")).to_have_count(0)
 
 
 def test_a_user_picks_a_table_its_columns_and_watermark_on_the_flow_form(page, logged_in, lake):
     with sqlite3.connect(lake / "shop.db") as db:
-        db.execute("CREATE TABLE items (sku TEXT, stock INTEGER, changed TIMESTAMP, note TEXT)")
+        db.execute("CREATE TABLE items (sku TEXT PRIMARY KEY, stock INTEGER, changed TIMESTAMP, note TEXT)")
     topology.create_data_node(
         {
             "name": "shop",
@@ -79,10 +83,13 @@ def test_a_user_picks_a_table_its_columns_and_watermark_on_the_flow_form(page, l
     page.get_by_label("Table", exact=True).select_option("items")
     expect(page.get_by_label("Watermark column")).to_be_visible()
     watermark_options = page.locator("#id_pick_watermark option")
-    expect(watermark_options).to_have_text(
-        ["— none: read the whole table each run —", "stock (INTEGER)", "changed (TIMESTAMP)"]
+    expect(watermark_options).to_have_text(  # the candidates first
+        ["— none: read the whole table each run —", "changed (TIMESTAMP; timestamp)", "stock (INTEGER)"]
     )
-    page.get_by_label("note").uncheck()
+    keys = page.locator("#pick-primary-key")
+    expect(keys.get_by_label("sku")).to_be_checked()  # the table's primary key, from the catalog
+    expect(keys.get_by_label("stock")).not_to_be_checked()
+    page.get_by_role("checkbox", name="note TEXT").uncheck()  # a column left out
     page.get_by_label("Watermark column").select_option("changed")
     ui.screenshot(page, "flow-form-source-picker")
     page.locator("#save-flow").click()
@@ -91,7 +98,8 @@ def test_a_user_picks_a_table_its_columns_and_watermark_on_the_flow_form(page, l
     properties = page.locator("section", has_text="Properties")
     expect(properties.locator("tr", has_text="source.jdbc.tables")).to_contain_text("items")
     expect(properties.locator("tr", has_text="extract.delta.fields")).to_contain_text("changed")
-    expect(properties.locator("tr", has_text="converter.drop.fields")).to_contain_text("note")
+    expect(properties.locator("tr", has_text="columns.drop")).to_contain_text("note")
+    expect(properties.locator("tr", has_text="extract.primary.key.fields")).to_contain_text("sku")
 
 
 def test_staff_fill_in_a_node_by_its_kinds_fields_and_test_it(page, logged_in, lake):

@@ -147,7 +147,8 @@ def test_a_user_creates_a_flow_runs_it_and_watches_it_commit(context, page, logg
     row = page.locator("#flow-executions tbody tr").first
     expect(row).to_contain_text("COMMITTED")
     ui.screenshot(page, "flow-detail")
-    row.get_by_role("link", name=str(execution.execution_id)).click()
+    expect(row).to_contain_text(str(execution.execution_id))  # the id beside the name
+    row.get_by_role("link", name=execution.display_name).click()
     expect(page).to_have_url(re.compile(rf"/executions/e2e/numbers/{execution.execution_id}/$"))
     job = page.locator("article.dag-job").first
     expect(job.locator(".job-name")).to_have_text("e2e.numbers.1-landing-to-lake")

@@ -1,7 +1,9 @@
 """A user subscribes to a flow on its page (Airflow's email-on-failure,
-per user), hears of its failure and then of its recovery at a webhook of
-theirs — sent by the real scheduler's event sinks — and unsubscribes on
-the profile page."""
+per user), hears of its failure at a webhook of theirs — sent by the real
+scheduler's event sinks, with a link to this portal's own address — follows
+the link, re-runs the failed job, hears of the recovery (the same execution
+turned COMMITTED), sees the last delivery on the flow page and unsubscribes
+on the profile page."""
 
 from __future__ import annotations
 
@@ -50,7 +52,7 @@ def _run_now(page) -> FlowExecution:
     page.goto("/flows/e2e/flaky/")
     page.locator("#flow-executions").get_by_role("button", name="Run now").click()
     expect(page).to_have_url(re.compile(r"/executions/e2e/flaky/\d+/$"))
-    return ui.finished(FlowExecution.objects.exclude(pk__in=before).get())
+    return ui.finished(FlowExecution.objects.exclude(pk__in=before).get(), timeout=300)
 
 
 def _heard(hook, kind: str) -> dict:
@@ -58,7 +60,9 @@ def _heard(hook, kind: str) -> dict:
     return next(body for body in hook.received if body["kind"] == kind)
 
 
-def test_a_user_subscribes_hears_of_failure_and_recovery_and_unsubscribes(page, logged_in, lake, hook):
+def test_a_user_subscribes_hears_of_failure_re_runs_the_job_hears_of_recovery_and_unsubscribes(
+    page, logged_in, lake, hook, stack
+):
     alice = logged_in("alice")
     # The first attempt fails (and leaves the marker), the next run succeeds.
     ui.make_flow(alice, "flaky", **{"flaky.marker.file": str(lake / "flaky.marker")})
@@ -84,16 +88,43 @@ def test_a_user_subscribes_hears_of_failure_and_recovery_and_unsubscribes(page, 
     assert failed.status == "FAILED", failed.message
     body = _heard(hook, "execution.failed")
     assert (body["flowGroup"], body["flowName"], body["executionId"]) == ("e2e", "flaky", failed.execution_id)
+    # The link goes to this portal's host and port (SITE_URL follows the bound address).
+    link = f"{stack}/executions/e2e/flaky/{failed.execution_id}/"
+    assert body["url"] == link
 
-    recovered = _run_now(page)
-    assert recovered.status == "COMMITTED", recovered.message
+    # She follows it and re-runs the failed job: the same execution, no new one.
+    page.goto(body["url"])
+    page.get_by_role("button", name=re.compile("Re-run this job")).click()
+    expect(page.locator(".messages")).to_contain_text("Re-run of")
+
+    def committed() -> bool:
+        failed.refresh_from_db()
+        return failed.status == "COMMITTED"
+
+    wait_until(committed, 300, f"execution {failed.execution_id} to commit after the re-run")
     body = _heard(hook, "execution.recovered")
-    assert body["executionId"] == recovered.execution_id and body["severity"] == "INFO"
-    assert [b["kind"] for b in hook.received].count("execution.failed") == 1
+    assert body["executionId"] == failed.execution_id and body["severity"] == "INFO"
+    assert body["url"] == link
+    assert [b["kind"] for b in hook.received] == ["execution.failed", "execution.recovered"]
+    assert FlowExecution.objects.filter(flow_name="flaky").count() == 1
+
+    page.goto("/flows/e2e/flaky/")
+    report = page.locator("#subscription .delivery-report")
+    expect(report).to_contain_text("Webhook: last delivered")
+    expect(report).to_contain_text("(execution.recovered)")
+    ui.screenshot(page, "flow-subscription-delivered")
+
+    # On her phone the same report reads whole, the page no wider than the screen.
+    page.set_viewport_size({"width": 375, "height": 812})
+    page.goto("/flows/e2e/flaky/")
+    expect(page.locator("#subscription .delivery-report")).to_contain_text("Webhook: last delivered")
+    assert page.evaluate("document.documentElement.scrollWidth") <= 375
+    ui.screenshot(page, "flow-subscription-delivered-375")
 
     page.goto("/account/")
     row = page.locator("#subscription-table tbody tr", has_text="e2e / flaky")
     expect(row).to_contain_text("failure, SLA miss, recovery by webhook")
+    assert page.evaluate("document.documentElement.scrollWidth") <= 375
     ui.screenshot(page, "profile-subscriptions")
     row.get_by_role("button", name="Remove subscription to e2e/flaky").click()
     expect(page.locator(".messages")).to_contain_text("Unsubscribed from e2e/flaky")

@@ -3,9 +3,12 @@ per test module, on the Redis broker and the test database."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import redis
 
+from portal.topology import services as topology
 from tests.integration.stack import (
     process_env,
     relay_through,
@@ -59,3 +62,23 @@ def scheduler(stack_env, stack_dir):
     proc = start_scheduler("scheduler", stack_env, stack_dir / "logs")
     yield proc
     proc.stop()
+
+
+@pytest.fixture
+def lake(tmp_path) -> Path:
+    """A topology: landing → lake on the ingest executor, lake → archive on
+    the replicate executor, with folders under the test's tmp dir."""
+    for name in ("landing", "lake", "archive"):
+        (tmp_path / name).mkdir()
+        topology.create_data_node(
+            {"name": name, "kind": "files", "properties": {"path": str(tmp_path / name)}}
+        )
+    for name, queue, hop in (
+        ("ingest", INGEST_QUEUE, ("landing", "lake")),
+        ("replicate", REPLICATE_QUEUE, ("lake", "archive")),
+    ):
+        topology.create_executor(
+            {"name": name, "technology": "spark-local", "spark_master": "local[2]", "queue": queue},
+            capabilities=[hop],
+        )
+    return tmp_path

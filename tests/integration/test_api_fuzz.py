@@ -10,12 +10,16 @@ import pytest
 import schemathesis
 from django.core.signals import request_finished, request_started
 from django.db import close_old_connections
+from django.test import override_settings
 from hypothesis import HealthCheck, settings
 
 from portal.wsgi import application
 from tests.factories import PASSWORD, FlowConfigFactory, UserFactory
 
-schema = schemathesis.openapi.from_wsgi("/api/schema/", application)
+# The schema is for signed-in users (or everyone with API_SCHEMA_PUBLIC); it is read here, at
+# collection, before the test database holds any user.
+with override_settings(API_SCHEMA_PUBLIC=True):
+    schema = schemathesis.openapi.from_wsgi("/api/schema/", application)
 
 
 @pytest.fixture

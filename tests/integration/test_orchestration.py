@@ -18,34 +18,12 @@ from portal.flows import services as flow_services
 from portal.orchestration import services
 from portal.orchestration.models import DatasetState, ExecutionStatus, FlowExecution, JobExecution, JobStatus
 from portal.orchestration.serializers import JobStatusSerializer
-from portal.topology import services as topology
-from tests.integration.conftest import INGEST_QUEUE, REPLICATE_QUEUE
 from tests.integration.stack import wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 User = get_user_model()
 
 SOURCE = "tests.integration.sources.CountingSource"
-
-
-@pytest.fixture
-def lake(tmp_path) -> Path:
-    """A topology: landing → lake on the ingest executor, lake → archive on
-    the replicate executor, with folders under the test's tmp dir."""
-    for name in ("landing", "lake", "archive"):
-        (tmp_path / name).mkdir()
-        topology.create_data_node(
-            {"name": name, "kind": "files", "properties": {"path": str(tmp_path / name)}}
-        )
-    for name, queue, hop in (
-        ("ingest", INGEST_QUEUE, ("landing", "lake")),
-        ("replicate", REPLICATE_QUEUE, ("lake", "archive")),
-    ):
-        topology.create_executor(
-            {"name": name, "technology": "spark-local", "spark_master": "local[2]", "queue": queue},
-            capabilities=[hop],
-        )
-    return tmp_path
 
 
 def make_flow(destination: str = "lake", schedule: str = "", name: str = "", **properties: str):

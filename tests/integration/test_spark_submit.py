@@ -35,8 +35,10 @@ def test_spark_submit_runs_the_job_as_its_own_application_and_returns_its_task_s
         "properties": {
             "source.class": FILES_SOURCE,
             "source.files.path": str(tmp_path / "landing"),
-            # Only a driver that decrypted this knows how to read the files.
-            "source.files.format": client.encrypt(customer_key, "csv"),
+            "source.files.format": "csv",
+            # A secret (one the files source does not use): only its ciphertext travels. A name
+            # such as the format stays sealed if encrypted (docs/security.md), on the driver too.
+            "source.conn.password": client.encrypt(customer_key, "driver-side-secret"),
             "encrypt.wrapped.key": wrapping.wrap(get_ring(), customer_key),
             # Two branches, so the one-pass fork shows that Flowport's jar reached the application.
             "fork.branches": "2",
@@ -60,5 +62,6 @@ def test_spark_submit_runs_the_job_as_its_own_application_and_returns_its_task_s
     shipped = json.loads(
         (tmp_path / "work" / "submitted" / "submitted.numbers" / "42" / "jobspec.json").read_text()
     )
-    assert shipped["properties"]["source.files.format"].startswith("ENC(")  # the file holds ciphertext only
+    assert shipped["properties"]["source.conn.password"].startswith("ENC(")  # the file holds ciphertext only
+    assert "driver-side-secret" not in json.dumps(shipped)
     assert "Running Spark version" in output_log.read_text()  # the driver's own log, kept for the job

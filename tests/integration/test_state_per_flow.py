@@ -14,12 +14,12 @@ from portal.flows import services as flow_services
 from portal.flows.models import FlowGroup
 from portal.orchestration import services
 from portal.orchestration.models import DatasetState, ExecutionStatus
-from tests.integration.test_orchestration import SOURCE, finished, lake, make_flow  # noqa: F401 (fixture)
+from tests.integration.test_orchestration import SOURCE, finished, make_flow
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def test_a_flow_re_created_by_another_user_reads_from_the_start(lake, worker, scheduler):  # noqa: F811
+def test_a_flow_re_created_by_another_user_reads_from_the_start(lake, worker, scheduler):
     team = Group.objects.create(name="it-team")
     olivia = get_user_model().objects.create(username="olivia")
     oscar = get_user_model().objects.create(username="oscar")

@@ -118,7 +118,9 @@ def world(db, tmp_path, settings) -> World:
         topology.create_data_node(
             {"name": name, "kind": "files", "properties": {"path": str(path)}, "acl": grants}
         )
-    make_executor("x1", "landing>lake")
+    # The process has one SparkSession (orchestration.sparkctx): the suite's master, as every other
+    # in-process worker story uses, whichever of them starts it first.
+    make_executor("x1", "landing>lake", spark_master=settings.SPARK_MASTER)
 
     victor_key = services.wrap_customer_key(
         user=victor, key=client.encode_key(client.generate_key()), label="db"

@@ -3,7 +3,11 @@ and pack's owner (olivia), a member of the flow's owning group (mia), a
 reader of the pack (rita), an outsider (oscar), staff (stella) and an
 anonymous visitor. Each route is declared below with the access it has; a
 route added without a declaration fails here, and so does a declared kind
-whose objects have no rule registered with accounts.access."""
+whose objects have no rule registered with accounts.access.
+
+The data node routes are asked about olivia's own node (`own-a`, user-made):
+she owns it, mia is granted it (a read grant to her group), rita asked for it
+and waits, oscar is an outsider."""
 
 from __future__ import annotations
 
@@ -24,7 +28,7 @@ from portal.keys.models import CustomerKey
 from portal.monitoring.models import Subscription
 from portal.orchestration.models import FlowExecution
 from portal.templatepacks.models import TemplatePack
-from portal.topology.models import Capability, DataNode, SpecExecutor
+from portal.topology.models import Capability, DataNode, DataNodeAccessRequest, DataNodeGrant, SpecExecutor
 from tests.factories import FlowConfigFactory, UserFactory
 from tests.unit.orchestration.factories import FlowExecutionFactory, JobExecutionFactory
 from tests.unit.templatepacks.factories import make_pack
@@ -61,7 +65,8 @@ PACK_VIEW = Kind(TemplatePack, OK, HIDDEN, OK, HIDDEN, OK)
 PACK_CHANGE = Kind(TemplatePack, OK, HIDDEN, DENIED, HIDDEN, DENIED)
 TOPOLOGY_VIEW = Kind(SpecExecutor, OK, OK, OK, OK, OK)
 TOPOLOGY_CHANGE = Kind(SpecExecutor, DENIED, DENIED, DENIED, DENIED, OK)
-NODE_CHANGE = Kind(DataNode, DENIED, DENIED, DENIED, DENIED, OK)
+# A user-made data node: its owners (and staff) change, delete and share it.
+NODE_CHANGE = Kind(DataNode, OK, DENIED, DENIED, DENIED, OK)
 KEYS = Kind(CustomerKey, OK, OK, OK, OK, OK)
 # An API token is its own user's: anyone else's id names nothing.
 OWN_TOKEN = Kind(ApiToken, OK, HIDDEN, HIDDEN, HIDDEN, HIDDEN)
@@ -71,26 +76,30 @@ LOGOUT = Kind(None, LOGIN, LOGIN, LOGIN, LOGIN, LOGIN)
 # nothing to show to anyone signed in; who reads them is tested beside their pages.
 NO_ROW = Kind(None, HIDDEN, HIDDEN, HIDDEN, HIDDEN, HIDDEN)
 STAFF_NO_ROW = Kind(None, DENIED, DENIED, DENIED, DENIED, HIDDEN)
-# A data node's page, Test connection and discovery: whoever holds a grant on it
-# (this world's node has none, so it is open, as DATA_NODE_DEFAULT_ACCESS=open
-# says; closed nodes: tests/unit/topology/test_connections.py).
-NODE_USE = Kind(DataNode, OK, OK, OK, OK, OK)
+# A data node's page: every signed-in user (its owners, grants and flows; whom to ask).
+NODE_PAGE = Kind(DataNode, OK, OK, OK, OK, OK)
+# Test connection, discovery and a node's history: whoever holds a grant on it, and staff.
+NODE_USE = Kind(DataNode, OK, OK, DENIED, DENIED, OK)
 # A flow subscription is its own user's: anyone else's id names nothing.
 OWN_SUBSCRIPTION = Kind(None, OK, HIDDEN, HIDDEN, HIDDEN, HIDDEN)
+# Those who may act on the execution are let through to the files, which this world has none of.
+EXECUTION_ACT_NO_ROW = Kind(FlowExecution, HIDDEN, HIDDEN, DENIED, DENIED, HIDDEN)
+# A flow's webhook: its token alone lets a call in (no session counts); without it, nothing is there.
+WEBHOOK = Kind(None, HIDDEN, HIDDEN, HIDDEN, HIDDEN, HIDDEN, HIDDEN)
 
 F = "<str:flow_group>/<str:flow_name>"
 E = f"{F}/<int:execution_id>"
 FA = "<str:flowGroup>/<str:flowName>"
 PACK = "packs/<str:name>"
 ROUTES: dict[str, Kind] = {
-    "": PUBLIC,  # redirects to the dashboard, which asks for a login
+    "": SIGNED_IN,  # redirects to the dashboard
     "login/": PUBLIC,
     "logout/": LOGOUT,
     "favicon.ico": PUBLIC,
-    "metrics": PUBLIC,  # Prometheus scrapes without a session (docs/monitoring.md)
-    "monitoring/metrics": PUBLIC,  # the same exposition as /metrics
-    "api/schema/": PUBLIC,
-    "api/docs/": PUBLIC,
+    "metrics": SIGNED_IN,  # or Prometheus with MONITORING_METRICS_TOKEN (docs/monitoring.md)
+    "monitoring/metrics": SIGNED_IN,  # the same exposition as /metrics
+    "api/schema/": SIGNED_IN,  # anyone with API_SCHEMA_PUBLIC
+    "api/docs/": SIGNED_IN,
     "flows/": SIGNED_IN,
     "flows/new/": SIGNED_IN,
     f"flows/{F}/": FLOW_VIEW,
@@ -98,6 +107,9 @@ ROUTES: dict[str, Kind] = {
     f"flows/{F}/pause/": FLOW_CHANGE,
     f"flows/{F}/resume/": FLOW_CHANGE,
     f"flows/{F}/delete/": FLOW_CHANGE,
+    f"flows/{F}/versions/": FLOW_VIEW,  # whoever sees the flow sees its versions
+    f"flows/{F}/triggers/": FLOW_CHANGE,  # data triggers, freshness goal, webhook token
+    f"flows/{F}/webhook-token/": FLOW_CHANGE,
     "account/": SIGNED_IN,
     "account/tokens/new/": SIGNED_IN,
     "account/tokens/<int:token_id>/revoke/": OWN_TOKEN,
@@ -122,29 +134,45 @@ ROUTES: dict[str, Kind] = {
     "topology/executors/<str:name>/": TOPOLOGY_VIEW,
     "topology/executors/<str:name>/edit/": TOPOLOGY_CHANGE,
     "topology/executors/<str:name>/toggle/": TOPOLOGY_CHANGE,
+    "topology/executors/<str:name>/disable/": TOPOLOGY_CHANGE,
     "topology/executors/<str:name>/delete/": TOPOLOGY_CHANGE,
     "topology/executors/<str:name>/capabilities/": TOPOLOGY_CHANGE,
     "topology/executors/<str:name>/capabilities/<int:pk>/remove/": TOPOLOGY_CHANGE,
-    "topology/datanodes/new/": NODE_CHANGE,
-    "topology/datanodes/<str:name>/": NODE_USE,
+    "topology/datanodes/new/": SIGNED_IN,  # a node of one's own (topology.policy)
+    "topology/datanodes/<str:name>/": NODE_PAGE,
     "topology/datanodes/<str:name>/test/": NODE_USE,
     "topology/datanodes/<str:name>/discover/": NODE_USE,
     "topology/source-picker/": SIGNED_IN,
     "topology/datanodes/<str:name>/edit/": NODE_CHANGE,
     "topology/datanodes/<str:name>/delete/": NODE_CHANGE,
+    "topology/datanodes/<str:name>/grants/": NODE_CHANGE,
+    "topology/datanodes/<str:name>/grants/<int:grant_id>/revoke/": NODE_CHANGE,
+    "topology/datanodes/<str:name>/request-access/": SIGNED_IN,  # asked by those not granted
+    "topology/datanodes/<str:name>/access-requests/<int:request_id>/": NODE_CHANGE,
     "executions/": SIGNED_IN,
     f"executions/{E}/": EXECUTION_VIEW,
     f"executions/{E}/kill/": EXECUTION_ACT,
     f"executions/{E}/resume/": EXECUTION_ACT,
+    f"executions/{E}/rerun/": EXECUTION_ACT,  # with the version it ran or the current one
     f"executions/{E}/jobs/<str:job_name>/log/": EXECUTION_VIEW,
     f"executions/{E}/jobs/<str:job_name>/rerun/": EXECUTION_ACT,
     f"executions/{E}/jobs/<str:job_name>/log/download/": NO_ROW,
+    f"executions/{E}/jobs/<str:job_name>/bad-records/": EXECUTION_ACT_NO_ROW,
+    # The worker's Spark UI through the portal: staff only (it shows every job its worker ran),
+    # while the job runs (this world's job has no UI recorded); tests/security/test_spark_ui_proxy.py.
+    f"executions/{E}/jobs/<str:job_name>/spark-ui/": STAFF_NO_ROW,
+    f"executions/{E}/jobs/<str:job_name>/spark-ui/<path:path>": STAFF_NO_ROW,
     f"executions/{F}/": FLOW_VIEW,
     f"executions/{F}/run/": FLOW_CHANGE,
     f"executions/{F}/backfill/": FLOW_CHANGE,
     "state/": STAFF,
     "state/<int:pk>/": STAFF_NO_ROW,
     "keys/": KEYS,
+    "quotas/": SIGNED_IN,  # use against each quota, and why jobs wait
+    "quotas/new/": STAFF,
+    "quotas/<int:pk>/edit/": STAFF_NO_ROW,
+    "quotas/<int:pk>/delete/": STAFF_NO_ROW,
+    "api/": SIGNED_IN,  # the index of the API's addresses
     "monitoring/": SIGNED_IN,
     f"monitoring/flows/{F}/chart/": FLOW_VIEW,
     f"monitoring/flows/{F}/subscription/": FLOW_VIEW,
@@ -170,6 +198,9 @@ ROUTES: dict[str, Kind] = {
     "api/datanodes/<str:name>": TOPOLOGY_VIEW,
     "api/datanodes/<str:name>/test": NODE_USE,
     "api/datanodes/<str:name>/discover": NODE_USE,
+    "api/datanodes/<str:name>/access-requests": NODE_PAGE,  # ask; owners list the open ones
+    "api/datanodes/<str:name>/access-requests/<int:request_id>": NODE_CHANGE,
+    "api/datanodes/<str:name>/history": NODE_USE,
     "api/subscriptions": SIGNED_IN,
     "api/subscriptions/<int:subscription_id>": OWN_SUBSCRIPTION,
     f"api/flowstatuses/{FA}": FLOW_VIEW,
@@ -179,6 +210,9 @@ ROUTES: dict[str, Kind] = {
     "api/flowexecutions/<int:executionId>/resume": EXECUTION_ACT,
     f"api/flowconfigs/{FA}/run": FLOW_CHANGE,
     f"api/flowconfigs/{FA}/adopt-state": FLOW_CHANGE,
+    f"api/flowconfigs/{FA}/triggers": FLOW_VIEW,  # changed (PUT) by those who change the flow
+    f"api/flowconfigs/{FA}/webhook-token": FLOW_CHANGE,
+    f"api/hooks/flows/{FA}": WEBHOOK,  # tests/security/test_attacker_webhook.py
     "api/keys": KEYS,
     "api/keys/wrap": KEYS,
     "api/keys/encrypt": KEYS,
@@ -189,6 +223,8 @@ REGEX_ROUTES: dict[str, tuple[str, Kind]] = {
     r"api/^flowconfigs/\(flowName:": ("/api/flowconfigs/(flowName:orders,flowGroup:sales)", FLOW_VIEW),
     r"api/^flowstatuses/\(flowGroup:": ("/api/flowstatuses/(flowGroup:sales,flowName:orders)", FLOW_VIEW),
     r"api/^flowstatuses/\(flowName:": ("/api/flowstatuses/(flowName:orders,flowGroup:sales)", FLOW_VIEW),
+    r"api/^quotas$": ("/api/quotas", STAFF),
+    r"api/^quotas/(?P<pk>": ("/api/quotas/999999", STAFF_NO_ROW),
     r"^flowconfigs/?$": ("/flowconfigs", SIGNED_IN),
     r"^flowconfigs/(?P<key>": ("/flowconfigs/(flowGroup:sales,flowName:orders)", FLOW_VIEW),
     r"^flowconfigsV2/?$": ("/flowconfigsV2", SIGNED_IN),
@@ -254,6 +290,12 @@ def world(db) -> World:
     capability = Capability.objects.create(
         executor=executor, source=node, destination=DataNode.objects.create(name="node-b")
     )
+    own = DataNode.objects.create(
+        name="own-a", user_made=True, created_by=owner, properties={"path": "users/olivia/a"}
+    )
+    DataNodeGrant.objects.create(node=own, role="owner", user=owner)
+    team_grant = DataNodeGrant.objects.create(node=own, role="read", group=team)
+    DataNodeAccessRequest.objects.create(node=own, requested_by=reader, role="read")
     token, _key = create_token(owner, name="script")
     subscription = Subscription.objects.create(user=owner, flow=flow)
     people = {"owner": owner, "member": member, "reader": reader, "outsider": outsider, "staff": staff}
@@ -275,7 +317,8 @@ def world(db) -> World:
         "dataset_urn": "urn",
         "pack": pack.name,
         "executor": executor.name,
-        "node": node.name,
+        "node": own.name,
+        "grant_id": str(team_grant.pk),
     }
     return World(people, values)
 

@@ -359,7 +359,9 @@ def _bomb(levels: int = 12) -> str:
 def test_a_substitution_bomb_is_refused_naming_the_limit_and_expands_nothing(world: World):
     text = _bomb()
     assert len(text) < 1024
-    make_pack(world.mallory, name="mal-pack", templates={"bomb.template": text})
+    with pytest.raises(ValidationError, match=r"65536 characters \(the limit\)"):
+        make_pack(world.mallory, name="mal-pack", templates={"bomb.template": text})
+    _pack_past_the_upload_check(world, "bomb.template", text)  # the compile's own check
     response = world.api().post(
         "/api/flowconfigs/compile",
         {
@@ -379,7 +381,9 @@ def test_a_substitution_bomb_is_refused_naming_the_limit_and_expands_nothing(wor
 
 def test_substitutions_nested_too_deep_are_refused_naming_the_limit(world: World):
     text = 'v0 = "x"\n' + "".join(f"v{i} = ${{v{i - 1}}}\n" for i in range(1, 30))
-    make_pack(world.mallory, name="mal-pack", templates={"deep.template": text})
+    with pytest.raises(ValidationError, match=r"nest deeper than 16 levels \(the limit\)"):
+        make_pack(world.mallory, name="mal-pack", templates={"deep.template": text})
+    _pack_past_the_upload_check(world, "deep.template", text)  # the compile's own check
     response = world.api().post(
         "/api/flowconfigs/compile",
         {

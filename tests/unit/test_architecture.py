@@ -18,12 +18,12 @@ LAYERS: list[set[str]] = [
     {"pipeline", "api_errors", "api_fields", "api_parsers", "broker", "bulk", "celery", "redis_transport"},
     {"property_lines", "form_errors"},
     {"accounts", "events"},
-    {"templatepacks", "topology", "keys"},
+    {"templatepacks", "topology", "keys", "quotas"},
     {"flows"},
     {"orchestration"},
     {"monitoring", "restli"},
     # The project: the URL map, settings and the handlers that answer for every app.
-    {"urls", "settings", "wsgi", "errors", "middleware"},
+    {"urls", "settings", "wsgi", "errors", "middleware", "api_root"},
 ]
 LAYER = {unit: number for number, units in enumerate(LAYERS) for unit in units}
 

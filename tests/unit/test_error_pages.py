@@ -48,9 +48,9 @@ def test_the_browsers_favicon_request_finds_the_icon(client):
 
 
 def test_a_refused_page_says_why_in_the_site_layout(client):
-    """A non-staff user opens the page to add a data node: staff only."""
+    """A non-staff user opens the page to add an executor: staff only."""
     client.force_login(UserFactory(username="oscar"))
-    answer = client.get("/topology/datanodes/new/")
+    answer = client.get("/topology/executors/new/")
     assert answer.status_code == 403
     html = answer.content.decode()
     assert "<h1>Not allowed</h1>" in html and 'aria-label="Main"' in html and "oscar" in html

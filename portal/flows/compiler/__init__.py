@@ -5,19 +5,22 @@ JobSpecs, each bound to one SpecExecutor.
 packs, and writes nothing. `portal.flows.compiler.record` stores its verdict.
 
 Properties of each job, later layers winning: resolved templates (parent <
-template < flow, done by templatepacks) → the hop keys below. The hop keys
-are documented in docs/topology.md.
+template < flow, done by templatepacks), a flow key written
+`destination.<node>.<key>` for the hop landing in that node only
+(compiler.scoped) → the hop keys below. The
+hop keys are documented in docs/topology.md.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from portal.flows.compiler import scoped
 from portal.flows.compiler.paths import Hop, search
 from portal.flows.compiler.plans import COMPILED, FAILED, PENDING, CompiledFlow, JobSpecPlan
 from portal.flows.compiler.templates import required_attributes, resolve_flow_templates
 from portal.topology.access import READ, WRITE, NodeAccess
-from portal.topology.graph import TopologySnapshot, current_snapshot
+from portal.topology.graph import TopologySnapshot, current_snapshot, with_user_nodes
 
 __all__ = ["COMPILED", "FAILED", "PENDING", "CompiledFlow", "JobSpecPlan", "compile_flow", "job_name"]
 
@@ -88,6 +91,7 @@ def compile_flow(
         source=flow.source,
         destinations=list(flow.destinations),
         topology_token=str(snapshot.token) if snapshot.token else None,
+        topology_revision=snapshot.number,
     )
     if not flow.source:
         compiled.errors.append("The flow has no source; set its source data node.")
@@ -102,6 +106,8 @@ def compile_flow(
     compiled.pinned_versions = resolution.pinned_versions
     required = set(resolution.missing_required) | required_attributes(resolution.properties)
 
+    # The user-made nodes the flow names join the search for this compile only (topology.graph).
+    snapshot = with_user_nodes(snapshot, flow.source, flow.destinations)
     result = search(snapshot, flow.source, list(flow.destinations))
     compiled.pending_reasons = [result.pending[d] for d in flow.destinations if d in result.pending]
 
@@ -114,7 +120,8 @@ def compile_flow(
             if job is None:
                 name = job_name(flow.flow_group, flow.flow_name, hop)
                 executor = snapshot.executors[hop.executor]
-                properties = {**resolution.properties, **hop_properties(flow, hop, snapshot, name)}
+                own = scoped.for_destination(resolution.properties, hop.destination, flow.destinations)
+                properties = {**own, **hop_properties(flow, hop, snapshot, name)}
                 job = jobs[key] = JobSpecPlan(
                     job_name=name,
                     hop_index=hop.index,

@@ -3,6 +3,8 @@ through `to_dict()` with the API's camelCase names."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -64,6 +66,7 @@ class CompiledFlow:
     pending_reasons: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     topology_token: str | None = None
+    topology_revision: int = 0  # TopologyRevision.number compiled against (recorded on executions)
 
     @property
     def job_errors(self) -> list[str]:
@@ -96,6 +99,13 @@ class CompiledFlow:
     @property
     def executors(self) -> list[str]:
         return sorted({job.executor for job in self.jobs})
+
+    def plan_hash(self) -> str:
+        """SHA-256 of the job plan (jobs, their executors and resolved
+        properties, the pack versions): equal hashes, the same plan. Secret
+        values are in it as stored (ENC(...)), never in plaintext."""
+        plan = {"jobs": [job.to_dict() for job in self.jobs], "pinnedVersions": self.pinned_versions}
+        return hashlib.sha256(json.dumps(plan, sort_keys=True, default=str).encode()).hexdigest()
 
     def to_dict(self) -> dict[str, Any]:
         return {

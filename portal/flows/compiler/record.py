@@ -18,7 +18,12 @@ from django.db import transaction
 from django.utils import timezone
 
 from portal.bulk import any_of, insert_rows, update_rows
-from portal.flows.compiler import FAILED, CompiledFlow, compile_flow
+from portal.flows.compiler import (
+    FAILED,
+    CompiledFlow,
+    compile_flow,
+    usernodes,  # noqa: F401  # connects its receivers: the flows over a node
+)
 from portal.flows.compiler.templates import BatchTemplates
 from portal.flows.models import CompiledHop, CompiledJobDag, FlowConfig
 from portal.flows.services import set_compilation

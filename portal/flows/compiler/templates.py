@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from portal.keys.properties import WRAPPED_KEY_PROPERTY, looks_encrypted
+from portal.keys.properties import WRAPPED_KEY_PROPERTY, holds_secret, looks_encrypted
 from portal.pipeline.schema import user_property_problems
 from portal.templatepacks.resolution import TemplateLoader, TemplateResolutionError, resolve_with
 from portal.topology.access import NodeAccess
@@ -94,6 +94,25 @@ def clear_message(attribute: str) -> str:
     )
 
 
+def sealed_message(key: str) -> str:
+    return (
+        f"{key!r} is an ENC(...) value but holds no secret: only a password, token, key or user "
+        f"name, or an attribute of a template declared in {ENCRYPTED_KEY}, is decrypted; a name or "
+        "setting the pipeline reads would show in the job's progress and pages (docs/security.md)"
+    )
+
+
+def sealed_value_problems(flow_properties: dict[str, Any], declared: set[str]) -> list[str]:
+    """The flow's ENC(...) values that the worker would leave sealed (`keys.properties.holds_secret`):
+    refused, so another's secret cannot come back in clear as a dataset or table name. (A template
+    carries no ENC(...) value at all.)"""
+    return [
+        sealed_message(key)
+        for key, value in sorted(flow_properties.items())
+        if looks_encrypted(value) and not holds_secret(key, declared)
+    ]
+
+
 def template_problems(resolved: dict[str, Any], flow_properties: dict[str, Any]) -> list[str]:
     """What the templates themselves may not give (the keys the flow did not set): node-owned
     keys, classes outside the allowed packages, secrets in clear, and any ENC(...) value or
@@ -113,7 +132,12 @@ def resolve_flow_templates(flow: Any, user: Any, loader: Any = None) -> Resoluti
     """A flow without templates compiles with just its own properties."""
     uris = flow.template_uri_list
     if not uris:
-        return Resolution(properties=dict(flow.properties))
+        declared = encrypted_attributes(flow.properties)
+        return Resolution(
+            properties=dict(flow.properties),
+            errors=sealed_value_problems(flow.properties, declared),
+            encrypted_attributes=sorted(declared),
+        )
     try:
         loader = loader if loader is not None else TemplateLoader(user)
         resolved = resolve_with(loader, uris, dict(flow.properties))
@@ -129,6 +153,7 @@ def resolve_flow_templates(flow: Any, user: Any, loader: Any = None) -> Resoluti
         errors=[
             *template_problems(resolved.properties, flow.properties),
             *(clear_message(name) for name in clear_encrypted_attributes(flow, user, declared)),
+            *sealed_value_problems(flow.properties, declared),
         ],
         encrypted_attributes=sorted(declared),
     )

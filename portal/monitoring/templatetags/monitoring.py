@@ -71,6 +71,7 @@ def flow_subscription(context, flow) -> dict:
         "flow": flow,
         "subscription": subscription,
         "summary": subscriptions.describe(subscription) if subscription else "",
+        "report": subscriptions.delivery_report(subscription) if subscription else [],
         "csrf_token": context.get("csrf_token"),
     }
 
@@ -80,7 +81,10 @@ def my_subscriptions(context) -> dict:
     """The profile's list of the user's subscriptions: `{% my_subscriptions %}`."""
     found = subscriptions.subscriptions_of(context["request"].user)
     return {
-        "rows": [(subscription, subscriptions.describe(subscription)) for subscription in found],
+        "rows": [
+            (subscription, subscriptions.describe(subscription), subscriptions.delivery_report(subscription))
+            for subscription in found
+        ],
         "csrf_token": context.get("csrf_token"),
     }
 

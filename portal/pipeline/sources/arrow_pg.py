@@ -33,7 +33,7 @@ from __future__ import annotations
 import importlib.util
 import itertools
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl, quote, urlencode, urlparse
@@ -41,6 +41,7 @@ from urllib.parse import parse_qsl, quote, urlencode, urlparse
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
+from portal.pipeline import landing
 from portal.pipeline.gateway import jvm
 from portal.pipeline.properties import Properties
 from portal.pipeline.sources.base import ArrowScan
@@ -149,9 +150,19 @@ def frames_too(props: Properties) -> bool:
     return props.get_choice("source.jdbc.arrow") == "true"
 
 
-def scan_for(jdbc: DataFrame, props: Properties, subquery: str, slices: Slices | None) -> ArrowScan | None:
+def scan_for(
+    jdbc: DataFrame,
+    props: Properties,
+    subquery: str,
+    slices: Slices | None,
+    *,
+    portal: Sequence[landing.Landing] | None = None,
+    what: str = "source.jdbc.url",
+) -> ArrowScan | None:
     """The Arrow reader's scan of ``subquery`` with ``jdbc``'s schema (Spark's JDBC reader's DataFrame
-    of the same query), one slice per Spark task; None where it cannot read it (module docstring)."""
+    of the same query), one slice per Spark task; None where it cannot read it (module docstring).
+    Each task's connection is judged as it opens (:mod:`portal.pipeline.landing`): ``portal`` are the
+    portal's own databases (default: this process's), ``what`` the node a refusal names."""
     if props.get_choice("source.jdbc.arrow") == "false" or not driver_installed():
         return None
     uri = libpq_uri(
@@ -169,7 +180,8 @@ def scan_for(jdbc: DataFrame, props: Properties, subquery: str, slices: Slices |
     conditions = slices.conditions() if slices else ["1=1"]
     queries = [f"SELECT {', '.join(columns)} FROM {subquery} WHERE {c}" for c in conditions]  # noqa: S608
     zone = jvm_zone(jdbc.sparkSession)
-    return ArrowScan(len(queries), _SliceReader(queries, uri, schema.json(), zone), schema)
+    own = tuple(landing.portal_databases() if portal is None else portal)
+    return ArrowScan(len(queries), _SliceReader(queries, uri, schema.json(), zone, own, what), schema)
 
 
 def _select(field: T.StructField) -> str | None:
@@ -188,14 +200,24 @@ def _select(field: T.StructField) -> str | None:
 class _SliceReader:
     """Runs in the Python workers: reads the numbered slices as Arrow batches (a SliceReader)."""
 
-    def __init__(self, queries: list[str], uri: str, schema_json: str, jvm_zone: str) -> None:
+    def __init__(
+        self,
+        queries: list[str],
+        uri: str,
+        schema_json: str,
+        jvm_zone: str,
+        portal: tuple[landing.Landing, ...] = (),
+        what: str = "source.jdbc.url",
+    ) -> None:
         self.queries, self.uri, self.schema_json, self.jvm_zone = queries, uri, schema_json, jvm_zone
+        self.portal, self.what = portal, what
 
     def batches(self, numbers: Iterable[int]) -> Iterator[Any]:
         import adbc_driver_postgresql.dbapi as adbc
 
         schema = T.StructType.fromJson(json.loads(self.schema_json))
         with adbc.connect(self.uri) as conn, conn.cursor() as cur:
+            landing.check(conn, self.what, portal=self.portal, engine=landing.POSTGRESQL)
             set_jdbc_session(cur, self.jvm_zone)
             for number in numbers:
                 cur.execute(self.queries[number])

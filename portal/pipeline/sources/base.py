@@ -37,6 +37,7 @@ from typing import Any, Protocol
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
+from portal.pipeline.badrows import BadRecords
 from portal.pipeline.jobspec import JobSpec
 from portal.pipeline.properties import Properties
 from portal.pipeline.workunits import WorkUnit
@@ -63,7 +64,9 @@ class Extraction:
     ``helper_columns`` are dropped after ``keep``; ``finish`` computes the actual high watermark from
     the observed metrics once the work unit succeeded (default: the expected high); ``stage`` asks the
     runtime to read the extract once into Parquet before any branch consumes it (a database must not
-    be queried once per branch, and two queries may see different rows).
+    be queried once per branch, and two queries may see different rows); ``bad_records``, where set,
+    says which rows the source could not read (``keep`` leaves them out, ``metrics`` counts them:
+    :mod:`portal.pipeline.badrows`).
     """
 
     df: DataFrame
@@ -73,6 +76,7 @@ class Extraction:
     finish: Callable[[dict[str, Any]], str | None] | None = None
     stage: bool = False
     arrow: ArrowScan | None = None
+    bad_records: BadRecords | None = None
 
 
 class SliceReader(Protocol):

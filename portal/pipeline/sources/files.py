@@ -30,14 +30,15 @@ import fnmatch
 import os
 import re
 import time
+from dataclasses import replace
 from typing import Any
 
-from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from portal.pipeline import fs
-from portal.pipeline.errors import ConfigError
+from portal.pipeline import badrows, fs, node_relative
+from portal.pipeline.confinement import ConfinementError, real_inside
+from portal.pipeline.errors import ConfigError, PipelineError
 from portal.pipeline.sources.base import Extraction, Source
 from portal.pipeline.workunits import WorkUnit
 
@@ -99,11 +100,24 @@ class FileSource(Source):
             )
         wanted = self.props.get_list("source.files.datasets")
         names = wanted or fs.list_dirs(root)
-        return [(name, fs.join(root, name)) for name in names]
+        return [(name, self._inside(fs.join(root, name), root, f"dataset folder '{name}'")) for name in names]
+
+    @staticmethod
+    def _inside(path: str, root: str, what: str) -> str:
+        """``path`` as read: a local path resolved to its real path inside the node's real root (a
+        symlink out of the node is refused before Spark sees it); a Hadoop URI, which Hadoop lists
+        below the root by construction, as it is."""
+        if not fs.is_local(path):
+            return path
+        return real_inside(fs.local_path(path), fs.local_path(root), f"source.files.path: {what}")
 
     def get_work_units(self) -> list[WorkUnit]:
         root = self.props.require("source.files.path")
         self._format()  # fail early on an unknown format
+        refused = node_relative.problems(self.props)
+        if refused:  # the worker's guard refuses these first; the pipeline trusts no caller
+            raise ConfinementError("; ".join(refused))
+        node_relative.reader_options(self.props, root)  # a file option leading out: before any read
         settle_ms = int((self.props.get_float("source.files.settle.seconds", 0.0) or 0.0) * 1000)
         max_bytes = self.props.get_int("source.files.workunit.max.bytes", 1 << 30) or (1 << 30)
         max_files = self.props.get_int("source.files.workunit.max.files", 0) or 0
@@ -136,6 +150,10 @@ class FileSource(Source):
                 units.append(WorkUnit(urn, low, low, empty=True, payload={"folder": folder}))
                 continue
             ranges: list[list[tuple[str, fs.FileInfo]]] = [[]]
+            new = [
+                (wm, replace(f, path=self._inside(f.path, folder, f"file '{urn}/{f.relative}'")))
+                for wm, f in new
+            ]
             for wm, info in new:
                 current = ranges[-1]
                 size = sum(f.size for _, f in current)
@@ -177,38 +195,142 @@ class FileSource(Source):
 
     def extract(self, work_unit: WorkUnit) -> Extraction:
         fmt = self._format()
+        files = work_unit.payload["files"]
+        refuse_foreign(files, fmt, work_unit.payload["folder"], self._reader_options())
         reader = self.spark.read.format(fmt).option("basePath", work_unit.payload["folder"])
         schema = self.props.get("source.schema")
+        # A flow that chose Spark's own handling of bad rows (mode, or a corrupt-record column of
+        # its own) keeps it; otherwise the rows are set aside (badrows).
+        chosen = {k.lower() for k in self._reader_options()} & {"mode", "columnnameofcorruptrecord"}
+        text = fmt in ("csv", "json") and not chosen
         if fmt == "csv":
             reader = reader.option(
                 "header", str(self.props.get_bool("source.files.csv.header", True)).lower()
             )
-            reader = reader.option("sep", self.props.get("source.files.csv.delimiter", ","))
+            reader = reader.option("sep", self._delimiter())
             if not schema:
                 infer = self.props.get_bool("source.files.csv.infer.schema", True)
                 reader = reader.option("inferSchema", str(infer).lower())
-        for key in self.props:
-            if key.startswith("source.files.option."):
-                reader = reader.option(key[len("source.files.option.") :], self.props[key])
+        reader = reader.options(**self._reader_options())
+        if text:  # a row Spark cannot read keeps its raw text in BAD (badrows), it is not passed on
+            reader = reader.option("mode", "PERMISSIVE").option("columnNameOfCorruptRecord", badrows.BAD)
         if schema:
             reader = reader.schema(schema)
-        df = reader.load(work_unit.payload["files"])
-        if fmt == "csv" and not schema:
-            df = _wide_integers(df)
-        return Extraction(df)
+        if not text:
+            df = reader.load(files)
+            if fmt == "csv" and not schema:  # integers as bigint: the inferred schema, widened
+                df = reader.schema(_widened(df.schema)).load(files)
+            return Extraction(df)
+        # The data columns (declared, or inferred once as before), read again with the bad-record
+        # column: inference only adds it when it met a bad row.
+        declared = reader.load(files).schema if not schema else _ddl(schema)
+        fields = tuple(
+            f
+            for f in (_widened(declared) if fmt == "csv" and not schema else declared)
+            if f.name != badrows.BAD
+        )
+        df = reader.schema(T.StructType([*fields, T.StructField(badrows.BAD, T.StringType())])).load(files)
+        df = df.withColumn(badrows.SOURCE_FILE, F.col("_metadata.file_path"))
+        bad = badrows.BadRecords(fmt, fields, self._delimiter())
+        return Extraction(
+            df,
+            metrics={badrows.METRIC: bad.metric()},
+            keep=bad.keep,
+            helper_columns=[badrows.BAD, badrows.SOURCE_FILE],
+            bad_records=bad,
+        )
+
+    def _delimiter(self) -> str:
+        return self.props.get("source.files.csv.delimiter", ",") or ","
+
+    def _reader_options(self) -> dict[str, str]:
+        return node_relative.reader_options(self.props, self.props.require("source.files.path"))
 
 
-def _wide_integers(df: DataFrame) -> DataFrame:
+# The first bytes of formats a file may be in (``(magic, name, suffixes that make it expected)``):
+# a text reader would read any of them as lines of garbage.
+_MAGIC = (
+    (b"PAR1", "Parquet", ()),
+    (b"ORC", "ORC", ()),
+    (b"Obj\x01", "Avro", ()),
+    (b"\x1f\x8b", "gzip", (".gz", ".gzip")),
+    (b"BZh", "bzip2", (".bz2",)),
+    (b"\x28\xb5\x2f\xfd", "zstd", (".zst", ".zstd")),
+    (b"\x04\x22\x4d\x18", "LZ4", (".lz4",)),
+    (b"PK\x03\x04", "ZIP (or Excel)", ()),
+    (b"%PDF", "PDF", ()),
+    (b"\x89PNG", "PNG", ()),
+    (b"\xff\xd8\xff", "JPEG", ()),
+    (b"SQLite format 3\x00", "SQLite", ()),
+)
+_CODEC_SUFFIXES = (".gz", ".gzip", ".bz2", ".deflate", ".snappy", ".lz4", ".zst", ".zstd")
+_NAMES = {"csv": "CSV", "json": "JSON", "parquet": "Parquet", "orc": "ORC", FORMATS["avro"]: "Avro"}
+_HEAD = 4096
+
+
+def sniff(head: bytes, name: str) -> str | None:
+    """The format the first bytes of a file named ``name`` say it is in (None: text, or unknown)."""
+    lowered = name.lower()
+    for magic, kind, suffixes in _MAGIC:
+        if head.startswith(magic) and not (suffixes and lowered.endswith(suffixes)):
+            return kind
+    return None
+
+
+def foreign(head: bytes, name: str, fmt: str, encoding: str = "") -> str | None:
+    """What a file is when it is not in the dataset's format ``fmt`` (None: it may be)."""
+    if not head:
+        return None  # an empty file is no row in any format
+    kind = sniff(head, name)
+    wanted = _NAMES.get(fmt, fmt)
+    if fmt in ("csv", "json"):
+        if kind:
+            return f"a {kind} file"
+        compressed = name.lower().endswith(_CODEC_SUFFIXES)  # Hadoop decompresses it by its name
+        wide = encoding.lower().startswith(("utf-16", "utf-32", "utf16", "utf32"))
+        if b"\x00" in head and not compressed and not wide:
+            return "a binary file (it holds NUL bytes)"
+        return None
+    if kind == wanted:
+        return None
+    return f"a {kind} file" if kind else f"not a {wanted} file (no {wanted} magic bytes at its start)"
+
+
+def refuse_foreign(files: list[str], fmt: str, folder: str, options: dict[str, str]) -> None:
+    """Refuse, by name, the files of a work unit that are not in the dataset's format: a Parquet
+    file dropped into a CSV folder fails the task before Spark reads it as text."""
+    encoding = next((v for k, v in options.items() if k.lower() in ("encoding", "charset")), "")
+    refused = []
+    for path in files:
+        what = foreign(fs.head(path, _HEAD), path, fmt, encoding)
+        if what:
+            relative = path[len(folder) :].lstrip("/") if path.startswith(folder) else path
+            refused.append(f"'{relative}' is {what}")
+    if refused:
+        raise PipelineError(
+            f"file(s) not in the dataset's format ({_NAMES.get(fmt, fmt)}, source.files.format), "
+            f"refused, nothing of them read: {'; '.join(refused[:10])}"
+            + (f" and {len(refused) - 10} more" if len(refused) > 10 else "")
+            + " (move them out of the folder, or narrow source.files.glob)"
+        )
+
+
+def _ddl(schema: str) -> T.StructType:
+    parsed = T._parse_datatype_string(schema)
+    if not isinstance(parsed, T.StructType):
+        raise ConfigError(f"source.schema must be a list of columns (name type, ...), got '{schema}'")
+    return parsed
+
+
+def _widened(schema: T.StructType) -> T.StructType:
     """Inferred CSV integers as bigint, as JSON inference and JDBC ``bigint`` columns give them: the
     same table read from a CSV drop and from the database lands with one schema."""
     narrow = (T.ByteType, T.ShortType, T.IntegerType)
-    if not any(isinstance(f.dataType, narrow) for f in df.schema.fields):
-        return df
-    return df.select(
-        *[
-            F.col(f"`{f.name}`").cast("bigint").alias(f.name)
+    return T.StructType(
+        [
+            T.StructField(f.name, T.LongType(), f.nullable, f.metadata)
             if isinstance(f.dataType, narrow)
-            else F.col(f"`{f.name}`")
-            for f in df.schema.fields
+            else f
+            for f in schema.fields
         ]
     )

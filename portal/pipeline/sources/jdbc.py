@@ -24,6 +24,12 @@ Backfill (``JobSpec.backfill``): a listed table reads ``low < column <= min(high
 ``source.jdbc.ranges`` like any run, without look-back (the range is explicit);
 tables not listed are not read.  A snapshot table (``extract.is.full``) cannot be backfilled.
 
+Before anything is read, the source opens one connection as Spark will (same URL, driver and
+properties) and asks the server where it landed (:mod:`portal.pipeline.landing`): the portal's own
+database is refused, and so, on MySQL/MariaDB, is a table name or pattern naming another database
+than the one the connection landed in. The planning queries' and the Arrow reader's own connections
+are judged the same way as they open.
+
 PostgreSQL tables can be read with COPY into Arrow batches inside the Spark tasks
 (:mod:`portal.pipeline.sources.arrow_pg`, which says when that pays, and ``source.jdbc.arrow``);
 otherwise, and for what that reader cannot read, Spark's JDBC reader.  A table is a live source: a second query may see other
@@ -44,7 +50,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from portal.pipeline import watermarks
+from portal.pipeline import landing, watermarks
 from portal.pipeline.dialects import Dialect, dialect_for, root_cause
 from portal.pipeline.errors import ConfigError, MissingPropertyError, PipelineError
 from portal.pipeline.schema import missing_message, spec_for
@@ -134,6 +140,8 @@ class _Kind:
 class JdbcSource(Source):
     """See the module docstring for keys and semantics."""
 
+    _landing: landing.Landing | None = None
+
     @property
     def dialect(self) -> Dialect:
         return dialect_for(self.props.require("source.jdbc.url"))
@@ -151,6 +159,28 @@ class JdbcSource(Source):
         if password:
             options["password"] = password
         return options
+
+    @property
+    def what(self) -> str:
+        """The node a refusal names (the URL's key when the job names none)."""
+        return landing.node_what(self.jobspec.extra, "source", "source.jdbc.url")
+
+    def portal(self) -> tuple[landing.Landing, ...]:
+        return landing.portal_databases(self.jobspec.extra)
+
+    def landed(self) -> landing.Landing:
+        """Where the source's connections land, asked once of a connection opened as Spark opens its
+        own, before anything is read; refused when it is the portal's own database or, on
+        MySQL/MariaDB, when a table name reaches out of the database it landed in."""
+        found = self._landing
+        if found is None:
+            found = landing.check_jdbc(self.spark, self._options(), self.what, portal=self.portal())
+            names = {
+                key: self.props.get_list(key) for key in (jdbc_tables.TABLES_KEY, jdbc_tables.EXCLUDE_KEY)
+            }
+            landing.own_database(found, names, self.what)
+            self._landing = found
+        return found
 
     def _read(self, query: str, **options: str) -> DataFrame:
         reader = self.spark.read.format("jdbc").options(**self._options(), **options)
@@ -202,6 +232,7 @@ class JdbcSource(Source):
             row = self._read(f"({query}) AS fp_stats", **as_text).first()
             return row.asDict() if row else {}
         with psycopg.connect(uri, autocommit=True) as conn, conn.cursor() as cur:
+            landing.check(conn, self.what, portal=self.portal())
             arrow_pg.set_jdbc_session(cur, arrow_pg.jvm_zone(self.spark))
             cur.execute(query)  # built from validated identifiers
             found = cur.fetchone()
@@ -209,6 +240,7 @@ class JdbcSource(Source):
         return dict(zip(names, found, strict=True)) if found else {}
 
     def get_work_units(self) -> list[WorkUnit]:
+        self.landed()
         settings = self._settings()
         entries = self.props.get_list(jdbc_tables.TABLES_KEY)
         if not entries:
@@ -347,6 +379,7 @@ class JdbcSource(Source):
         return units
 
     def extract(self, work_unit: WorkUnit) -> Extraction:
+        self.landed()
         s = self._settings()
         p = work_unit.payload
         if p.get("backfill"):
@@ -386,7 +419,7 @@ class JdbcSource(Source):
                 numPartitions=str(parts),
             )
         jdbc = reader.load()
-        scan = arrow_pg.scan_for(jdbc, self.props, query, slices)
+        scan = arrow_pg.scan_for(jdbc, self.props, query, slices, portal=self.portal(), what=self.what)
         df = scan.frame(self.spark) if scan and arrow_pg.frames_too(self.props) else jdbc
         if p.get("full") or not s["lookback"]:
             return Extraction(df, stage=True, arrow=scan)

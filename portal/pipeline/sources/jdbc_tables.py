@@ -78,7 +78,9 @@ def resolve(entries: list[str], tables: Iterable[Table], exclude: list[str]) -> 
 
 def catalog_query(dialect: str) -> str:
     """One query listing ``(schema, name, is_default)`` of every user table and view, in the
-    dialect named (:mod:`portal.pipeline.dialects`; this module stays free of Spark for the portal)."""
+    dialect named (:mod:`portal.pipeline.dialects`; this module stays free of Spark for the portal).
+    MySQL/MariaDB: only the connection's own database, as one connection there reaches every
+    database of the server (:mod:`portal.pipeline.landing`)."""
     if dialect == "postgresql":
         return (
             "SELECT table_schema AS s, table_name AS t, "
@@ -91,8 +93,7 @@ def catalog_query(dialect: str) -> str:
         return (
             "SELECT table_schema AS s, table_name AS t, "
             "CASE WHEN table_schema = DATABASE() THEN 1 ELSE 0 END AS d "
-            "FROM information_schema.tables "
-            "WHERE table_schema NOT IN ('mysql', 'information_schema', 'performance_schema', 'sys')"
+            "FROM information_schema.tables WHERE table_schema = DATABASE()"
         )
     return (
         "SELECT 'main' AS s, name AS t, 1 AS d FROM sqlite_master "

@@ -62,7 +62,7 @@ def test_revoked_and_expired_tokens_get_401(owner):
     for key in (revoked_key, expiring_key, "fp_nothere_x", "garbage"):
         response = token_client(key).get("/api/me")
         assert response.status_code == 401
-        assert response["WWW-Authenticate"] == 'Token realm="api"'
+        assert response["WWW-Authenticate"] == 'Token realm="api", Basic realm="api", charset="UTF-8"'
 
 
 def test_a_forged_key_with_a_real_prefix_is_refused(owner):
@@ -75,6 +75,18 @@ def test_anonymous_api_calls_get_401_with_a_challenge(db):
     response = APIClient().get("/api/me")
     assert response.status_code == 401
     assert response["WWW-Authenticate"].startswith("Token")
+
+
+def test_a_program_is_offered_basic_but_a_browser_never_is(db):
+    """A browser offered Basic would ask for a password, then send it unasked with every
+    request to the portal, cross-site ones included: it is offered the token scheme alone."""
+    program = APIClient().get("/api/me")
+    assert "Basic" in program["WWW-Authenticate"]
+    browser = APIClient().get("/api/me", HTTP_SEC_FETCH_MODE="navigate", HTTP_SEC_FETCH_SITE="cross-site")
+    assert browser.status_code == 401
+    assert browser["WWW-Authenticate"] == 'Token realm="api"'
+    fetched = APIClient().get("/api/me", HTTP_SEC_FETCH_SITE="same-origin")
+    assert fetched["WWW-Authenticate"] == 'Token realm="api"'
 
 
 def test_a_user_revokes_only_their_own_tokens(client, owner, outsider):

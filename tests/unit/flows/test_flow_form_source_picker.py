@@ -21,7 +21,7 @@ def shop(tmp_path):
     path = tmp_path / "shop.db"
     with sqlite3.connect(path) as db:
         db.execute("CREATE TABLE items (sku TEXT, stock INTEGER, changed TIMESTAMP, note TEXT)")
-        db.execute("CREATE TABLE refunds (id INTEGER)")
+        db.execute("CREATE TABLE refunds (id INTEGER PRIMARY KEY, amount REAL)")
     return services.create_data_node(
         {"name": "shop", "kind": "jdbc", "properties": {"url": f"jdbc:sqlite:{path}"}}
     )
@@ -36,7 +36,7 @@ def drop(tmp_path):
     return services.create_data_node({"name": "drop", "kind": "files", "properties": {"path": str(root)}})
 
 
-def test_the_picker_offers_tables_then_columns_and_ordered_watermark_columns(browser, shop):
+def test_the_picker_offers_tables_then_columns_and_watermark_candidates_first(browser, shop):
     page = browser.post("/topology/source-picker/", {"source": "shop"}).content.decode()
     assert '<option value="items">items</option>' in page and '<option value="refunds">' in page
     assert "Watermark column" not in page  # no table yet
@@ -48,9 +48,24 @@ def test_the_picker_offers_tables_then_columns_and_ordered_watermark_columns(bro
     for column in ("sku", "stock", "changed", "note"):
         assert f'name="pick_columns" value="{column}"' in page
     watermark = page[page.index('id="id_pick_watermark"') :]
-    assert '<option value="stock">stock (INTEGER)</option>' in watermark
-    assert '<option value="changed">changed (TIMESTAMP)</option>' in watermark
+    candidates = watermark.index('<optgroup label="Candidates">')
+    others = watermark.index('<optgroup label="Other ordered columns">')
+    changed = watermark.index('<option value="changed">changed (TIMESTAMP; timestamp)</option>')
+    stock = watermark.index('<option value="stock">stock (INTEGER)</option>')
+    assert candidates < changed < others < stock
     assert 'value="sku"' not in watermark and 'value="note"' not in watermark
+    assert 'name="pick_primary_key" value="sku"' in page and "No primary key found" in page
+    assert 'name="pick_primary_key" value="sku" id="id_pick_primary_key-1" checked' not in page
+
+    page = browser.post(
+        "/topology/source-picker/", {"source": "shop", "pick_dataset": "refunds"}
+    ).content.decode()  # SQLite's INTEGER PRIMARY KEY numbers the rows: a candidate, and the key
+    assert (
+        '<input type="checkbox" name="pick_primary_key" value="id" id="id_pick_primary_key-1" checked>'
+        in page
+    )
+    assert '<option value="id">id (INTEGER; integer primary key)</option>' in page
+    assert 'name="pick_primary_key" value="amount" id="id_pick_primary_key-2">' in page
 
 
 def test_a_files_source_offers_its_folders_and_their_format(browser, drop):
@@ -60,6 +75,8 @@ def test_a_files_source_offers_its_folders_and_their_format(browser, drop):
     assert '<option value="orders" selected>orders</option>' in page and "loose" not in page
     assert '<input type="hidden" name="pick_format" value="csv">' in page
     assert 'value="customer"' in page and "modification time" in page
+    assert "id_pick_watermark" not in page and 'customer</code> <span class="muted">string' in page
+    assert 'id</code> <span class="muted">bigint' in page  # typed from the file, as Spark reads it
 
 
 def test_the_picker_shows_nothing_of_a_node_not_granted(client, shop, settings):
@@ -76,13 +93,47 @@ def test_the_picks_are_saved_as_job_properties(browser, topology_nodes):
         pick_known_columns=["id", "updated_at", "note", "secret_ssn"],
         pick_columns=["id", "updated_at", "note"],
         pick_watermark="updated_at",
+        pick_primary_key=["id"],
     )
     response = browser.post("/flows/new/", form)
     assert response.status_code == 302, response.content.decode()[:3000]
     properties = FlowConfig.objects.get(flow_name="orders").properties
     assert properties["source.jdbc.tables"] == "sales.orders"
     assert properties["extract.delta.fields"] == "updated_at"
-    assert properties["converter.drop.fields"] == "secret_ssn"
+    assert properties["columns.drop"] == "secret_ssn"
+    assert properties["extract.primary.key.fields"] == "id"
+
+
+def test_a_kept_column_is_hashed_or_encrypted_under_the_owners_customer_key(
+    browser, owner, topology_nodes, settings, tmp_path
+):
+    form = without_template(
+        **{"prop-0-key": "", "prop-0-value": "", "properties_text": ""},
+        pick_dataset="sales.orders",
+        pick_known_columns=["id", "email", "ssn", "note"],
+        pick_columns=["id", "email", "ssn"],
+        **{"pick_rule-email": "hash", "pick_rule-ssn": "encrypt", "pick_rule-note": "hash"},
+        pick_watermark="id",
+    )
+    refused = browser.post("/flows/new/", form)
+    assert refused.status_code == 400
+    assert "columns.encrypt encrypts under the flow owner&#x27;s customer key, and the flow has none" in (
+        refused.content.decode()
+    )
+
+    from portal.keys import services as keys
+    from portal.keys.master import create_ring_file
+
+    create_ring_file(tmp_path / "master-key")
+    settings.FLOWPORT_MASTER_KEY_FILE, settings.FLOWPORT_MASTER_KEY = str(tmp_path / "master-key"), ""
+    key = keys.wrap_customer_key(user=owner, generate=True, label="main").customer_key
+    response = browser.post("/flows/new/", form)
+    assert response.status_code == 302, response.content.decode()[:3000]
+    properties = FlowConfig.objects.get(flow_name="orders").properties
+    assert properties["columns.drop"] == "note"  # unticked: its rule does not matter
+    assert properties["columns.hash"] == "email"
+    assert properties["columns.encrypt"] == "ssn"
+    assert properties["encrypt.wrapped.key"] == key.wrapped_key
 
 
 def test_a_pick_and_a_typed_property_for_the_same_key_is_refused(browser, topology_nodes):
@@ -124,3 +175,25 @@ def test_the_picker_connects_as_the_flows_own_jdbc_user(browser, tmp_path):
             host=host, port=port, user=own["USER"], dbname="postgres", autocommit=True
         ) as admin:
             admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def test_a_table_picked_without_a_watermark_is_read_whole_each_run(browser, topology_nodes):
+    form = without_template(
+        **{"prop-0-key": "", "prop-0-value": "", "properties_text": ""},
+        pick_dataset="sales.orders",
+        pick_known_columns=["id", "note"],
+        pick_columns=["id", "note"],
+        pick_watermark="",
+    )
+    response = browser.post("/flows/new/", form)
+    assert response.status_code == 302, response.content.decode()[:3000]
+    properties = FlowConfig.objects.get(flow_name="orders").properties
+    assert properties["extract.is.full"] == "true" and "extract.delta.fields" not in properties
+
+
+def test_a_watermark_typed_in_the_properties_wins_over_the_pickers_none(browser, topology_nodes):
+    form = without_template(properties_text="", pick_dataset="sales.orders", pick_watermark="")
+    response = browser.post("/flows/new/", form)  # prop-0 sets extract.delta.fields
+    assert response.status_code == 302, response.content.decode()[:3000]
+    properties = FlowConfig.objects.get(flow_name="orders").properties
+    assert "extract.is.full" not in properties and properties["extract.delta.fields"]

@@ -219,6 +219,27 @@ def test_patch_changes_only_what_it_sends_and_put_replaces(api):
     assert put["templateUris"] == "" and put["destinations"] == ["archive"]
 
 
+def test_a_restli_patch_document_sent_here_is_refused_not_dropped(api):
+    """Gobblin's partial_update body sent to the Rest.li-keyed /api path: it used to answer 200
+    and change nothing. It is refused, saying where such a document is read."""
+    api.post("/api/flowconfigs", flow_body(description="nightly"), format="json")
+    url = "/api/flowconfigs/(flowGroup:sales,flowName:orders)"
+    patch = {
+        "patch": {"$set": {"description": "changed"}, "schedule": {"$set": {"cronSchedule": "0 0 3 * * ?"}}}
+    }
+    response = api.patch(url, patch, format="json")
+    assert response.status_code == 400
+    assert "/flowconfigsV2/(flowGroup:g,flowName:n)" in response.json()["patch"][0]
+    flow = FlowConfig.objects.get()
+    assert flow.description == "nightly" and flow.schedule == "*/15 * * * *"
+    # Any field the API does not read is refused too; a GET's answer sent back is not.
+    typo = api.patch(url, {"shedule": "0 3 * * *"}, format="json")
+    assert typo.status_code == 400 and typo.json() == {"shedule": ["Unknown field."]}
+    read = api.get(url).json()
+    assert api.put(url, {**read, "description": "again"}, format="json").status_code == 200
+    assert FlowConfig.objects.get().description == "again"
+
+
 def test_an_invalid_update_leaves_the_flow_as_it_was(api):
     api.post("/api/flowconfigs", flow_body(), format="json")
     response = api.patch(

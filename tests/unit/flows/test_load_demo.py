@@ -1,26 +1,91 @@
 """`manage.py load_demo` gives a new user a portal that works at once: the demo
-flow compiles through the demo template pack, and the README's API example
-(which names that pack's template) is accepted."""
+flow compiles through the demo template pack, the README's API example (which
+names that pack's template) is accepted, and the printed newcomer can register
+the printed database (made on this machine's PostgreSQL) or their sample files
+as nodes of their own and see the orders in them."""
 
 from __future__ import annotations
 
 import io
+import re
 
 import pytest
+from django.contrib.auth import authenticate
 from django.core.management import call_command
 from rest_framework.test import APIClient
 
 from portal.flows.models import FlowConfig
 from portal.templatepacks.models import PackAuditEvent, TemplatePack
+from portal.topology import connections
+from portal.topology import services as topology
 
 pytestmark = pytest.mark.django_db
 
 
+NO_POSTGRES = "postgresql://postgres@127.0.0.1:1/postgres"  # nothing listens on port 1
+
+
+def load_demo(*args: str) -> str:
+    out = io.StringIO()
+    call_command("load_demo", *args, stdout=out)
+    return out.getvalue()
+
+
 @pytest.fixture
-def demo(settings, tmp_path):
+def demo(settings, tmp_path) -> str:
     settings.VAR_DIR = tmp_path
     settings.FLOWPORT_DATA_DIR = tmp_path / "data"
-    call_command("load_demo", stdout=io.StringIO())
+    return load_demo()
+
+
+def printed(pattern: str, output: str) -> str:
+    found = re.search(pattern, output)
+    assert found, f"{pattern!r} not in:\n{output}"
+    return found.group(1)
+
+
+def test_the_newcomer_registers_the_printed_database_and_sees_its_orders(demo):
+    password = printed(r"Demo user: +newcomer / (\S+)", demo)
+    newcomer = authenticate(username="newcomer", password=password)
+    assert newcomer is not None and not newcomer.is_staff
+    url = printed(r"their database: (jdbc:postgresql://\S+)", demo)
+    db_user = printed(r"Database user (\S+),", demo)
+    db_password = printed(r"password (\S+)\)", demo)
+
+    node = topology.create_data_node(
+        {
+            "name": "my-shop",
+            "kind": "jdbc",
+            "properties": {"url": url, "user": db_user},
+            "secrets": {"password": db_password},
+        },
+        user=newcomer,
+    )
+
+    assert node.properties["password"].startswith("ENC(")
+    assert connections.test_connection(node).ok
+    found = connections.discover(node)
+    assert found.ok, found.message
+    (orders,) = [d for d in found.datasets if d.name.endswith("orders")]
+    assert [c.name for c in orders.columns if c.key_position] == ["order_id"]
+    assert any(c.name == "updated_at" and c.watermark_suitable for c in orders.columns)
+
+
+def test_without_postgresql_the_newcomer_gets_sample_files_in_their_own_area(settings, tmp_path):
+    settings.VAR_DIR = tmp_path
+    settings.FLOWPORT_DATA_DIR = tmp_path / "data"
+    output = load_demo("--postgres", NO_POSTGRES)
+
+    assert "their database" not in output
+    area = printed(r"their folder: (\S+)", output)
+    newcomer = authenticate(username="newcomer", password=printed(r"newcomer / (\S+)", output))
+    node = topology.create_data_node(
+        {"name": "my-orders", "kind": "files", "properties": {"path": f"{area}/shop"}}, user=newcomer
+    )
+    found = connections.discover(node)
+    assert found.ok, found.message
+    (orders,) = found.datasets
+    assert [c.name for c in orders.columns] == ["order_id", "customer", "amount", "updated_at"]
 
 
 def test_the_demo_flow_compiles_through_the_demo_pack(demo):
@@ -33,9 +98,11 @@ def test_the_demo_flow_compiles_through_the_demo_pack(demo):
 
 
 def test_loading_the_demo_twice_changes_nothing(demo):
-    call_command("load_demo", stdout=io.StringIO())
+    again = load_demo()
     assert TemplatePack.objects.get(name="demo-pack").versions.count() == 1
     assert FlowConfig.objects.count() == 1
+    for line in ("Demo user:", "their database:", "their folder:"):
+        assert [x for x in demo.splitlines() if line in x] == [x for x in again.splitlines() if line in x]
 
 
 def test_the_readmes_api_example_is_accepted(demo):

@@ -25,6 +25,11 @@ from portal.flows.schedules import next_run_times, to_unix_cron
         ("0 0 0 ? 1 1 2050", "0 0 * 1 0 0 2050"),
         ("0 0 12 ? * 2-6 2030-2032", "0 12 * * 1-5 0 2030-2032"),
         ("0 0 * 1 0 0 2050", "0 0 * 1 0 0 2050"),  # the stored form converts to itself
+        # Quartz 2.2.3 (Gobblin's pin) reads an increment of 0 as no increment: Gobblin's own
+        # test schedule runs at minute 1 of every hour; a range keeps its first value; * stays *.
+        ("0 1/0 * ? * *", "1 * * * *"),
+        ("0 10-20/0 3 ? * 2/0", "10 3 * * 1"),
+        ("0 */0 4 ? * *", "* 4 * * *"),
         ("@daily", "@daily"),
         ("", ""),
     ],
@@ -42,6 +47,7 @@ def test_a_schedule_is_stored_in_unix_form(given, stored):
         ("15 0 12 * * ?", "fires at second '15'"),
         ("0 0 12 ? * * 3000", "year field '3000' is not valid"),
         ("every day", "has 2 fields"),
+        ("1/0 * * * *", "not a valid cron expression"),  # unix cron has no step 0
     ],
 )
 def test_a_bad_schedule_says_why(given, reason):

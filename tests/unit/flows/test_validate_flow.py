@@ -184,7 +184,12 @@ def test_the_form_puts_a_bad_value_and_a_missing_attribute_where_the_api_does(br
     box = missing.split('id="id_attr-source-files-format_errors"')[1].split("</div>")[0]
     assert "source.files.format is required by the chosen template." in box
     bad = browser.post("/flows/new/", form_data(**{"attr:source.files.format": "xml"})).content.decode()
-    assert XML_REFUSAL.replace("'", "&#x27;") in bad.split('id="id_properties_errors"')[1].split("</div>")[0]
+    # Typed in the attribute's input, the bad value is reported there, not under the properties.
+    at_attribute = bad.split('id="id_attr-source-files-format_errors"')[1].split("</div>")[0]
+    assert XML_REFUSAL.replace("'", "&#x27;") in at_attribute
+    assert (
+        XML_REFUSAL.replace("'", "&#x27;") not in bad.split('id="id_properties_errors"')[1].split("</div>")[0]
+    )
     assert not FlowConfig.objects.exists() and heard == []
 
 

@@ -140,12 +140,16 @@ def test_encrypt_makes_an_enc_value_the_worker_can_decrypt(api, owner, stored_ke
     by_id = api.post("/api/keys/encrypt", {"keyId": stored_key.pk, "plaintext": " padded "}, format="json")
     assert by_id.status_code == 200, by_id.content
     properties = {
-        "a": by_wrapped.json()["value"],
-        "b": by_id.json()["value"],
+        "source.conn.password": by_wrapped.json()["value"],
+        "writer.jdbc.password": by_id.json()["value"],
         WRAPPED_KEY_PROPERTY: stored_key.wrapped_key,
     }
     assert SECRET not in by_wrapped.content.decode()
-    assert decrypt_properties(properties) == {**properties, "a": SECRET, "b": " padded "}
+    assert decrypt_properties(properties) == {
+        **properties,
+        "source.conn.password": SECRET,
+        "writer.jdbc.password": " padded ",
+    }
     assert client.decrypt(customer_key, by_wrapped.json()["value"]) == SECRET
 
 

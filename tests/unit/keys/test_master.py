@@ -31,7 +31,7 @@ def test_a_key_file_readable_by_others_is_refused_at_start_up_and_on_use(master_
         get_ring()
     # The worker's entry point says so too, naming the property it could not use.
     key = client.generate_key()
-    properties = {"p": client.encrypt(key, "x"), WRAPPED_KEY_PROPERTY: wrapping.wrap(ring, key)}
+    properties = {"p.password": client.encrypt(key, "x"), WRAPPED_KEY_PROPERTY: wrapping.wrap(ring, key)}
     with pytest.raises(DecryptionError, match="wider than 0600") as caught:
         decrypt_properties(properties)
     assert caught.value.code == "master_key_unavailable"

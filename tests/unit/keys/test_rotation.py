@@ -106,7 +106,7 @@ def test_rotation_rewraps_keys_and_flows_and_keeps_values_decryptable(
         == ring.active_id
     )
     value = services.encrypt_value(stored_key.wrapped_key, "new")
-    assert decrypt_properties({**flow.properties, "x": value})["x"] == "new"
+    assert decrypt_properties({**flow.properties, "x.password": value})["x.password"] == "new"
 
 
 def test_remove_old_drops_unused_master_keys_and_old_envelopes_stop_working(

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 from prometheus_client.parser import text_string_to_metric_families
@@ -17,6 +18,14 @@ from tests.unit.monitoring.conftest import make_execution
 
 pytestmark = pytest.mark.django_db
 URL = reverse("monitoring:metrics")
+
+
+@pytest.fixture
+def scraper(settings) -> Client:
+    """Prometheus, with the bearer token the operator gave it (anonymous visitors get 401:
+    tests/security/test_attacker_surfaces.py)."""
+    settings.MONITORING_METRICS_TOKEN = "scrape-me"
+    return Client(headers={"Authorization": "Bearer scrape-me"})
 
 
 def _samples(response) -> dict:
@@ -38,7 +47,7 @@ def _job(started, seconds, status="COMMITTED", records=0, executor="local"):
     }
 
 
-def test_metrics_expose_every_family_with_the_right_values(client, flow, executor):
+def test_metrics_expose_every_family_with_the_right_values(scraper, flow, executor):
     now = timezone.now()
     t0 = now - timedelta(hours=1)
     make_execution(
@@ -68,7 +77,7 @@ def test_metrics_expose_every_family_with_the_right_values(client, flow, executo
     )
     raise_event("sla.job_start_missed", "late")
 
-    response = client.get(URL)
+    response = scraper.get(URL)
     assert response.status_code == 200
     assert response["Content-Type"].startswith("text/plain")
     s = _samples(response)
@@ -103,8 +112,8 @@ def test_metrics_expose_every_family_with_the_right_values(client, flow, executo
     assert s[("flowport_events_total", (("kind", "sla.job_start_missed"),))] == 1
 
 
-def test_an_empty_portal_answers_zeros(client, db):
-    s = _samples(client.get(URL))
+def test_an_empty_portal_answers_zeros(scraper, db):
+    s = _samples(scraper.get(URL))
     assert s[("flowport_outbox_backlog", ())] == 0
     assert s[("flowport_scheduler_action_lag_seconds", ())] == 0
     assert s[("flowport_workers_alive", ())] == 0
@@ -117,17 +126,17 @@ def test_a_metrics_token_is_required_when_configured(client, settings, db):
     assert client.get(URL, headers={"Authorization": "Bearer scrape-me"}).status_code == 200
 
 
-def test_history_figures_come_from_the_snapshot_the_scheduler_refreshes(client, flow):
+def test_history_figures_come_from_the_snapshot_the_scheduler_refreshes(scraper, flow):
     from portal.monitoring.metrics import refresh_history_snapshot
 
     make_execution(flow, status="COMMITTED")
-    first = _samples(client.get(URL))
+    first = _samples(scraper.get(URL))
     assert first[("flowport_flow_executions", (("status", "COMMITTED"),))] == 1
     assert ("flowport_history_metrics_age_seconds", ()) in first
 
     make_execution(flow, status="COMMITTED")
     # A scrape does not re-read the history ...
-    assert _samples(client.get(URL))[("flowport_flow_executions", (("status", "COMMITTED"),))] == 1
+    assert _samples(scraper.get(URL))[("flowport_flow_executions", (("status", "COMMITTED"),))] == 1
     # ... the scheduler's refresh does.
     refresh_history_snapshot()
-    assert _samples(client.get(URL))[("flowport_flow_executions", (("status", "COMMITTED"),))] == 2
+    assert _samples(scraper.get(URL))[("flowport_flow_executions", (("status", "COMMITTED"),))] == 2

@@ -7,18 +7,25 @@ through the same delivery pass as the operator's sinks."""
 from __future__ import annotations
 
 import json
+import socket
 import threading
+from datetime import timedelta
 from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
 from django.core import mail
 from django.db import transaction
+from django.utils import timezone
 
 from portal.events import sinks
 from portal.events.models import Event
 from portal.events.services import raise_event
-from portal.monitoring.models import Subscription
+from portal.monitoring.models import Delivery, Subscription
+from portal.monitoring.subscriptions import describe
+from portal.orchestration.actions import process_actions
+from portal.orchestration.models import JobExecution
 from portal.orchestration.orchestrator import reevaluate_execution
+from portal.settings import site_url_from_bind
 from tests.conftest import api_client_for
 from tests.factories import FlowConfigFactory, UserFactory
 from tests.unit.monitoring.conftest import make_execution
@@ -40,7 +47,11 @@ class _Receiver(BaseHTTPRequestHandler):
 
 
 @pytest.fixture
-def receiver():
+def receiver(settings):
+    # The receiver listens on loopback, which users' webhooks reach only when the operator
+    # allows it (MONITORING_WEBHOOK_INTERNAL_HOSTS; tests/security/test_attacker_outbound.py
+    # shows the refusal without it).
+    settings.MONITORING_WEBHOOK_INTERNAL_HOSTS = ["127.0.0.1"]
     server = HTTPServer(("127.0.0.1", 0), _Receiver)
     server.received, server.answer = [], 204
     server.url = f"http://127.0.0.1:{server.server_port}/hook"
@@ -134,7 +145,7 @@ def test_changing_a_subscription_keeps_one_row(client, reader, flow, receiver):
         ({"on_failure": "on", "webhook_url": "file:///etc/passwd"}, "webhook_url", "http:// or https://"),
         ({"on_failure": "on", "webhook_url": "https://u:p@hooks.example.org/"}, "webhook_url", "no user"),
         ({"on_failure": "on"}, "by_email", "Choose email, a webhook URL, or both."),
-        ({"by_email": "on"}, "on_failure", "Choose at least one of failure, SLA miss or recovery."),
+        ({"by_email": "on"}, "on_failure", "Choose at least one of failure, SLA miss, recovery or success."),
     ],
 )
 def test_a_bad_subscription_says_which_field_and_why(client, reader, flow, data, field, message):
@@ -288,6 +299,184 @@ def test_recovery_is_the_first_commit_after_a_failure(reader, flow):
     ]
 
 
+def test_a_chat_webhook_gets_one_text_message_that_chat_tools_accept(reader, flow, receiver, settings):
+    settings.SITE_URL = "https://flowport.example.org"
+    Subscription.objects.create(
+        user=reader, flow=flow, by_email=False, webhook_url=receiver.url, webhook_format="chat"
+    )
+    _event("execution.failed", flow)
+    assert sinks.deliver_pending_events() == 1
+    ((_path, body),) = receiver.received
+    # Slack, Mattermost and Teams incoming webhooks take {"text": ...}; nothing else is needed.
+    assert list(body) == ["text"]
+    lines = body["text"].splitlines()
+    assert lines[0] == "Flowport ERROR execution.failed: sales/orders"
+    assert "sales/orders: execution.failed" in lines[1]
+    assert lines[-1] == "https://flowport.example.org/executions/sales/orders/7/"
+    assert "by chat webhook" in describe_of(reader)
+
+
+def describe_of(user) -> str:
+    return describe(Subscription.objects.get(user=user))
+
+
+def test_every_attempt_shows_on_the_subscription_and_retries_back_off(client, reader, flow, receiver):
+    receiver.answer = 500
+    Subscription.objects.create(user=reader, flow=flow, by_email=True, webhook_url=receiver.url)
+    event = _event("execution.failed", flow)
+    later = timezone.now()
+    waits = []
+    for _attempt in range(4):  # every try fails: 30 s, 1 min, 2 min apart, then it gives up
+        assert sinks.deliver_pending_events(now=later) == 0
+        newest = Delivery.objects.filter(channel="webhook").first()
+        if newest.retry_at:
+            waits.append(round((newest.retry_at - newest.created).total_seconds()))
+            later = newest.retry_at + timedelta(seconds=1)
+    assert waits == [30, 60, 120]
+    attempts = list(
+        Delivery.objects.filter(channel="webhook").order_by("id").values_list("attempt", "status")
+    )
+    assert attempts == [(1, "RETRYING"), (2, "RETRYING"), (3, "RETRYING"), (4, "FAILED")]
+    assert list(Delivery.objects.filter(channel="email").values_list("status", flat=True)) == ["DELIVERED"]
+    assert len(mail.outbox) == 1 and len(receiver.received) == 4
+    assert sinks.deliver_pending_events(now=later + timedelta(minutes=10)) == 0  # no fifth try
+    event.refresh_from_db()
+    assert event.delivery_attempts == 4 and event.delivered_at is None
+
+    client.force_login(reader)
+    card = client.get("/flows/sales/orders/").content.decode()
+    assert "Email:</strong>\n    last delivered" in card
+    assert "Webhook:</strong>\n    nothing delivered yet" in card
+    assert "HTTPError: HTTP Error 500" in card and "gave up after attempt 4" in card
+    profile = client.get("/account/").content.decode()
+    assert "gave up after attempt 4" in profile and "/hook" not in profile  # the path may be a token
+
+
+def test_a_webhook_that_comes_back_shows_as_delivered(client, reader, flow, receiver):
+    receiver.answer = 503
+    Subscription.objects.create(user=reader, flow=flow, by_email=False, webhook_url=receiver.url)
+    _event("execution.failed", flow)
+    assert sinks.deliver_pending_events() == 0
+    client.force_login(reader)
+    card = client.get("/flows/sales/orders/").content.decode()
+    assert "HTTP Error 503" in card and "attempt 1, trying again at" in card
+    receiver.answer = 204
+    assert sinks.deliver_pending_events(now=timezone.now() + timedelta(minutes=1)) == 1
+    card = client.get("/flows/sales/orders/").content.decode()
+    assert "last delivered" in card and "(execution.failed)" in card and "HTTP Error 503" not in card
+    api = api_client_for(reader).get("/api/subscriptions").json()
+    (row,) = api["results"] if isinstance(api, dict) else api
+    (webhook,) = row["deliveries"]
+    assert webhook["channel"] == "webhook" and webhook["lastDeliveredKind"] == "execution.failed"
+    assert webhook["lastDelivered"] and webhook["failure"] is None
+
+
+def test_an_email_that_cannot_be_sent_is_a_failure_on_the_subscription(client, reader, flow, settings):
+    with socket.socket() as closed:  # nothing listens here: the mail server is down
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
+    settings.EMAIL_HOST, settings.EMAIL_PORT = "127.0.0.1", port
+    settings.EMAIL_USE_TLS = settings.EMAIL_USE_SSL = False
+    Subscription.objects.create(user=reader, flow=flow, by_email=True)
+    _event("execution.failed", flow)
+    assert sinks.deliver_pending_events() == 0
+    (attempt,) = Delivery.objects.all()
+    assert (attempt.channel, attempt.status, attempt.attempt) == ("email", "RETRYING", 1)
+    assert "ConnectionRefusedError" in attempt.error
+    client.force_login(reader)
+    profile = client.get("/account/").content.decode()
+    assert "ConnectionRefusedError" in profile and "trying again at" in profile
+
+
+def test_a_subscriber_on_success_hears_every_commit_once_a_recovery_included(reader, flow, receiver):
+    Subscription.objects.create(
+        user=reader,
+        flow=flow,
+        on_failure=False,
+        on_sla_miss=False,
+        on_success=True,
+        by_email=False,
+        webhook_url=receiver.url,
+    )
+
+    def run(job_status: str):
+        execution = make_execution(flow, status="RUNNING", jobs=[{"status": job_status}])
+        with transaction.atomic():
+            reevaluate_execution(execution)
+        return execution
+
+    ok = run("COMMITTED")
+    run("FAILED")  # not chosen
+    back = run("COMMITTED")
+    assert sinks.deliver_pending_events() == 3  # the failure is done too: nobody here wants it
+    heard = [(body["kind"], body["executionId"]) for _path, body in receiver.received]
+    assert heard == [("execution.succeeded", ok.execution_id), ("execution.recovered", back.execution_id)]
+
+
+def test_the_api_takes_on_success_and_the_chat_format(reader, flow, receiver):
+    api = api_client_for(reader)
+    response = api.post(
+        "/api/subscriptions",
+        {
+            "flowGroup": "sales",
+            "flowName": "orders",
+            "onSuccess": True,
+            "email": False,
+            "webhookUrl": receiver.url,
+            "webhookFormat": "chat",
+        },
+        format="json",
+    )
+    assert response.status_code == 201, response.content
+    assert response.json()["onSuccess"] and response.json()["webhookFormat"] == "chat"
+    bad = api.patch(f"/api/subscriptions/{response.json()['id']}", {"webhookFormat": "xml"}, format="json")
+    assert bad.status_code == 400 and "webhookFormat" in bad.json()
+
+
+def test_the_alert_story_fail_re_run_the_job_recover_with_links_to_the_portal(
+    client, owner, flow, receiver, settings
+):
+    """The issue's story without Spark: the job fails (the orchestrator rolls
+    it up), the owner presses "Re-run this job", the job commits, and the
+    webhook hears the failure, then the recovery, both linking to the address
+    `make run BIND=127.0.0.1:8123` serves."""
+    settings.SITE_URL = site_url_from_bind("127.0.0.1:8123")
+    Subscription.objects.create(
+        user=owner, flow=flow, on_recovery=True, by_email=False, webhook_url=receiver.url
+    )
+    execution = make_execution(
+        flow, status="RUNNING", jobs=[{"status": "FAILED", "spec": {"properties": {}}}]
+    )
+    with transaction.atomic():
+        reevaluate_execution(execution)
+    execution.refresh_from_db()
+    assert execution.status == "FAILED"
+    assert sinks.deliver_pending_events() == 1
+
+    client.force_login(owner)
+    page = f"/executions/sales/orders/{execution.execution_id}/"
+    job = execution.jobs.get()
+    response = client.post(f"{page}jobs/{job.job_name}/rerun/", follow=True)
+    assert f"Re-run of {job.job_name} requested" in response.content.decode()
+    process_actions()
+    JobExecution.objects.filter(pk=job.pk).update(status="COMMITTED")  # the worker's report
+    with transaction.atomic():
+        reevaluate_execution(execution)
+    execution.refresh_from_db()
+    assert execution.status == "COMMITTED"
+    assert sinks.deliver_pending_events() == 1
+
+    heard = [(body["kind"], body["executionId"], body["url"]) for _path, body in receiver.received]
+    link = f"http://127.0.0.1:8123{page}"
+    assert heard == [
+        ("execution.failed", execution.execution_id, link),
+        ("execution.recovered", execution.execution_id, link),
+    ]
+    card = client.get("/flows/sales/orders/").content.decode()
+    assert "last delivered" in card and "(execution.recovered)" in card
+
+
 def test_a_deleted_flow_takes_its_subscriptions_with_it(reader, flow):
     Subscription.objects.create(user=reader, flow=flow)
     flow.delete()
@@ -343,3 +532,28 @@ def test_the_api_refuses_an_unknown_flow_and_an_empty_subscription(reader, flow)
     assert response.status_code == 400 and "onFailure" in response.json()
     assert api_client_for(reader).get("/api/subscriptions").status_code == 200
     assert not Subscription.objects.exists()
+
+
+def test_a_subscriber_reads_a_failure_without_the_servers_paths_and_traceback(
+    reader, flow, receiver, settings
+):
+    settings.MONITORING_EMAIL_TO = ["oncall@example.org"]  # the operator's sink: everything, as staff
+    Subscription.objects.create(
+        user=reader, flow=flow, on_failure=True, by_email=True, webhook_url=receiver.url
+    )
+    message = (
+        "sales/orders failed: Traceback (most recent call last):\n"
+        '  File "/srv/flowport/portal/pipeline/task.py", line 12, in run\n'
+        "OSError: cannot open /srv/flowport/var/secret-notes.txt"
+    )
+    raise_event(
+        "execution.failed", message, severity=Event.Severity.ERROR, flow_group="sales", flow_name="orders"
+    )
+    assert sinks.deliver_pending_events() == 1
+    to_rita = next(m for m in mail.outbox if m.to == ["rita@example.org"])
+    hooked = receiver.received[0][1]
+    for seen in (to_rita.body, json.dumps(hooked)):
+        assert "/srv/flowport" not in seen and "task.py" not in seen
+        assert "OSError: cannot open" in seen
+    to_oncall = next(m for m in mail.outbox if m.to == ["oncall@example.org"])
+    assert "/srv/flowport/var/secret-notes.txt" in to_oncall.body

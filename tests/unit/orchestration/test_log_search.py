@@ -113,13 +113,18 @@ def test_searching_keeps_the_matching_lines_and_marks_the_matches(browser, job):
     assert "Lost task 1.0" not in page
 
 
-def test_a_level_keeps_that_level_and_above_with_its_stack_trace(browser, job):
-    page = browser.get(url(job), {"level": "WARN"}).content.decode()
+def test_a_level_keeps_that_level_and_above_with_its_stack_trace(browser, staff, job):
+    """Staff read the log whole (the owner reads its frames folded: orchestration.redaction)."""
+    reader = Client()
+    reader.force_login(staff)
+    page = reader.get(url(job), {"level": "WARN"}).content.decode()
     assert '<span class="log-line level-warn">' in page and "Lost task 1.0" in page
     assert "\tat org.apache.spark.Writer.write" in page  # the trace belongs to its ERROR line
     assert "Running task 0.0" not in page and "Finished task 0.0" not in page
     assert "1 of 2 lines match." in page  # the worker log: its one ERROR line
-    errors_only = browser.get(url(job), {"level": "error", "q": "space"}).content.decode()
+    owners = browser.get(url(job), {"level": "WARN"}).content.decode()
+    assert "\tat org.apache" not in owners and "[stack frames hidden]" in owners
+    errors_only = reader.get(url(job), {"level": "error", "q": "space"}).content.decode()
     assert "1 of 6 lines match." in errors_only  # the exception under the ERROR line
     assert "no <mark>space</mark> left on device" in errors_only
     assert "Lost task" not in errors_only

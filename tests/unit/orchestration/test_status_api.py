@@ -78,7 +78,7 @@ def running(flow):
 # --- FlowStatus --------------------------------------------------------------------
 
 
-def test_the_flow_status_is_the_last_execution_with_its_job_statuses(api, flow, running):
+def test_the_flow_status_is_the_last_execution_with_its_job_statuses(api, flow, running, staff):
     FlowExecutionFactory(flow=flow, execution_id=T0_MS - 3_600_000, status="COMMITTED")  # an older one
     response = api.get("/api/flowstatuses/sales/orders")
     assert response.status_code == 200, response.content
@@ -118,8 +118,11 @@ def test_the_flow_status_is_the_last_execution_with_its_job_statuses(api, flow, 
     }
     assert second["parents"] == ["sales.orders.1-a-to-b"]
     assert (second["executor"], second["attempt"], second["executionStatus"]) == ("x2", 2, "RUNNING")
-    assert second["sparkUiUrl"] == "http://127.0.0.1:4040"
-    assert second["progress"] == {"tasks_total": 4, "tasks_completed": 1}
+    assert second["sparkUiUrl"] == ""  # staff only (the UI shows every job its worker ran)
+    staff_view = api_client_for(staff).get("/api/flowstatuses/sales/orders").json()["jobStatuses"][1]
+    proxy = f"/executions/sales/orders/{T0_MS + 1000}/jobs/sales.orders.2-b-to-c/spark-ui/"
+    assert staff_view["sparkUiUrl"] == f"http://testserver{proxy}"  # through the portal, never the bare port
+    assert second["progress"] == {"tasksTotal": 4, "tasksCompleted": 1}  # camelCase like the record
     assert second["executionEndTime"] is None
 
 

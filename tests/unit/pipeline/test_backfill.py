@@ -117,7 +117,8 @@ def test_jdbc_backfill_reads_the_explicit_range_and_leaves_the_watermark_alone(
         ("2024-01-01 00:00:15.500000", "2024-01-01 00:00:30", "SUCCEEDED"),
     ]
     assert [s["records_extracted"] for s in states] == [15, 15]
-    assert _types(plan_commit(job, states)) == {"bf_a": {"fs_rename"}}
+    # Every load read again: the dataset folder is replaced whole, not added to a second time.
+    assert _types(plan_commit(job, states)) == {"bf_a": {"fs_replace"}}
 
     # The next normal run continues from the stored watermark, as if no backfill had happened.
     states = run_and_publish(spark, spec(tmp_path, props, execution_id=4), marks)

@@ -179,3 +179,55 @@ def test_a_slice_failing_mid_write_leaves_nothing_to_publish(spark: SparkSession
         directwrite.write(spark, scan, writer)
     writer.abort()  # what the task does with a failed branch
     assert not data_files(tmp_path / "work")  # no attempt's file survives: nothing could be published
+
+
+class _Numbers:
+    """Each slice's rows: two ids (a reader as the Arrow PostgreSQL reader gives them)."""
+
+    def batches(self, numbers: Iterable[int]) -> Iterator[Any]:
+        for number in numbers:
+            yield pa.record_batch({"id": pa.array([number * 10 + 1, number * 10 + 2], pa.int64())})
+
+
+def test_a_staging_folder_given_as_a_uri_is_written_through_pyarrows_file_systems(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """A cluster's staging folder is a URI (hdfs://, s3a://, …); file:// takes the same road here:
+    the workers open it with pyarrow's file systems, the driver moves the files through Hadoop's."""
+    jobspec = JobSpec.from_dict(spec(tmp_path, {}))
+    props = Properties({"data.publisher.final.dir": str(tmp_path / "lake")})
+    work = (tmp_path / "work").as_uri()
+    ctx = WriterContext(spark, jobspec, "task-0", "numbers", 0, "main", work, dt.datetime.now(dt.UTC))
+    writer = FileDataWriter(props, ctx, "PARQUET")
+    scan = ArrowScan(3, _Numbers(), T.StructType([T.StructField("id", T.LongType())]))
+    assert writer.staging_dir.startswith("file://")
+    assert directwrite.eligible(spark, scan, scan.schema, writer)
+    _, records = directwrite.write(spark, scan, writer)
+    assert records == 6
+    files = data_files(tmp_path / "work")
+    assert len(files) == 3 and not list((tmp_path / "work").rglob(directwrite.ATTEMPTS))
+    assert sorted(v for f in files for v in pq.read_table(f).column("id").to_pylist()) == [
+        1,
+        2,
+        11,
+        12,
+        21,
+        22,
+    ]
+
+
+@pytest.mark.parametrize(
+    ("master", "staging", "reachable"),
+    [
+        ("local[2]", "/var/flowport/work/x", True),
+        ("local[2]", "file:///var/flowport/work/x", True),
+        ("local[2]", "hdfs://nn:8020/work/x", False),  # a local session's workers: this disk only
+        ("spark://m:7077", "/shared/flowport/work/x", True),  # the path Spark's writer would use too
+        ("spark://m:7077", "hdfs://nn:8020/work/x", True),
+        ("spark://m:7077", "s3a://lake/work/x", True),
+        ("spark://m:7077", "abfss://c@acct.dfs.core.windows.net/work", True),
+        ("spark://m:7077", "wasb://c@acct.blob.core.windows.net/work", False),  # not a pyarrow store
+    ],
+)
+def test_where_the_workers_can_write_the_staging_folder(master: str, staging: str, reachable: bool) -> None:
+    assert directwrite.reachable(master, staging) is reachable

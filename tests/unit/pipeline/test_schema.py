@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from portal.pipeline import schemadoc
+from portal.pipeline import schema, schemadoc
 from portal.pipeline.errors import ConfigError, MissingPropertyError
 from portal.pipeline.jobcheck import job_property_problems
 from portal.pipeline.properties import Properties
@@ -117,3 +117,28 @@ def test_a_bare_writer_key_with_two_branches_is_refused_before_the_run():
     assert problems == [
         "'writer.codec' has no branch suffix but fork.branches=2; set 'writer.codec.0' .. 'writer.codec.1' instead"
     ]
+
+
+@pytest.mark.parametrize(
+    ("typed", "closest"),
+    [
+        ("source.file.fromat", "source.files.format"),
+        ("source.jdbc.table", "source.jdbc.tables"),
+        ("writer.output.formats", "writer.output.format"),
+        ("writer.output.formt.1", "writer.output.format"),  # a branch's key: the suffix is no typo
+    ],
+)
+def test_a_misspelt_key_is_matched_to_the_closest_known_one(typed, closest):
+    assert schema.closest_known_key(typed) == closest
+
+
+@pytest.mark.parametrize(
+    "key", ["source.files.format", "writer.output.format.1", "source.files.option.header", "team.cost.centre"]
+)
+def test_known_keys_and_custom_keys_unlike_any_known_one_are_not_misspellings(key):
+    assert schema.closest_known_key(key) is None
+
+
+def test_the_callers_own_keys_count_as_known():
+    assert schema.closest_known_key("flow.catchupPolicy", {"flow.catchUpPolicy"}) == "flow.catchUpPolicy"
+    assert schema.closest_known_key("flow.catchUpPolicy", {"flow.catchUpPolicy"}) is None

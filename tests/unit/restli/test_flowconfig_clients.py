@@ -5,16 +5,20 @@ X-RestLi-Method on every request, the record as the JSON body."""
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
 from django.contrib.auth.models import Group
 
 from portal.flows.models import FlowConfig
+from portal.flows.schedules import next_run_times
 from tests.conftest import api_client_for
 from tests.factories import UserFactory
+from tests.unit.flows.test_flow_form_html import submit_as_rendered
 from tests.unit.restli.conftest import Wire
 from tests.unit.restli.pegasus import problems
+from tests.unit.templatepacks.factories import make_pack
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("packs")]
 
@@ -53,8 +57,10 @@ def test_v2_create_returns_the_entity_and_the_key_with_its_params(wire, topology
     response = wire.send("POST", "/flowconfigsV2", flow_config(), "create")
     assert response.status_code == 201, response.content
     assert response["X-RestLi-Protocol-Version"] == "2.0.0"
-    assert response["X-RestLi-Id"] == (
-        "($params:(flowExecutionId:-1,flowGroup:team,flowName:nightly),flowGroup:team,flowName:nightly)"
+    # Rest.li writes the key alone in X-RestLi-Id (encodeKeyForHeader); Location carries its params.
+    assert response["X-RestLi-Id"] == "(flowGroup:team,flowName:nightly)"
+    assert response["Location"].endswith(
+        "/flowconfigsV2/($params:(flowExecutionId:-1,flowGroup:team,flowName:nightly),flowGroup:team,flowName:nightly)"
     )
     assert status_id_from_location(response["Location"]) == {
         "flowExecutionId": "-1",
@@ -267,7 +273,9 @@ def test_a_schedule_reads_back_as_it_was_given(wire, owner, client, cron):
     ("body", "path"),
     [
         (flow_config(schedule={"cronSchedule": "every day"}), "/schedule/cronSchedule"),
-        (flow_config(templateUris="http://x/y.template"), None),
+        (flow_config(templateUris="http://x/y.template"), "/templateUris"),
+        (flow_config(templateUris="FS:///mytemplate.template,FILE://bad/uri"), "/templateUris"),
+        (flow_config(templateUris="FS:///nowhere.template"), None),
         (flow_config(id={"flowGroup": "team", "flowName": "n" * 129}), "/id/flowName"),
         (flow_config(id={"flowGroup": ""}), "/id/flowName"),
         (flow_config(properties={"n": 1}), "/properties/n"),
@@ -276,11 +284,9 @@ def test_a_schedule_reads_back_as_it_was_given(wire, owner, client, cron):
 )
 def test_schema_violations_are_422_naming_the_field(wire, body, path):
     response = wire.send("POST", "/flowconfigsV2", body, "create")
-    if path is None:  # a template URI Flowport cannot read: Gobblin's handler answers 400
+    if path is None:  # a well-formed template URI Flowport cannot read: the handler's 400
         assert response.status_code == 400, response.content
-        assert response.json()["message"].startswith(
-            "/templateUris: 'http://x/y.template' is not a template URI"
-        )
+        assert response.json()["message"].startswith("/templateUris: FS:///nowhere.template: no template")
         return
     assert response.status_code == 422, response.content
     assert response["X-RestLi-Error-Response"] == "true"
@@ -398,3 +404,133 @@ def test_a_name_flowport_does_not_allow_is_a_400_naming_the_record_field(wire):
     )
     assert response.status_code == 400
     assert response.json()["message"].startswith("/id/flowName: Use 1-128 letters")
+
+
+# --- issue 34: what still differed on the wire --------------------------------------------
+
+
+def test_the_id_header_carries_the_key_alone_as_rest_li_writes_it(wire):
+    """FlowConfigClient.createFlowConfig (v1): X-RestLi-Id is encodeKeyForHeader's key, no params."""
+    created = wire.send("POST", "/flowconfigs", flow_config(), "create")
+    assert created.status_code == 201, created.content
+    assert created["X-RestLi-Id"] == "(flowGroup:team,flowName:nightly)"
+    assert created["Location"].endswith("/flowconfigs/($params:(),flowGroup:team,flowName:nightly)")
+    # The header's key reads back as the flow's key, and fetches it.
+    assert wire.send("GET", f"/flowconfigs/{created['X-RestLi-Id']}").json()["id"] == {
+        "flowGroup": "team",
+        "flowName": "nightly",
+    }
+    explained = wire.send(
+        "POST",
+        "/flowconfigsV2",
+        flow_config(id={"flowGroup": "team", "flowName": "x"}, explain=True),
+        "create",
+    )
+    assert explained["X-RestLi-Id"] == "(flowGroup:team,flowName:x)"
+
+
+def test_gobblins_own_test_schedule_runs_at_minute_one_of_every_hour(wire):
+    """FlowConfigsV2Test.testCreate's schedule, `0 1/0 * ? * *`: Quartz 2.2.3 reads the
+    increment 0 as "minute 1 alone"."""
+    body = flow_config(schedule={"cronSchedule": "0 1/0 * ? * *", "runImmediately": True})
+    response = wire.send("POST", "/flowconfigsV2", body, "create")
+    assert response.status_code == 201, response.content
+    assert response.json()["schedule"] == {"cronSchedule": "0 1/0 * ? * *", "runImmediately": True}
+    flow = FlowConfig.objects.get(flow_name="nightly")
+    assert flow.schedule == "1 * * * *"
+    assert {moment.minute for moment in next_run_times(flow.schedule, count=3)} == {1}
+    assert flow.executions.count() == 1  # runImmediately
+
+
+def test_a_template_uri_of_another_scheme_is_a_422_as_gobblins_validator_answers(wire):
+    """FlowConfigsV2Test.testCreateBadTemplateUri: the schema's TemplateUriValidator refuses it."""
+    body = flow_config(
+        templateUris="FILE://bad/uri", schedule={"cronSchedule": "0 1/0 * ? * *", "runImmediately": True}
+    )
+    response = wire.send("POST", "/flowconfigsV2", body, "create")
+    assert response.status_code == 422, response.content
+    assert response.json()["message"] == (
+        "Input field validation failure, reason: "
+        'ERROR :: /templateUris :: "FILE://bad/uri" is not a well-formed comma-separated list of URIs\n'
+    )
+    # With another schema problem, one 422 names both.
+    both = wire.send("POST", "/flowconfigsV2", {**body, "properties": {"n": 1}}, "create")
+    assert both.status_code == 422
+    assert "ERROR :: /properties/n ::" in both.json()["message"]
+    assert "ERROR :: /templateUris ::" in both.json()["message"]
+    assert not FlowConfig.objects.exists()
+
+
+def test_a_quartz_schedule_saved_through_the_api_or_the_form_reads_back_as_given(wire, owner, client):
+    api = api_client_for(owner)
+    body = {
+        "flowGroup": "team",
+        "flowName": "nightly",
+        "schedule": "0 0/5 * * * ?",
+        "templateUris": "FS:///mytemplate.template",
+        "source": "pg-sales",
+        "destinations": ["lake"],
+        "properties": RUNNABLE,
+    }
+    assert api.post("/api/flowconfigs", body, format="json").status_code == 201
+    assert wire.send("GET", V2_KEY).json()["schedule"]["cronSchedule"] == "0 0/5 * * * ?"
+    # An /api client sending back what it read (the unix form) leaves the schedule as given…
+    read = api.get("/api/flowconfigs/team/nightly").json()
+    assert read["schedule"] == "0/5 * * * *"
+    assert (
+        api.put("/api/flowconfigs/team/nightly", {**read, "description": "x"}, format="json").status_code
+        == 200
+    )
+    assert wire.send("GET", V2_KEY).json()["schedule"]["cronSchedule"] == "0 0/5 * * * ?"
+    # …and a new schedule is kept as it is written now.
+    api.patch("/api/flowconfigs/team/nightly", {"schedule": "0 0 3 ? * MON-FRI"}, format="json")
+    assert wire.send("GET", V2_KEY).json()["schedule"]["cronSchedule"] == "0 0 3 ? * MON-FRI"
+
+    # The form: a new flow with a Quartz schedule, then an edit that leaves the schedule alone.
+    client.force_login(owner)
+    created = client.post(
+        "/flows/new/",
+        {
+            "flow_group": "team",
+            "flow_name": "hourly",
+            "source": "pg-sales",
+            "destinations": ["lake"],
+            "template_uris": "FS:///mytemplate.template",
+            "schedule": "0 15 * ? * *",
+            "prop-0-key": "source.jdbc.tables",
+            "prop-0-value": "orders",
+            "prop-1-key": "extract.is.full",
+            "prop-1-value": "true",
+        },
+    )
+    assert created.status_code == 302, created.content.decode()[-3000:]
+    hourly = "/flowconfigsV2/(flowGroup:team,flowName:hourly)"
+    assert wire.send("GET", hourly).json()["schedule"]["cronSchedule"] == "0 15 * ? * *"
+    edited = submit_as_rendered(client, "/flows/team/hourly/edit/", description="edited")
+    assert edited.status_code == 302
+    assert FlowConfig.objects.get(flow_name="hourly").description == "edited"
+    assert wire.send("GET", hourly).json()["schedule"]["cronSchedule"] == "0 15 * ? * *"
+
+
+def test_templates_that_inherit_each_other_are_resolved_as_gobblin_resolves_them(owner, wire):
+    """InheritingJobTemplate: a loop of parents counts each template once; the flow compiles."""
+    make_pack(
+        owner,
+        "looped",
+        {
+            "a.template": 'gobblin.template.inherit = "b.template"\nextract.is.full = "true"',
+            "b.template": 'gobblin.template.inherit = "a.template"\nsource.jdbc.tables = orders',
+        },
+    )
+    body = flow_config(
+        templateUris="pack://looped/a.template",
+        properties={
+            "gobblin.flow.sourceIdentifier": "pg-sales",
+            "gobblin.flow.destinationIdentifier": "lake",
+        },
+    )
+    explained = wire.send("POST", "/flowconfigsV2", {**body, "explain": True}, "create")
+    assert explained.status_code == 200, explained.content
+    job = json.loads(explained.json()["properties"]["gobblin.flow.compiled"])["jobs"][0]
+    assert job["properties"]["source.jdbc.tables"] == "orders" and job["errors"] == []
+    assert wire.send("POST", "/flowconfigsV2", body, "create").status_code == 201

@@ -57,3 +57,11 @@ def test_finder_parameters_keep_escaped_characters_as_data():
         "flowId": {"flowGroup": "g", "flowName": "n"},
         "count": "2",
     }
+
+
+def test_a_key_for_the_id_header_is_written_without_url_escaping():
+    """encodeKeyForHeader: only the notation's own characters (and %) are escaped."""
+    key = {"flowName": "n/1 é", "flowGroup": "g:(x)"}
+    assert protocol.encode_for_header(key) == "(flowGroup:g%3A%28x%29,flowName:n/1 é)"
+    assert protocol.encode_for_header({"a": "", "b": "50%"}) == "(a:'',b:50%25)"
+    assert protocol.parse(protocol.encode_for_header(key)) == key

@@ -140,16 +140,31 @@ def test_several_parents_the_last_listed_winning_a_shared_grandparent_counted_on
     assert props["only.root"] == "r"
 
 
-def test_a_cycle_through_a_second_parent_is_named_and_the_pack_refused(owner):
-    templates = {
-        "a.template": 'gobblin.template.inherit = "ok.template,b.template"',
-        "ok.template": "x = 1",
-        "b.template": 'gobblin.template.inherit = "a.template"',
+def test_templates_that_inherit_each_other_resolve_each_template_once_as_gobblin_does(owner):
+    """Gobblin's InheritingJobTemplateTest.testLoopInheritance: template1 → template2 →
+    template3 → template1. Each template is inherited once; the way back is not followed."""
+    loop = {
+        "template1.template": 'gobblin.template.inherit = "template2.template"\nkey1 = value1\n'
+        'gobblin.template.required_attributes = "required"',
+        "template2.template": 'gobblin.template.inherit = "template3.template"\nkey2 = value2',
+        "template3.template": 'gobblin.template.inherit = "template1.template"\nkey3 = value3\n'
+        'gobblin.template.required_attributes = "required3"\nkey1 = from3',
     }
-    with pytest.raises(
-        ValidationError, match=r"cyclic parent templates: pack://loop/a\.template → pack://loop/b"
-    ):
-        make_pack(owner, "loop", templates)
+    make_pack(owner, "loop", loop)  # the upload accepts it
+
+    result = resolve_templates(["pack://loop/template1.template"], {"required": "r1"}, owner)
+    props = result.properties
+    assert (props["key1"], props["key2"], props["key3"]) == ("value1", "value2", "value3")
+    assert props["required"] == "r1"
+    assert result.missing_required == ["required3"]
+    assert set(result.pinned_versions) == {f"pack://loop/{path}" for path in loop}
+    # From the loop's other end, template3 wins over the templates it (indirectly) inherits.
+    assert resolve_templates(["pack://loop/template3.template"], {}, owner).properties["key1"] == "from3"
+
+
+def test_a_template_that_inherits_itself_is_itself(owner):
+    make_pack(owner, "self", {"a.template": 'gobblin.template.inherit = "a.template"\nx = 1'})
+    assert resolve_templates(["pack://self/a.template"], {}, owner).properties["x"] == "1"
 
 
 @pytest.mark.parametrize(

@@ -51,16 +51,6 @@ BAD_ARCHIVES = [
         zip_bytes({"bad.template": "a = 1\nb = {\n  c = [1, 2\n"}), "line 4, column 1", id="invalid-hocon"
     ),
     pytest.param(
-        zip_bytes(
-            {
-                "a.template": 'gobblin.template.inherit = "b.template"',
-                "b.template": 'gobblin.template.inherit = "a.template"',
-            }
-        ),
-        "cyclic parent templates",
-        id="cyclic-parents",
-    ),
-    pytest.param(
         zip_bytes({"a.template": 'gobblin.template.inherit = "pack://nowhere/x.template"'}),
         "unknown parent",
         id="unknown-parent",

@@ -120,6 +120,8 @@ def test_data_node_crud_and_delete_in_use_is_409(staff_api):
 
 
 def test_non_staff_reads_but_cannot_change_the_topology(outsider):
+    """Oscar may make data nodes of his own (tests/unit/topology/test_user_nodes.py), never change
+    the executors or an administrator's node."""
     nodes("a", "b")
     executor("x1", "a>b")
     api = api_client_for(outsider)
@@ -129,7 +131,7 @@ def test_non_staff_reads_but_cannot_change_the_topology(outsider):
         ("post", "/api/topologies", {**EXECUTOR, "name": "x9"}),
         ("patch", "/api/topologies/x1", {"enabled": False}),
         ("delete", "/api/topologies/x1", None),
-        ("post", "/api/datanodes", {"name": "z"}),
+        ("patch", "/api/datanodes/a", {"description": "mine now"}),
         ("delete", "/api/datanodes/a", None),
     ]:
         response = getattr(api, method)(url, body, format="json")

@@ -72,16 +72,20 @@ def test_a_granted_user_tests_a_files_node_and_discovers_its_files(client, grant
     datasets = {d.name: d for d in found.context["found"].datasets}
     assert sorted(datasets) == ["events.jsonl", "orders/2026-01.csv", "snapshot.parquet"]  # no link out
     assert [(c.name, c.type) for c in datasets["orders/2026-01.csv"].columns] == [
-        ("id", "string"),
-        ("customer", "string"),
-        ("amount", "string"),
-    ]
-    assert [(c.name, c.type) for c in datasets["events.jsonl"].columns] == [
         ("id", "bigint"),
+        ("customer", "string"),
+        ("amount", "double"),
+    ]
+    assert [(c.name, c.type) for c in datasets["events.jsonl"].columns] == [  # by name, as Spark
         ("at", "string"),
+        ("id", "bigint"),
         ("ok", "boolean"),
         ("score", "double"),
     ]
+    orders = datasets["orders/2026-01.csv"]
+    assert orders.watermark_source == "file_modification_time" and orders.watermark_candidates == []
+    assert orders.modified == os.stat(folder / "orders" / "2026-01.csv").st_mtime
+    assert "Watermark: the file's modification time" in found.content.decode()
     assert [(c.name, c.type) for c in datasets["snapshot.parquet"].columns] == [
         ("id", "int64"),
         ("updated", "timestamp[ms]"),
@@ -103,9 +107,11 @@ def test_nobody_without_a_grant_sees_tests_or_discovers_a_node(client, node, fol
     node("landing", "files", path=str(folder))
     stranger = UserFactory(username="stranger")
     client.force_login(stranger)
-    assert client.get("/topology/datanodes/landing/").status_code == 404
-    assert client.post("/topology/datanodes/landing/test/").status_code == 404
-    assert client.post("/topology/datanodes/landing/discover/").status_code == 404
+    page = client.get("/topology/datanodes/landing/")  # the page names whom to ask
+    assert page.status_code == 200 and "Request access" in page.content.decode()
+    assert 'id="connection-form"' not in page.content.decode()
+    assert client.post("/topology/datanodes/landing/test/").status_code == 403
+    assert client.post("/topology/datanodes/landing/discover/").status_code == 403
     client.logout()
     assert client.post("/topology/datanodes/landing/test/").status_code == 302  # to the login page
 
@@ -138,6 +144,11 @@ def warehouse():
         db.execute("CREATE SCHEMA sales")
         db.execute("CREATE TABLE sales.orders (id bigint PRIMARY KEY, updated_at timestamp, note text)")
         db.execute("CREATE TABLE public.customers (name text, joined date)")
+        db.execute(
+            "CREATE TABLE public.ledger (region text, entry integer, seq bigint GENERATED ALWAYS AS IDENTITY,"
+            " batch serial, booked date, amount numeric(12,2), PRIMARY KEY (region, entry))"
+        )
+        db.execute("CREATE TABLE public.points (id uuid PRIMARY KEY, spot point, lasted interval)")
     yield f"jdbc:postgresql://{host}:{port}/{name}", own["USER"]
     with psycopg.connect(host=host, port=port, user=own["USER"], dbname="postgres", autocommit=True) as admin:
         admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
@@ -152,16 +163,34 @@ def test_a_jdbc_node_lists_its_schemas_and_its_tables_with_columns_and_types(
     verdict = client.post("/topology/datanodes/warehouse/test/", {"test_user": user}).content.decode()
     assert "Connection works" in verdict and "<code>public</code>, <code>sales</code>" in verdict
 
-    found = client.post("/topology/datanodes/warehouse/discover/", {"test_user": user}).context["found"]
-    tables = {d.name: d for d in found.datasets}
-    assert sorted(tables) == ["public.customers", "sales.orders"]
+    response = client.post("/topology/datanodes/warehouse/discover/", {"test_user": user})
+    tables = {d.name: d for d in response.context["found"].datasets}
+    assert sorted(tables) == ["public.customers", "public.ledger", "public.points", "sales.orders"]
     assert [(c.name, c.type) for c in tables["sales.orders"].columns] == [
         ("id", "bigint"),
         ("updated_at", "timestamp without time zone"),
         ("note", "text"),
     ]
-    assert [c.name for c in tables["sales.orders"].watermark_columns] == ["id", "updated_at"]
+    orders = tables["sales.orders"]
+    assert orders.primary_key == ["id"]
+    assert [(c.name, c.candidate) for c in orders.watermark_candidates] == [
+        ("id", "integer primary key"),
+        ("updated_at", "timestamp"),
+    ]
     assert [c.name for c in tables["public.customers"].watermark_columns] == ["joined"]
+    assert tables["public.customers"].primary_key == []
+    ledger = tables["public.ledger"]  # a two-column key; identity and serial columns
+    assert ledger.primary_key == ["region", "entry"]
+    assert [(c.name, c.candidate) for c in ledger.watermark_candidates] == [
+        ("seq", "identity column"),
+        ("batch", "identity column"),
+        ("booked", "date"),
+    ]
+    assert [c.name for c in ledger.watermark_columns] == ["seq", "batch", "booked", "entry", "amount"]
+    assert tables["public.points"].watermark_columns == []  # point, interval: not ordered
+    page = response.content.decode()
+    assert "Primary key: <code>region</code>, <code>entry</code>" in page
+    assert "candidate (identity column)" in page
 
 
 def test_a_wrong_user_or_a_dead_port_answers_in_seconds_with_the_drivers_message(
@@ -235,13 +264,22 @@ def test_the_api_tests_and_discovers_a_granted_node_only(granted, node, folder, 
         "name": "updated_at",
         "type": "timestamp without time zone",
         "watermarkSuitable": True,
+        "watermarkCandidate": True,
+        "candidateReason": "timestamp",
+        "primaryKey": False,
     }
+    assert orders["primaryKey"] == ["id"] and orders["watermarkCandidates"] == ["id", "updated_at"]
+    assert orders["watermarkSource"] == "column" and orders["modifiedAt"] is None
+    files = api.post("/api/datanodes/landing/discover", {}, format="json").json()["datasets"]
+    events = next(d for d in files if d["name"] == "events.jsonl")
+    assert events["watermarkSource"] == "file_modification_time" and events["modifiedAt"].endswith("Z")
+    assert events["primaryKey"] == [] and events["watermarkCandidates"] == []
     assert api.post("/api/datanodes/landing/test", {"user": 7}, format="json").status_code == 400
 
     settings.DATA_NODE_DEFAULT_ACCESS = "closed"
     stranger = api_client_for(UserFactory(username="stranger"))
-    assert stranger.post("/api/datanodes/landing/test", {}, format="json").status_code == 404
-    assert stranger.post("/api/datanodes/warehouse/discover", {}, format="json").status_code == 404
+    assert stranger.post("/api/datanodes/landing/test", {}, format="json").status_code == 403
+    assert stranger.post("/api/datanodes/warehouse/discover", {}, format="json").status_code == 403
 
 
 @pytest.fixture
@@ -253,6 +291,10 @@ def shop_on_mariadb():
         cursor.execute(f"DROP DATABASE IF EXISTS `{name}`")
         cursor.execute(f"CREATE DATABASE `{name}`")
         cursor.execute(f"CREATE TABLE `{name}`.orders (id BIGINT PRIMARY KEY, placed DATETIME, note TEXT)")
+        cursor.execute(
+            f"CREATE TABLE `{name}`.lines (line INT, order_id BIGINT, n INT AUTO_INCREMENT UNIQUE,"
+            " price DECIMAL(10,2), PRIMARY KEY (order_id, line))"
+        )
     yield f"jdbc:mariadb://127.0.0.1:3306/{name}", name
     with admin.cursor() as cursor:
         cursor.execute(f"DROP DATABASE IF EXISTS `{name}`")
@@ -275,5 +317,9 @@ def test_a_mariadb_node_lists_its_schemas_and_tables(client, granted, node, shop
         ("note", "text"),
     ]
     assert [c.name for c in tables[f"{name}.orders"].watermark_columns] == ["id", "placed"]
+    assert tables[f"{name}.orders"].primary_key == ["id"]
+    lines = tables[f"{name}.lines"]
+    assert lines.primary_key == ["order_id", "line"]  # in key order, not column order
+    assert [(c.name, c.candidate) for c in lines.watermark_candidates] == [("n", "identity column")]
     refused = client.post("/topology/datanodes/shop/test/", {"test_user": "nobody_here"}).content.decode()
     assert "Connection failed" in refused and "nobody_here" in refused

@@ -18,7 +18,7 @@ DEMO = Path(__file__).resolve().parents[3] / "portal" / "topology" / "demo_topol
 
 
 def test_demo_topology_compiles_landing_to_archive_in_two_hops_on_two_executors():
-    assert load_topology_file(DEMO) == {"created": 6, "updated": 0, "unchanged": 0, "removed": 0}
+    assert load_topology_file(DEMO) == {"created": 5, "updated": 0, "unchanged": 0, "removed": 0}
     flow = FlowConfigFactory.build(
         flow_group="demo", flow_name="f", source="landing", destinations=["archive"]
     )
@@ -30,8 +30,8 @@ def test_demo_topology_compiles_landing_to_archive_in_two_hops_on_two_executors(
 
 
 def test_sync_is_idempotent_and_follows_the_file(tmp_path):
-    assert load_topology_file(DEMO)["created"] == 6
-    assert load_topology_file(DEMO) == {"created": 0, "updated": 0, "unchanged": 6, "removed": 0}
+    assert load_topology_file(DEMO)["created"] == 5  # three nodes, two executors
+    assert load_topology_file(DEMO) == {"created": 0, "updated": 0, "unchanged": 5, "removed": 0}
     smaller = tmp_path / "t.yaml"
     text = DEMO.read_text()
     smaller.write_text(
@@ -117,7 +117,7 @@ def test_management_command_reports_errors_and_summary(tmp_path, capsys, setting
     assert f"{bad}:2: executors 'x': unknown key(s) colour" in str(error.value)
     settings.TOPOLOGY_FILE = str(DEMO)
     call_command("load_topology")
-    assert "6 created, 0 updated, 0 unchanged, 0 removed" in capsys.readouterr().out
+    assert "5 created, 0 updated, 0 unchanged, 0 removed" in capsys.readouterr().out
 
 
 def test_missing_file_is_a_clear_error(tmp_path):

@@ -32,6 +32,11 @@ def test_schema_for_topology_and_compile_endpoints_has_no_warnings():
         "/api/topologies/{name}",
         "/api/datanodes",
         "/api/datanodes/{name}",
+        "/api/datanodes/{name}/access-requests",
+        "/api/datanodes/{name}/access-requests/{request_id}",
+        "/api/datanodes/{name}/history",
     }
     executor = schema["components"]["schemas"]["SpecExecutor"]["properties"]
-    assert {"sparkMaster", "sparkConf", "capabilities", "health"} <= set(executor)
+    assert {"sparkMaster", "sparkConf", "capabilities", "health", "userSources"} <= set(executor)
+    node = schema["components"]["schemas"]["DataNode"]["properties"]
+    assert {"owners", "userMade", "createdBy"} <= set(node)

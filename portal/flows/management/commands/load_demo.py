@@ -1,24 +1,45 @@
 """`manage.py load_demo`: the embedded mode's demo — an admin, a topology, a
-template pack, sample data and a flow — so `make run` shows a working portal.
-Safe to run again."""
+template pack, sample data and a flow — so `make run` shows a working portal —
+and an ordinary user with something of their own to connect: a small shop
+database on this machine's PostgreSQL when it answers, and sample files in
+their own area always, so a newcomer's first flow needs nobody else.
+Safe to run again: the same accounts, passwords, database and files."""
 
 from __future__ import annotations
 
 import csv
+import logging
 import os
 import secrets
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
 
+import psycopg
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 from django.db import transaction
+from psycopg import sql
 
 from portal.flows import services as flow_services
 from portal.flows.models import FlowConfig
 from portal.templatepacks import services as packs
 from portal.templatepacks.models import TemplatePack
+from portal.topology import policy
 from portal.topology.services import load_topology_file
+
+logger = logging.getLogger(__name__)
+
+DEMO_USER = "newcomer"
+# The shop database the newcomer registers as their own node: a server, a database and an owner
+# of its own, so the node they make reaches nothing of the portal's.
+SHOP_DATABASE = "flowport_demo_shop"
+SHOP_ROLE = "flowport_demo_shop"
+# Where load_demo may make that database: a server administrator's connection (PostgreSQL's
+# own defaults on a developer machine). `--postgres ''` skips it.
+DEFAULT_POSTGRES = os.environ.get("DEMO_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
 
 DEMO_FLOW = {
     "flow_group": "demo",
@@ -49,8 +70,12 @@ job.commit.policy = full
 
 
 def demo_admin_password() -> str:
+    return kept_password("demo-admin-password")
+
+
+def kept_password(name: str) -> str:
     """Made once and kept in var/ (mode 0600) so every `make run` can print it."""
-    path = settings.VAR_DIR / "demo-admin-password"
+    path = settings.VAR_DIR / name
     if not path.exists():
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "w") as handle:
@@ -72,6 +97,64 @@ def write_sample_orders(folder: Path, rows: int = 200) -> None:
             )
 
 
+@dataclass(frozen=True)
+class ShopDatabase:
+    """What the newcomer types into the node form."""
+
+    url: str
+    user: str
+    password: str
+
+
+def make_shop_database(admin_url: str, password: str, rows: int = 50) -> ShopDatabase | None:
+    """The newcomer's own PostgreSQL database with an `orders` table, made (or brought back to
+    the same state) through `admin_url`; None when that server does not answer, so embedded
+    defaults without PostgreSQL still get a demo (the files in the user's area)."""
+    if not admin_url:
+        return None
+    try:
+        return _make_shop_database(admin_url, password, rows)
+    except psycopg.Error as error:
+        logger.info("no demo shop database: %s", str(error).strip().splitlines()[0] if str(error) else error)
+        return None
+
+
+def _make_shop_database(admin_url: str, password: str, rows: int) -> ShopDatabase:
+    with psycopg.connect(admin_url, connect_timeout=3, autocommit=True) as admin:
+        role_exists = admin.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", [SHOP_ROLE]).fetchone()
+        verb = "ALTER" if role_exists else "CREATE"
+        # The password is a literal in DDL (no bind parameters there); sql.Literal quotes it.
+        admin.execute(
+            sql.SQL(verb + " ROLE {} LOGIN PASSWORD {}").format(
+                sql.Identifier(SHOP_ROLE), sql.Literal(password)
+            )
+        )
+        if not admin.execute("SELECT 1 FROM pg_database WHERE datname = %s", [SHOP_DATABASE]).fetchone():
+            admin.execute(
+                sql.SQL("CREATE DATABASE {} OWNER {}").format(
+                    sql.Identifier(SHOP_DATABASE), sql.Identifier(SHOP_ROLE)
+                )
+            )
+    parts = urlsplit(admin_url)
+    host, port = parts.hostname or "127.0.0.1", parts.port or 5432
+    shop_url = parts._replace(path=f"/{SHOP_DATABASE}").geturl()
+    with psycopg.connect(shop_url, connect_timeout=3, autocommit=True) as shop:
+        shop.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(SHOP_ROLE)))
+        shop.execute(
+            "CREATE TABLE IF NOT EXISTS orders (order_id integer PRIMARY KEY, customer text NOT NULL,"
+            " amount numeric(10, 2) NOT NULL, updated_at timestamp NOT NULL)"
+        )
+        shop.execute(
+            "INSERT INTO orders SELECT n, 'customer-' || n %% 7, (n * 7919 %% 1000) / 10.0,"
+            " timestamp '2026-01-01' + n * interval '1 hour' FROM generate_series(1, %s) AS n"
+            " ON CONFLICT (order_id) DO NOTHING",
+            [rows],
+        )
+    return ShopDatabase(
+        url=f"jdbc:postgresql://{host}:{port}/{SHOP_DATABASE}", user=SHOP_ROLE, password=password
+    )
+
+
 def load_pack(owner) -> None:
     """The demo template pack, made through the pack service so it is audited like any other."""
 
@@ -85,7 +168,15 @@ def load_pack(owner) -> None:
 class Command(BaseCommand):
     help = "Create the demo admin, topology, sample data and flow (idempotent)."
 
-    def handle(self, *args, **options) -> None:
+    def add_arguments(self, parser) -> None:
+        parser.add_argument(
+            "--postgres",
+            default=DEFAULT_POSTGRES,
+            help="a PostgreSQL administrator's URL where the newcomer's shop database is made "
+            "(DEMO_POSTGRES_URL; default %(default)s); '' for none",
+        )
+
+    def handle(self, *args, postgres: str, **options) -> None:
         password = demo_admin_password()
         user_model = get_user_model()
         with transaction.atomic():
@@ -101,9 +192,41 @@ class Command(BaseCommand):
         write_sample_orders(settings.FLOWPORT_DATA_DIR / "landing" / "orders")
         if not FlowConfig.objects.filter(flow_group="demo", flow_name="orders-to-archive").exists():
             flow_services.create_flow(owner=admin, data=DEMO_FLOW)
+        newcomer, newcomer_password = self._newcomer(user_model)
+        area = self._newcomer_files(newcomer)
+        shop = make_shop_database(postgres, kept_password("demo-shop-password"))
         self.stdout.write(self.style.SUCCESS("Demo data ready."))
         note = "" if created else " (as set on first run; kept in var/demo-admin-password)"
         self.stdout.write(f"  Demo admin: admin / {password}{note}")
+        self.stdout.write(
+            f"  Demo user:  {DEMO_USER} / {newcomer_password}  (an ordinary user; README's tour: their first flow)"
+        )
+        if shop is not None:
+            self.stdout.write(
+                f"    their database: {shop.url}  (Database user {shop.user}, password {shop.password})"
+            )
+        if area is not None:
+            self.stdout.write(f"    their folder: {area}  (sample orders in shop/)")
+
+    def _newcomer(self, user_model: Any) -> tuple[Any, str]:
+        password = kept_password("demo-user-password")
+        with transaction.atomic():
+            user, created = user_model.objects.get_or_create(
+                username=DEMO_USER, defaults={"email": f"{DEMO_USER}@localhost"}
+            )
+            if created:
+                user.set_password(password)
+                user.save()
+        return user, password
+
+    def _newcomer_files(self, user: Any) -> str | None:
+        """Sample orders in the newcomer's personal area (the policy's `users/{user}`), the
+        source they can register when no PostgreSQL answers."""
+        area = policy.personal_area(user)
+        if area is None:
+            return None
+        write_sample_orders(settings.FLOWPORT_DATA_DIR / area / "shop", rows=50)
+        return area
 
     def _load_topology(self) -> None:
         path = getattr(settings, "TOPOLOGY_FILE", "") or str(

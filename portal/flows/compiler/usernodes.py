@@ -1,0 +1,98 @@
+"""The flows over a data node, for the topology app below (its signals, connected when
+compiler.record is imported at start-up):
+
+* `data_node_usage` — which flows name a node (source, destination, or a hop through it): its
+  page lists them, and a user-made node is not deleted while there are any;
+* `user_node_changed` — a user-made node's connection or grants changed. Such a change moves no
+  topology revision (user-made nodes are not in the snapshot), so the refresh planner would not
+  see it: the flows over that node alone are queued for the background recompile
+  (`FlowRefresh`, portal.flows.refresh), and no other flow is touched;
+* `user_routing_changed` — an executor serving user-made nodes of some kinds appeared, went or
+  changed its policy, cost or health: the flows over user-made nodes of those kinds are queued;
+* `executor_usage` — how many flows are routed through an executor: its disable confirmation
+  says so before the change recompiles them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from django.db import connection
+from django.db.models import Q, QuerySet
+from django.dispatch import receiver
+
+from portal.flows.models import CompiledHop, FlowConfig, FlowRefresh
+from portal.topology.models import DataNode
+from portal.topology.services import current_revision_number
+from portal.topology.signals import data_node_usage, executor_usage, user_node_changed, user_routing_changed
+
+
+def _named(names: Any) -> Q:
+    """Flows whose source is one of `names` (a list or a subquery), or routed through one."""
+    hops = CompiledHop.objects.filter(Q(source__in=names) | Q(destination__in=names)).values("flow_id")
+    return Q(source__in=names) | Q(pk__in=hops)
+
+
+def _destined(names: set[str], flows: QuerySet[FlowConfig]) -> list[int]:
+    """Ids of `flows` with a destination in `names`, read from the lists (SQLite has no JSON
+    containment, and a containment test takes one name, not a set)."""
+    return [
+        pk for pk, destinations in flows.values_list("pk", "destinations") if names & set(destinations or ())
+    ]
+
+
+def flows_naming(node_name: str) -> QuerySet[FlowConfig]:
+    """The flows whose source or destinations name the node, or that are routed through it."""
+    named = _named([node_name])
+    if connection.features.supports_json_field_contains:
+        flows = FlowConfig.objects.filter(named | Q(destinations__contains=[node_name]))
+    else:  # the embedded portal, a small catalog: read the lists
+        flows = FlowConfig.objects.filter(
+            named | Q(pk__in=_destined({node_name}, FlowConfig.objects.exclude(named)))
+        )
+    return flows.order_by("flow_group", "flow_name")
+
+
+@receiver(data_node_usage, dispatch_uid="flows.data_node_usage")
+def usage(sender: Any, node_name: str, limit: int = 50, **kwargs: Any) -> tuple[list[str], int]:
+    """The first `limit` flows naming the node ("flowGroup/flowName") and how many there are."""
+    flows = flows_naming(node_name)
+    shown = [f"{group}/{name}" for group, name in flows.values_list("flow_group", "flow_name")[:limit]]
+    return shown, len(shown) if len(shown) < limit else flows.count()
+
+
+@receiver(executor_usage, dispatch_uid="flows.executor_usage")
+def executor_flows(sender: Any, executor_name: str, **kwargs: Any) -> int:
+    """Counted on the hop index in one query: an executor may carry thousands of flows."""
+    return CompiledHop.objects.filter(executor=executor_name).values("flow_id").distinct().count()
+
+
+def _queue(flows: Iterable[tuple[int, int]]) -> None:
+    """(flow id, owner id) pairs, for the scheduler's next recompile batch at the current revision
+    (a verdict stored at it is replaced, a newer one never)."""
+    revision = current_revision_number()
+    FlowRefresh.objects.bulk_create(
+        [FlowRefresh(flow_id=pk, revision=revision, owner_key=owner) for pk, owner in flows],
+        update_conflicts=True,
+        unique_fields=["flow"],
+        update_fields=["revision", "requested", "owner_key"],
+    )
+
+
+@receiver(user_node_changed, dispatch_uid="flows.recompile_over_user_node")
+def recompile_over(sender: Any, node: Any, **kwargs: Any) -> None:
+    _queue(flows_naming(node.name).values_list("pk", "owner_id"))
+
+
+@receiver(user_routing_changed, dispatch_uid="flows.recompile_over_user_kinds")
+def recompile_over_kinds(sender: Any, kinds: Iterable[str], **kwargs: Any) -> None:
+    nodes = DataNode.objects.filter(user_made=True, kind__in=list(kinds)).values("name")
+    found = dict(FlowConfig.objects.filter(_named(nodes)).values_list("pk", "owner_id"))
+    waiting = FlowConfig.objects.exclude(compilation_status=FlowConfig.Compilation.COMPILED).exclude(
+        pk__in=list(found)
+    )
+    names = set(DataNode.objects.filter(user_made=True, kind__in=list(kinds)).values_list("name", flat=True))
+    ids = _destined(names, waiting) if names else []
+    found.update(FlowConfig.objects.filter(pk__in=ids).values_list("pk", "owner_id"))
+    _queue(found.items())

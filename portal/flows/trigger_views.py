@@ -1,0 +1,81 @@
+"""The page of a flow's data triggers, freshness goal and webhook token. Thin: flows.trigger_services
+checks and saves; the webhook token is shown once, on the page that created it."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import ValidationError
+from django.http import HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_http_methods, require_POST
+
+from portal.accounts import access
+from portal.accounts.requests import AuthenticatedRequest
+from portal.flows import trigger_services
+from portal.flows.models import FlowConfig
+from portal.flows.rules import CHANGE_DENIED
+from portal.flows.trigger_forms import TriggersForm, initial_of
+
+
+def _flow(request: AuthenticatedRequest, flow_group: str, flow_name: str) -> FlowConfig:
+    return access.get_allowed(
+        FlowConfig.objects.select_related("owner"),
+        request.user,
+        access.CHANGE,
+        denied=CHANGE_DENIED,
+        flow_group=flow_group,
+        flow_name=flow_name,
+    )
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def flow_triggers(request: AuthenticatedRequest, flow_group: str, flow_name: str) -> HttpResponse:
+    flow = _flow(request, flow_group, flow_name)
+    current = trigger_services.settings_of(flow)
+    if request.method == "POST":
+        form = TriggersForm(request.POST)
+        if form.is_valid():
+            try:
+                trigger_services.save_settings(flow, form.service_data())
+            except ValidationError as error:
+                form.add_service_errors(error)
+            else:
+                messages.success(request, "Triggers and freshness goal saved.")
+                return redirect("flows:detail", flow.flow_group, flow.flow_name)
+        status = 400
+    else:
+        form = TriggersForm(initial=initial_of(current))
+        status = 200
+    hook_path = f"/api/hooks/flows/{flow.flow_group}/{flow.flow_name}"
+    context = {
+        "flow": flow,
+        "form": form,
+        "current": current,
+        "hook_url": request.build_absolute_uri(hook_path),
+    }
+    return render(request, "flows/flow_triggers.html", context, status=status)
+
+
+@login_required
+@require_POST
+def flow_webhook_token(request: AuthenticatedRequest, flow_group: str, flow_name: str) -> HttpResponse:
+    """Create (or replace) the webhook token and show it this once; `revoke` removes it."""
+    flow = _flow(request, flow_group, flow_name)
+    if request.POST.get("revoke"):
+        trigger_services.revoke_webhook_token(flow)
+        messages.success(request, "Webhook token revoked: calls bearing it are refused.")
+        return redirect("flows:triggers", flow.flow_group, flow.flow_name)
+    token = trigger_services.create_webhook_token(flow)
+    hook_path = f"/api/hooks/flows/{flow.flow_group}/{flow.flow_name}"
+    context = {
+        "flow": flow,
+        "form": None,
+        "current": trigger_services.settings_of(flow),
+        "new_token": token,
+        "hook_url": request.build_absolute_uri(hook_path),
+    }
+    response = render(request, "flows/flow_triggers.html", context)
+    response["Cache-Control"] = "no-store"
+    return response

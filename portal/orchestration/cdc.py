@@ -1,0 +1,73 @@
+"""A change-data-capture flow's PostgreSQL replication slot lives and dies with the flow.
+
+The slot and publication (``portal.pipeline.cdc_pg``) are made by the flow's first run on the
+source server; while they exist the server keeps its write-ahead log for them. Deleting the flow
+drops both, once the deletion has committed, over a connection opened the way the worker opens its
+own: the flow's compiled first hop bound to its source node, its secrets decrypted, and the
+portal's own databases refused where the connection lands. A server that cannot be reached then
+keeps the slot: the log says which slot to drop by hand.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from django.db import transaction
+from django.dispatch import receiver
+
+from portal.flows.signals import flow_catalog_changed
+from portal.keys.services import decrypt_properties
+from portal.orchestration.jobspecs import bind_hop
+from portal.pipeline import cdc_pg
+from portal.topology.reach import portal_landings
+
+logger = logging.getLogger(__name__)
+
+CDC_SOURCE = "portal.pipeline.sources.cdc.CdcSource"
+
+
+def capture_of(flow: Any) -> tuple[str, dict[str, str]] | None:
+    """The flow's slot name and its first hop's bound properties, when that hop captures changes."""
+    dag = getattr(getattr(flow, "compiled_dag", None), "dag", None) or {}
+    for plan in dag.get("jobs", []):
+        if plan.get("parents"):
+            continue
+        props = bind_hop(plan, [], final=True)
+        url = props.get("source.jdbc.url") or ""
+        # A MariaDB binlog has no slot: nothing is made on the server, nothing to drop.
+        if props.get("source.class") == CDC_SOURCE and url.startswith("jdbc:postgresql:"):
+            return cdc_pg.slot_name(flow.pk, flow.flow_group, flow.flow_name), props
+    return None
+
+
+def drop_capture(name: str, props: dict[str, str], flow_label: str) -> list[str]:
+    """Drop the slot and publication ``name`` on the flow's source server; what was dropped."""
+    try:
+        clear = decrypt_properties(props)
+        with cdc_pg.connect(
+            clear["source.jdbc.url"],
+            clear.get("source.conn.username"),
+            clear.get("source.conn.password"),
+            what=f"flow {flow_label}",
+            portal=portal_landings(),
+        ) as conn:
+            dropped = cdc_pg.drop(conn, name)
+    except Exception as error:  # the flow is gone either way: say what is left behind
+        logger.warning(
+            "flow %s deleted; its replication slot %s was NOT dropped: %s", flow_label, name, error
+        )
+        return []
+    logger.info("flow %s deleted; dropped %s", flow_label, ", ".join(dropped) or "nothing (none existed)")
+    return dropped
+
+
+@receiver(flow_catalog_changed, dispatch_uid="orchestration.cdc_slot_on_delete")
+def drop_on_delete(sender: Any, action: str, flow: Any, **kwargs: Any) -> None:
+    if action != "delete":
+        return
+    found = capture_of(flow)
+    if found is not None:
+        name, props = found
+        label = str(flow)
+        transaction.on_commit(lambda: drop_capture(name, props, label))

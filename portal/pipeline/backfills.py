@@ -1,0 +1,124 @@
+"""A backfill's range judged before it starts, and what it will replace, in the watermark's terms.
+
+A backfill names ``(low, high]`` as the source's watermark does: numbers for a numeric column,
+dates or times for a time column (``2024-03-01``, ``2024-03-01T10:00:00Z``), file times for a files
+source (ISO times, or the stored ``<ms>:<path>`` form). :func:`bound_key` makes any of these
+comparable, so :func:`refusal` can hold a range against what the dataset's loads covered (the
+state store's history) and refuse one that matches nothing, saying what exists; and
+:func:`replacement` says in words what each destination will replace (the page shows it before the
+backfill runs; :mod:`portal.pipeline.publisher` does it).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from collections.abc import Mapping
+from decimal import Decimal, InvalidOperation
+
+from portal.pipeline import watermarks, write_modes
+from portal.pipeline.properties import Properties
+
+_FILES = re.compile(r"^(\d{15})(?::(.*))?$")
+
+
+def bound_key(text: str | None) -> tuple[str, object] | None:
+    """``("number", n)``, ``("time", utc datetime)`` or None when the text is neither."""
+    value = watermarks.value_of(text)
+    if value is None or not value.strip():
+        return None
+    value = value.strip()
+    files = _FILES.match(value)
+    if files:
+        return "time", dt.datetime.fromtimestamp(int(files.group(1)) / 1000, dt.UTC)
+    try:
+        return "number", Decimal(value)
+    except InvalidOperation:
+        pass
+    try:
+        moment = dt.datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return "time", moment if moment.tzinfo else moment.replace(tzinfo=dt.UTC)
+
+
+def shown(watermark: str | None) -> str:
+    """A watermark as a person reads it (a files watermark as its time and file)."""
+    value = watermarks.value_of(watermark) or ""
+    files = _FILES.match(value)
+    if files:
+        moment = dt.datetime.fromtimestamp(int(files.group(1)) / 1000, dt.UTC)
+        return f"{moment.isoformat(timespec='seconds').replace('+00:00', 'Z')} ({files.group(2) or 'file'})"
+    return value
+
+
+def as_bound(watermark: str | None) -> str:
+    """A stored watermark as a backfill's bound is typed (a files watermark as its file time)."""
+    value = watermarks.value_of(watermark) or ""
+    files = _FILES.match(value)
+    if files:
+        moment = dt.datetime.fromtimestamp(int(files.group(1)) / 1000, dt.UTC)
+        return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return value
+
+
+def _before(a: tuple[str, object] | None, b: tuple[str, object] | None) -> bool | None:
+    """a <= b when both are of one kind; None when they cannot be compared."""
+    if a is None or b is None or a[0] != b[0]:
+        return None
+    return bool(a[1] <= b[1])  # type: ignore[operator]  # one kind: numbers or UTC times
+
+
+def refusal(low: str | None, high: str, loaded_from: str | None, loaded_to: str | None) -> str | None:
+    """Why ``(low, high]`` matches nothing the dataset's loads covered (``loaded_from``, exclusive;
+    None: from the first record, up to ``loaded_to``), or None when it may match something."""
+    lo, hi = bound_key(low), bound_key(high)
+    if low and _before(hi, lo):
+        return f"low {low} is not before high {high}: the range holds nothing"
+    covered = f"loads so far cover {'from ' + shown(loaded_from) if loaded_from else 'from the first record'} up to {shown(loaded_to)}"
+    if low and _before(bound_key(loaded_to), lo):
+        return f"nothing was loaded after {low}: the {covered}"
+    if loaded_from and _before(hi, bound_key(loaded_from)):
+        return f"nothing was loaded up to {high}: the {covered}"
+    return None
+
+
+def covers_everything(low: str | None, high: str, stored: str | None) -> bool:
+    """Whether ``(low, high]`` re-reads every load so far (from the first record past ``stored``)."""
+    return not low and stored is not None and bool(_before(bound_key(stored), bound_key(high)))
+
+
+def replacement(
+    properties: Mapping[str, str], kind: str, urn: str, low: str | None, high: str, stored: str | None = None
+) -> str:
+    """What a backfill of ``urn`` does at a destination of ``kind`` (files, jdbc, iceberg);
+    ``stored``: the dataset's watermark now."""
+    props = Properties({k: v for k, v in properties.items() if isinstance(v, str)})
+    fmt = {"jdbc": "JDBC", "iceberg": "ICEBERG"}.get(kind) or props.get("writer.output.format") or "PARQUET"
+    try:
+        mode = write_modes.resolve(props, fmt).mode
+    except Exception:  # a refusal the save reports; the page only describes
+        mode = "append"
+    span = f"({low or 'the first record'}, {high}]"
+    if mode == "merge":
+        return f"merged by key: the rows read again replace their stored versions of {urn}"
+    if mode == "history":
+        return f"history: a new version for each key of {urn} whose row changed"
+    if mode == "overwrite":
+        return f"{urn} is replaced whole by the rows of {span}"
+    if kind == "jdbc":
+        order = props.get_list("extract.delta.fields")
+        column = order[0] if order else None
+        if column:
+            return f"the rows of {urn} with {column} in {span} are deleted and read again"
+        return f"appended: {urn} has no watermark column to replace a range by"
+    if kind == "iceberg":
+        return f"appended to {urn}: choose the merge write mode to replace rows by key"
+    if props.get_list("writer.partition.columns"):
+        return f"the partitions of {urn} that the rows of {span} fall in are replaced"
+    if covers_everything(low, high, stored):
+        return f"{urn} is replaced whole: the range reads every load again"
+    return (
+        f"the files of {urn} that the loads of {span} published are replaced by the rows read again "
+        "(a bound inside a load is moved to that load's edge)"
+    )

@@ -1,0 +1,353 @@
+"""Change data capture from PostgreSQL's log (logical replication with ``pgoutput``) or a MariaDB
+binary log (:mod:`portal.pipeline.cdc_mysql`, chosen by the node's URL).
+
+Name it in ``source.class`` (``portal.pipeline.sources.cdc.CdcSource``) on a flow whose source is a
+PostgreSQL or MariaDB JDBC node, and list the tables in ``source.cdc.tables`` (``schema.table``; on
+MariaDB ``database.table`` in the node's database; one dataset per table). PostgreSQL needs
+``wal_level=logical``, the user the REPLICATION attribute and the right to publish the tables; the
+MariaDB path is described in its module, and below everything said of PostgreSQL's log position holds
+for a binlog position (``file:offset``), minus the slot.
+
+The flow's slot and publication (:mod:`portal.pipeline.cdc_pg`) are created on the first run. A table
+without a position (the first run, a table added later, or ``source.cdc.resnapshot=true``) is first
+read whole in a REPEATABLE READ transaction taken after the slot exists (op ``r``); changes of the
+transactions that snapshot already sees are skipped, so the snapshot and the stream meet exactly.
+Later runs deliver the changes (ops ``c``, ``u``, ``d``) of transactions committed after the table's
+position, up to the log's flushed position when the run is planned (``source.cdc.max.changes``
+bounds one run; the rest waits for the next).
+
+Each row carries the table's columns and ``_cdc_op``, ``_cdc_position`` (the commit's end position
+and the change's place in its transaction, ``%016X:%08d``: text that sorts in log order; snapshot
+rows are numbered from position 0, before every change),
+``_cdc_commit_time`` and ``_cdc_deleted``. A JDBC destination applies them by key with
+``writer.write.mode=merge`` on ``extract.primary.key.fields``, ``extract.delta.fields=_cdc_position``
+and ``writer.merge.delete.column=_cdc_deleted``; a files destination keeps them as a change log.
+
+Exactly once: the table's watermark is the log position (``X/X``), committed with the data by the
+commit steps. The slot is never moved by reading (peek); at the start of a run it is advanced to the
+lowest position every table of the flow committed, so the server frees the log before it, and a run
+that died before its commit reads the same changes again while a committed one never does.
+A slot lost on the server (``max_slot_wal_keep_size``) or missing while the tables have positions
+fails the run saying so; ``source.cdc.resnapshot=true`` starts over from a new snapshot.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+from collections.abc import Callable
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from portal.pipeline import cdc_mysql, cdc_pg, fs, landing
+from portal.pipeline.dialects import MYSQL, dialect_for
+from portal.pipeline.errors import ConfigError, PipelineError
+from portal.pipeline.pgoutput import DELETE, TRUNCATE, UNCHANGED, Decoder, format_lsn
+from portal.pipeline.sources.base import Extraction, Source
+from portal.pipeline.workunits import WorkUnit
+
+TABLES_KEY = "source.cdc.tables"
+OP, POSITION, COMMIT_TIME, DELETED = "_cdc_op", "_cdc_position", "_cdc_commit_time", "_cdc_deleted"
+SNAPSHOT = "r"
+_META = pa.schema(
+    [
+        (OP, pa.string()),
+        (POSITION, pa.string()),
+        (COMMIT_TIME, pa.timestamp("us", tz="UTC")),
+        (DELETED, pa.bool_()),
+    ]
+)
+_TYPES: dict[int, T.DataType] = {
+    16: T.BooleanType(),
+    20: T.LongType(),
+    21: T.ShortType(),
+    23: T.IntegerType(),
+    700: T.FloatType(),
+    701: T.DoubleType(),
+    1082: T.DateType(),
+    1114: T.TimestampType(),
+    1184: T.TimestampType(),
+}
+
+
+def spark_type(type_oid: int, typmod: int) -> T.DataType:
+    """The Spark type a column's text value is cast to (text for the types not listed)."""
+    if type_oid == 1700:  # numeric(p, s); unconstrained numeric as Spark's widest decimal
+        if typmod >= 4:
+            return T.DecimalType(((typmod - 4) >> 16) & 0xFFFF, (typmod - 4) & 0xFFFF)
+        return T.DecimalType(38, 18)
+    return _TYPES.get(type_oid, T.StringType())
+
+
+def position(end_lsn: int, index: int) -> str:
+    return f"{end_lsn:016X}:{index:08d}"
+
+
+class _Table:
+    """One table's plan and its staged rows (text values, as the log sends them)."""
+
+    def __init__(self, name: str, cols: list[tuple[str, str]], path: str, since: Any) -> None:
+        self.name, self.cols, self.path, self.since = name, cols, path, since
+        self.names = [c[0] for c in cols]
+        schema = pa.schema([(n, pa.string()) for n in self.names] + list(_META))
+        self.writer = pq.ParquetWriter(path, schema)
+        self.snapshot: cdc_pg.Snapshot | None = None
+        self.rows = 0
+        self.error: str | None = None
+
+    def write(
+        self, rows: list[tuple[Any, ...]], meta: list[tuple[str, str, dt.datetime | None, bool]]
+    ) -> None:
+        if not rows:
+            return
+        arrays = [pa.array([r[i] for r in rows], pa.string()) for i in range(len(self.names))]
+        arrays += [pa.array([m[i] for m in meta], f.type) for i, f in enumerate(_META)]
+        self.writer.write_table(pa.Table.from_arrays(arrays, schema=self.writer.schema))
+        self.rows += len(rows)
+
+    def wants(self, xid: int, end_lsn: int) -> bool:
+        if self.snapshot is not None:
+            return not self.snapshot.sees(xid)
+        return self.since is None or end_lsn > self.since
+
+
+class CdcSource(Source):
+    """See the module docstring."""
+
+    @property
+    def what(self) -> str:
+        return landing.node_what(self.jobspec.extra, "source", "source.jdbc.url")
+
+    def _connect(self) -> Any:
+        return cdc_pg.connect(
+            self.props.require("source.jdbc.url"),
+            self.props.get("source.conn.username"),
+            self.props.get("source.conn.password"),
+            what=self.what,
+            portal=landing.portal_databases(self.jobspec.extra),
+        )
+
+    def _tables(self) -> list[str]:
+        tables = self.props.get_list(TABLES_KEY)
+        if not tables:
+            raise ConfigError(
+                f"missing required property '{TABLES_KEY}' (the tables to capture, schema.table)"
+            )
+        if problems := cdc_pg.table_problems(tables, self.props.describe(TABLES_KEY)):
+            raise ConfigError(problems[0])
+        return list(dict.fromkeys(tables))
+
+    @property
+    def slot(self) -> str:
+        spec = self.jobspec
+        return cdc_pg.slot_name(spec.flow_id, spec.flow_group, spec.flow_name)
+
+    def _stage_dir(self) -> str:
+        folder = fs.join(
+            self.context.work_dir, "extract", self.jobspec.job_name, str(self.jobspec.execution_id), "cdc"
+        )
+        if "://" in folder and not folder.startswith("file:"):
+            raise ConfigError("change data capture stages its rows in a local job work dir")
+        os.makedirs(folder.removeprefix("file:"), exist_ok=True)
+        return folder.removeprefix("file:")
+
+    def get_work_units(self) -> list[WorkUnit]:
+        if self.jobspec.is_backfill:
+            raise ConfigError("a CDC flow cannot be backfilled: its watermark is a log position")
+        tables = self._tables()
+        resnapshot = self.props.get_bool("source.cdc.resnapshot", False)
+        stored = {t: (None if resnapshot else self.previous_watermark(t)) for t in tables}
+        if dialect_for(self.props.require("source.jdbc.url")) is MYSQL:
+            return self._plan_mariadb(tables, stored)
+        since = cdc_pg.positions(stored)
+        limit = self.props.get_int("source.cdc.max.changes") or None
+        with self._connect() as conn:
+            found = cdc_pg.state(conn, self.slot)
+            if found is not None and found.wal_status == "lost":
+                raise PipelineError(
+                    f"{self.what}: replication slot {self.slot} was lost on the server (the log it "
+                    "needed was removed, max_slot_wal_keep_size); nothing was read. Set "
+                    "source.cdc.resnapshot=true to read the tables again from a new snapshot"
+                )
+            if found is None and since:
+                raise PipelineError(
+                    f"{self.what}: replication slot {self.slot} is missing while the tables have "
+                    "positions (dropped on the server?); nothing was read. Set "
+                    "source.cdc.resnapshot=true to read the tables again from a new snapshot"
+                )
+            if resnapshot and found is not None:
+                cdc_pg.drop(conn, self.slot)
+            cdc_pg.ensure(conn, self.slot, tables, self.what)
+            if since and len(since) == len(tables):  # release the log every table has committed
+                cdc_pg.advance(conn, self.slot, min(since.values()))
+            folder = self._stage_dir()
+            staged: dict[str, _Table] = {}
+            for index, table in enumerate(tables):
+                cols = cdc_pg.columns(conn, table)
+                if not cols:
+                    raise ConfigError(f"{TABLES_KEY}: table '{table}' does not exist in {self.what}")
+                typed = [(c[0], spark_type(c[1], c[2]).simpleString()) for c in cols]
+                staged[table] = _Table(
+                    table, typed, os.path.join(folder, f"t{index}.parquet"), since.get(table)
+                )
+            try:
+                fresh = [t for t in staged.values() if t.since is None]
+                upto = max(self._snapshot(conn, fresh), cdc_pg.flushed(conn))
+                # A snapshot's run reads on to its point: a transaction it does not see may end before it.
+                upto = self._changes(conn, staged, upto, None if fresh else limit)
+            finally:
+                for t in staged.values():
+                    t.writer.close()
+        return self._units(tables, staged, stored, lambda t: format_lsn(max(upto, t.since or 0)))
+
+    def _plan_mariadb(self, tables: list[str], stored: dict[str, str | None]) -> list[WorkUnit]:
+        """The binlog path (:mod:`portal.pipeline.cdc_mysql`): no slot; a snapshot's position is the
+        one MariaDB gives for it, and changes are read from the lowest committed position."""
+        server = cdc_mysql.server_of(
+            self.props.require("source.jdbc.url"),
+            self.props.get("source.conn.username"),
+            self.props.get("source.conn.password"),
+        )
+        since: dict[str, cdc_mysql.Position] = {}
+        for table, text in stored.items():
+            if text:
+                try:
+                    since[table] = cdc_mysql.parse_position(text)
+                except ValueError as error:
+                    raise PipelineError(
+                        f"{table}: {error} (set source.cdc.resnapshot=true to start over)"
+                    ) from None
+        portal = landing.portal_databases(self.jobspec.extra)
+        conn = cdc_mysql.connect(server, tables, what=self.what, portal=portal)
+        folder = self._stage_dir()
+        staged: dict[str, _Table] = {}
+        try:
+            cdc_mysql.check_server(conn, self.what)
+            lost = sorted({p[0] for p in since.values() if not cdc_mysql.available(conn, p)})
+            if lost:
+                raise PipelineError(
+                    f"{self.what}: the server no longer has binlog {', '.join(lost)} where the flow's position "
+                    "lies (expired); nothing was read. Set source.cdc.resnapshot=true to read the tables "
+                    "again from a new snapshot"
+                )
+            for index, table in enumerate(tables):
+                cols = cdc_mysql.columns(conn, table)
+                if not cols:
+                    raise ConfigError(f"{TABLES_KEY}: table '{table}' does not exist in {self.what}")
+                staged[table] = _Table(
+                    table, cols, os.path.join(folder, f"t{index}.parquet"), since.get(table)
+                )
+            fresh = [t for t in staged.values() if t.since is None]
+            if fresh:
+                batches = cdc_mysql.snapshot(conn, [(t.name, t.names) for t in fresh])
+                point = next(batches)
+                for t in fresh:
+                    t.since = point
+                at = cdc_mysql.format_position(point)
+                for name, rows in batches:
+                    t = staged[name]
+                    t.write(
+                        rows, [(SNAPSHOT, f"{at}:{t.rows + i:08d}", None, False) for i in range(len(rows))]
+                    )
+            upto = cdc_mysql.current(conn)
+            start = min(t.since for t in staged.values())
+            for change in cdc_mysql.changes(server, self.slot, start, upto, tables):
+                t = staged[change.table]
+                if change.position <= t.since:
+                    continue
+                row = tuple(change.values.get(n) for n in t.names)
+                where = f"{cdc_mysql.format_position(change.position)}:{change.index:08d}"
+                t.write([row], [(change.op, where, change.commit_time, change.op == DELETE)])
+        finally:
+            conn.close()
+            for t in staged.values():
+                t.writer.close()
+        return self._units(tables, staged, stored, lambda t: cdc_mysql.format_position(max(upto, t.since)))
+
+    def _units(
+        self,
+        tables: list[str],
+        staged: dict[str, _Table],
+        stored: dict[str, str | None],
+        high_of: Callable[[_Table], str],
+    ) -> list[WorkUnit]:
+        """One work unit per table: its staged rows, up to the position it reached (never behind
+        what the table committed)."""
+        units = []
+        for table in tables:
+            t, low = staged[table], stored[table]
+            high = high_of(t)
+            if t.error:
+                units.append(WorkUnit(table, low, None, error=t.error))
+            elif low == high:
+                units.append(WorkUnit(table, low, low, empty=True))
+            else:
+                payload = {"path": t.path, "columns": [list(c) for c in t.cols]}
+                units.append(
+                    WorkUnit(table, low, high, estimated_bytes=os.path.getsize(t.path), payload=payload)
+                )
+        return units
+
+    def _snapshot(self, conn: Any, tables: list[_Table]) -> int:
+        """Read the tables without a position whole, in one snapshot taken after the slot exists."""
+        if not tables:
+            return 0
+        with conn.transaction():
+            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            snap, point = cdc_pg.snapshot_point(conn)
+            for t in tables:
+                t.snapshot = snap
+                # Position 0: a change this snapshot does not see may end before its point, and must
+                # still sort after the snapshot's rows (a merge keeps the latest by position).
+                for rows in cdc_pg.read_text_rows(conn, t.name, t.names):
+                    t.write(
+                        rows, [(SNAPSHOT, position(0, t.rows + i), None, False) for i in range(len(rows))]
+                    )
+        return point
+
+    def _changes(self, conn: Any, staged: dict[str, _Table], upto: int, limit: int | None) -> int:
+        """Stage the changes after each table's position, up to ``upto``; the position the run reached."""
+        decoder, seen, last_end = Decoder(), 0, 0
+        for _lsn, message in cdc_pg.peek(conn, self.slot, upto, limit):
+            seen += 1
+            done = decoder.feed(message)
+            if done is None:
+                continue
+            last_end = max(last_end, done.end_lsn)
+            batches: dict[str, tuple[list[tuple[Any, ...]], list[Any]]] = {}
+            for change in done.changes:
+                t = staged.get(change.relation.qualified)
+                if t is None or t.error or not t.wants(done.xid, done.end_lsn):
+                    continue
+                if change.op == TRUNCATE:
+                    t.error = (
+                        f"{t.name} was truncated on the server (at {format_lsn(done.end_lsn)}); a truncate "
+                        "cannot be applied as row changes: set source.cdc.resnapshot=true to read it again"
+                    )
+                    continue
+                if any(v is UNCHANGED for v in change.values.values()):
+                    t.error = (
+                        f"{t.name}: an update did not send an unchanged large (TOAST) value; give the "
+                        "table REPLICA IDENTITY FULL so the log carries whole rows"
+                    )
+                    continue
+                rows, meta = batches.setdefault(t.name, ([], []))
+                rows.append(tuple(change.values.get(n) for n in t.names))
+                deleted = change.op == DELETE
+                meta.append((change.op, position(done.end_lsn, change.index), done.commit_time, deleted))
+            for name, (rows, meta) in batches.items():
+                staged[name].write(rows, meta)
+        if limit is not None and seen >= limit:  # stopped early: the next run goes on from here
+            return last_end
+        return max(upto, last_end)
+
+    def extract(self, work_unit: WorkUnit) -> Extraction:
+        p = work_unit.payload
+        df = self.spark.read.parquet(p["path"])
+        picked = [F.col(name).cast(kind).alias(name) for name, kind in p["columns"]]
+        picked += [F.col(OP), F.col(POSITION), F.col(COMMIT_TIME), F.col(DELETED)]
+        return Extraction(df.select(*picked))

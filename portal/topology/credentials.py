@@ -1,0 +1,80 @@
+"""Secrets written inside a data node's connection values: `user:pass@` in a
+URL, `password=` (and the like) in its query, `;`-parameters or a JAAS line.
+A key named like a secret must already be ENC(...) (validators.py), but a
+JDBC URL carrying `?password=` slipped past that and was shown to every
+signed-in user. Saving refuses them (validators.validate_connection_properties);
+`masked` hides them, and a node's secret-named values, wherever a node written
+before that rule is shown to someone who is not its owner (nodefields.shown_properties).
+Pure text rules: no Django, no models, so the validators can use them."""
+
+from __future__ import annotations
+
+import re
+
+MASK = "********"
+
+# scheme://userinfo@ — userinfo runs to the last '@' before the path, as urllib.parse splits it.
+_USERINFO = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.\-]*://)(?P<userinfo>[^/?#\s]*)@")
+# name=value after the start, '?', '&', ';', ',' or whitespace; a quoted value keeps its quotes.
+_PARAM = re.compile(
+    r"(?P<head>(?:^|(?<=[?&;,\s]))(?P<name>[A-Za-z][A-Za-z0-9_.\-]*)\s*=\s*)"
+    r"(?P<value>\"[^\"]*\"|'[^']*'|[^&;,\s#\"']*)"
+)
+_ENCRYPTED = re.compile(r"^ENC\(.+\)\Z", re.S)
+# A parameter is a secret when its name ends with one of these words (and perhaps digits:
+# MySQL's password1..3): `sslpassword`, `trustStorePassword`, `access_token`, `api-key`. Names
+# that only contain one (`passwordCharacterEncoding`, `sslpasswordcallback`) say how or where.
+_SECRET_NAME = re.compile(
+    r"(?:.*(?:password|passwd|pwd|secret|secretkey|token|credentials?|apikey|privatekey|accesskey)|pass)\d*"
+)
+
+
+def _secret_name(name: str) -> bool:
+    return _SECRET_NAME.fullmatch(re.sub(r"[^a-z0-9]", "", name.lower())) is not None
+
+
+def _unquoted(value: str) -> str:
+    return value[1:-1] if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'" else value
+
+
+def _clear(secret: str) -> bool:
+    """A secret value in the clear: not empty, not already ENC(...)."""
+    secret = _unquoted(secret).strip()
+    return bool(secret) and not _ENCRYPTED.match(secret)
+
+
+def secrets_in(value: str) -> list[str]:
+    """What carries a clear secret in the value, as shown in a refusal
+    (`user:password@`, `password=`); empty when nothing does."""
+    found = []
+    for match in _PARAM.finditer(value):
+        if _secret_name(match["name"]) and _clear(match["value"]):
+            found.append(f"{match['name']}=")
+    for match in _USERINFO.finditer(_mask_params(value)):
+        _user, colon, password = match["userinfo"].partition(":")
+        if colon and _clear(password):
+            found.append("user:password@")
+    return list(dict.fromkeys(found))
+
+
+def _mask_params(value: str) -> str:
+    def hide(match: re.Match[str]) -> str:
+        if not (_secret_name(match["name"]) and _clear(match["value"])):
+            return match[0]
+        quote = match["value"][0] if _unquoted(match["value"]) != match["value"] else ""
+        return f"{match['head']}{quote}{MASK}{quote}"
+
+    return _PARAM.sub(hide, value)
+
+
+def masked(value: str) -> str:
+    """The value with every clear secret in it replaced by ********: parameters
+    first, so a password holding '@' cannot pass for the end of a user part."""
+
+    def hide(match: re.Match[str]) -> str:
+        user, colon, password = match["userinfo"].partition(":")
+        if not (colon and _clear(password)):
+            return match[0]
+        return f"{match['head']}{user}:{MASK}@"
+
+    return _USERINFO.sub(hide, _mask_params(value))

@@ -1,0 +1,211 @@
+"""Write modes against a plain append in the same run: the publish step of each mode on one
+dataset of ROWS rows (default 10,000,000), on PostgreSQL and on a Parquet files destination.
+
+Standalone (not a pytest test). What is timed is the commit step the mode changes (the Spark read
+and write before it are the same for every mode):
+
+* PostgreSQL (a throw-away database): ``jdbc_publish`` of
+  - append of 1 % new rows into the ROWS-row table, against merge of 1 % changed rows (goal <= 2x);
+  - append of ROWS rows (a full run's rows), against overwrite with the same ROWS rows (goal <= 1.1x):
+    into a table that is only its rows (the staging table is renamed to it) and into one with a
+    definition of its own (a comment here; its rows are copied after a TRUNCATE).
+* Parquet files: ``fs_rename`` of the run's files (append) against ``fs_replace`` (overwrite: the same
+  files and one folder exchange; merge: the stored dataset rewritten with 1 % changed rows, which
+  a files destination cannot do in place) — merge is also shown against writing the dataset once.
+
+    .venv/bin/python tests/bench/bench_write_modes.py [--rows N] [--repeat R] [--pg postgres://user@host:port]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+PG_DEFAULT = "postgres://postgres@127.0.0.1:5432"
+DB = "flowport_bench_write_modes"
+
+
+def timed(label: str, run) -> float:
+    started = time.perf_counter()
+    run()
+    took = time.perf_counter() - started
+    print(f"  {label:<52} {took:8.2f} s", flush=True)
+    return took
+
+
+def pg_bench(server: str, rows: int) -> list[tuple[str, float, float, float]]:
+    import psycopg
+
+    from portal.pipeline.commit_steps import CommitSequence
+
+    with psycopg.connect(f"{server}/postgres", autocommit=True) as admin:
+        admin.execute(f'DROP DATABASE IF EXISTS "{DB}" WITH (FORCE)')
+        admin.execute(f'CREATE DATABASE "{DB}"')
+    host = server.split("//", 1)[1]
+    user, _, hostport = host.rpartition("@")
+    url = f"jdbc:postgresql://{hostport}/{DB}"
+    conn = psycopg.connect(f"{server}/{DB}", autocommit=True)
+    changed = max(1, rows // 100)
+
+    def table(name: str, start: int, count: int, tag: str, key: bool = False) -> None:
+        conn.execute(f"DROP TABLE IF EXISTS {name}")
+        conn.execute(
+            f"CREATE TABLE {name} AS SELECT g::bigint AS id, 'name-' || g AS name, (g % 1000)::numeric(12,2) "  # noqa: S608
+            f"AS amount, '{tag}'::text AS tag FROM generate_series({start}, {start + count - 1}) g"
+        )
+        if key:
+            conn.execute(f"CREATE UNIQUE INDEX {name}_fp_key ON {name} (id)")
+
+    def publish(execution: int, mode: str, staging: str, count: int, target: str) -> None:
+        step = {
+            "type": "jdbc_publish", "dataset_urn": "d", "branch": 0, "url": url, "user": user or None,
+            "target_table": target, "marker_table": "bench_marker", "staging_tables": [staging],
+            "rows": count, "execution_id": execution, "job_name": "bench", "write_mode": mode,
+            "merge_keys": ["id"] if mode == "merge" else [], "merge_order": None,
+        }  # fmt: skip
+        CommitSequence.from_dicts([step]).run()
+
+    print(f"PostgreSQL, {rows:,} rows:", flush=True)
+    table("t_append", 1, rows, "a", key=True)
+    table("t_merge", 1, rows, "a", key=True)
+    table("t_full", 1, rows, "a")
+    table("t_over", 1, rows, "a")
+    conn.execute("VACUUM ANALYZE")
+    table("s1", rows + 1, changed, "new")
+    append_small = timed(
+        f"append {changed:,} new rows", lambda: publish(1, "append", "s1", changed, "t_append")
+    )
+    table("s2", rows - changed + 1, changed, "changed")  # the last 1 % of the keys, changed
+    merge = timed(f"merge {changed:,} changed rows", lambda: publish(2, "merge", "s2", changed, "t_merge"))
+    table("s3", 1, rows, "b")
+    append_all = timed(
+        f"append {rows:,} rows (a full run)", lambda: publish(3, "append", "s3", rows, "t_full")
+    )
+    table("s4", 1, rows, "b")
+    overwrite = timed(
+        f"overwrite with {rows:,} rows (staging renamed)",
+        lambda: publish(4, "overwrite", "s4", rows, "t_over"),
+    )
+    table("t_kept", 1, rows, "a")
+    conn.execute("COMMENT ON TABLE t_kept IS 'a table with a definition of its own: its rows are copied'")
+    table("s5", 1, rows, "b")
+    copied = timed(
+        f"overwrite with {rows:,} rows (copied)", lambda: publish(5, "overwrite", "s5", rows, "t_kept")
+    )
+    conn.close()
+    with psycopg.connect(f"{server}/postgres", autocommit=True) as admin:
+        admin.execute(f'DROP DATABASE IF EXISTS "{DB}" WITH (FORCE)')
+    return [
+        ("PostgreSQL merge 1 % vs append 1 %", merge, append_small, 2.0),
+        ("PostgreSQL overwrite vs append, full run", overwrite, append_all, 1.1),
+        ("PostgreSQL overwrite of a commented table (copied) vs append", copied, append_all, 1.1),
+    ]
+
+
+def files_bench(rows: int) -> list[tuple[str, float, float, float]]:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from portal.pipeline.commit_steps import CommitSequence
+
+    changed = max(1, rows // 100)
+    tmp = Path(tempfile.mkdtemp(prefix="bench-write-modes-"))
+    per_file = 1_000_000
+
+    def write(folder: Path, start: int, count: int, tag: str) -> list[dict]:
+        folder.mkdir(parents=True, exist_ok=True)
+        files = []
+        for n, first in enumerate(range(start, start + count, per_file)):
+            ids = pa.array(range(first, min(first + per_file, start + count)), pa.int64())
+            table = pa.table(
+                {"id": ids, "name": pa.compute.cast(ids, pa.string()), "tag": pa.array([tag] * len(ids))}
+            )
+            path = folder / f"part-{n:05d}.parquet"
+            pq.write_table(table, path)
+            files.append({"src": str(path), "relative": path.name, "size": path.stat().st_size})
+        return files
+
+    def step(mode: str, final: Path, files: list[dict], execution: int) -> dict:
+        if mode == "append":
+            return {
+                "type": "fs_rename",
+                "src": files[0]["src"],
+                "dst": str(final / f"run{execution}.parquet"),
+            }
+        return {
+            "type": "fs_replace", "dataset_urn": "d", "branch": 0, "final": str(final), "mode": mode,
+            "format": "PARQUET", "files": files, "token": f"bench:{execution}:d", "partitions": False,
+            "merge_keys": ["id"], "merge_order": None, "delete_column": None,
+        }  # fmt: skip
+
+    print(f"Parquet files, {rows:,} rows:", flush=True)
+    dataset_write = timed(
+        f"write the {rows:,}-row dataset (reference)", lambda: write(tmp / "lake_a", 1, rows, "a")
+    )
+    write(tmp / "lake_m", 1, rows, "a")
+    small = write(tmp / "run1", rows + 1, changed, "new")
+    append_small = timed(
+        f"append {changed:,} new rows",
+        lambda: CommitSequence.from_dicts([step("append", tmp / "lake_a", small, 1)]).run(),
+    )
+    merged = write(tmp / "run2", rows - changed + 1, changed, "changed")
+    merge = timed(
+        f"merge {changed:,} changed rows",
+        lambda: CommitSequence.from_dicts([step("merge", tmp / "lake_m", merged, 2)]).run(),
+    )
+    full = write(tmp / "run3", 1, rows, "b")
+    append_all = timed(
+        f"append {rows:,} rows (a full run)",
+        lambda: CommitSequence.from_dicts(
+            [
+                {**step("append", tmp / "lake_a", [f], 3), "dst": str(tmp / "lake_a" / f"run3-{i}.parquet")}
+                for i, f in enumerate(full)
+            ]
+        ).run(),
+    )
+    full = write(tmp / "run4", 1, rows, "b")
+    overwrite = timed(
+        f"overwrite with {rows:,} rows",
+        lambda: CommitSequence.from_dicts([step("overwrite", tmp / "lake_m", full, 4)]).run(),
+    )
+    import shutil
+
+    shutil.rmtree(tmp, ignore_errors=True)
+    return [
+        ("Parquet merge 1 % vs append 1 %", merge, append_small, 2.0),
+        ("Parquet merge 1 % vs writing the dataset once", merge, dataset_write, 2.0),
+        ("Parquet overwrite vs append, full run", overwrite, append_all, 1.1),
+    ]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rows", type=int, default=10_000_000)
+    parser.add_argument("--pg", default=PG_DEFAULT)
+    parser.add_argument(
+        "--repeat", type=int, default=1, help="rounds, interleaved; each figure is the median of its rounds"
+    )
+    args = parser.parse_args()
+    rounds = [pg_bench(args.pg, args.rows) + files_bench(args.rows) for _ in range(max(1, args.repeat))]
+    results = [
+        (label, statistics.median(r[i][1] for r in rounds), statistics.median(r[i][2] for r in rounds), goal)
+        for i, (label, _, _, goal) in enumerate(rounds[0])
+    ]
+    print(f"\n{len(rounds)} round(s), medians:")
+    print("\n| comparison | mode | reference | ratio | goal |\n|---|---|---|---|---|")
+    for label, took, reference, goal in results:
+        ratio = took / reference if reference else float("inf")
+        verdict = "met" if ratio <= goal else "missed"
+        print(f"| {label} | {took:.2f} s | {reference:.2f} s | {ratio:.2f}x | <= {goal}x ({verdict}) |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
