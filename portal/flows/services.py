@@ -15,7 +15,7 @@ from portal.flows import groups, versions
 from portal.flows import policies as run_policies
 from portal.flows.attributes import supplied_by_compiler
 from portal.flows.compiler import CompiledFlow, compile_flow
-from portal.flows.compiler.templates import Resolution, required_attributes, resolve_flow_templates
+from portal.flows.compiler.templates import missing_attributes, required_message, resolve_flow_templates
 from portal.flows.models import DESTINATION_PROPERTY, SOURCE_PROPERTY, FlowConfig
 from portal.flows.schedules import to_unix_cron
 from portal.flows.secrets import validate_flow_secrets, with_column_rules_key
@@ -87,19 +87,6 @@ def _node_errors(flow: FlowConfig, errors: dict[str, list[Any]]) -> dict[str, st
     return known
 
 
-def _missing_attributes(resolution: Resolution) -> list[str]:
-    """Required template attributes neither the templates nor the flow set (minus the hop keys,
-    which the compiler sets)."""
-    required = set(resolution.missing_required) | required_attributes(resolution.properties)
-    return sorted(
-        name for name in required if not resolution.properties.get(name) and not supplied_by_compiler(name)
-    )
-
-
-def required_message(name: str) -> str:
-    return f"{name} is required by the chosen template."
-
-
 def validate_flow(flow: FlowConfig, *, loader: Any = None) -> CompiledFlow:
     """Everything a save refuses, checked before anything is written, for the form, the API
     and Rest.li alike: the model's field rules, the data nodes, the templates (readable by the
@@ -137,7 +124,7 @@ def validate_flow(flow: FlowConfig, *, loader: Any = None) -> CompiledFlow:
         raise ValidationError(errors)
     # Independent of the nodes and the schedule, so reported with their problems.
     resolution = resolve_flow_templates(flow, owner, loader)
-    for name in _missing_attributes(resolution):
+    for name in missing_attributes(resolution, resolution.properties, set_later=supplied_by_compiler):
         errors.setdefault("properties", []).append(
             ValidationError(required_message(name), code=REQUIRED_ATTRIBUTE, params={"name": name})
         )
@@ -278,7 +265,7 @@ def set_paused(flow: FlowConfig, paused: bool, *, by: str = "") -> FlowConfig:
     Only the pause fields change (no catalog event, no recompile). The
     scheduler leaves a paused flow's cursor where it stopped, so on resume the
     ticks that came due meanwhile are "missed" ticks and follow the flow's
-    catch-up policy like any other (orchestration.scheduler)."""
+    catch-up policy like any other (orchestration.control.scheduler)."""
     paused = bool(paused)
     if flow.paused != paused:
         flow.paused = paused

@@ -18,7 +18,7 @@ from typing import Any
 from portal.flows.compiler import scoped
 from portal.flows.compiler.paths import Hop, search
 from portal.flows.compiler.plans import COMPILED, FAILED, PENDING, CompiledFlow, JobSpecPlan
-from portal.flows.compiler.templates import required_attributes, resolve_flow_templates
+from portal.flows.compiler.templates import missing_attributes, required_message, resolve_flow_templates
 from portal.topology.access import READ, WRITE, NodeAccess
 from portal.topology.graph import TopologySnapshot, current_snapshot, with_user_nodes
 
@@ -104,7 +104,6 @@ def compile_flow(
         flow, user if user is not None else getattr(flow, "owner", None), loader
     )
     compiled.pinned_versions = resolution.pinned_versions
-    required = set(resolution.missing_required) | required_attributes(resolution.properties)
 
     # The user-made nodes the flow names join the search for this compile only (topology.graph).
     snapshot = with_user_nodes(snapshot, flow.source, flow.destinations)
@@ -137,11 +136,7 @@ def compile_flow(
                     properties=properties,
                     errors=[
                         *resolution.errors,
-                        *(
-                            f"required attribute {attribute!r} is not set"
-                            for attribute in sorted(required)
-                            if not properties.get(attribute)
-                        ),
+                        *map(required_message, missing_attributes(resolution, properties)),
                     ],
                 )
             job.serves_destinations.append(destination)

@@ -4,6 +4,7 @@ reports per flow/job instead of raising."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,6 +29,23 @@ class Resolution:
 
 def required_attributes(properties: dict[str, str]) -> set[str]:
     return {key.strip() for key in properties.get(REQUIRED_KEY, "").split(",") if key.strip()}
+
+
+def missing_attributes(
+    resolution: Resolution, properties: Mapping[str, str], *, set_later: Callable[[str], bool] | None = None
+) -> list[str]:
+    """The required template attributes (listed in a template's required_attributes, or a ${…} no
+    template fills) that `properties` leaves unset, minus those `set_later` says another step sets
+    (the save judges before the compiler adds the hop keys; the compiler judges each job after)."""
+    required = set(resolution.missing_required) | required_attributes(resolution.properties)
+    return sorted(
+        name for name in required if not properties.get(name) and not (set_later and set_later(name))
+    )
+
+
+def required_message(name: str) -> str:
+    """The one wording of a missing required attribute, at save and in a compiled job's errors."""
+    return f"{name} is required by the chosen template."
 
 
 def encrypted_attributes(properties: dict[str, Any]) -> set[str]:

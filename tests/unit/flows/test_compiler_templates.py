@@ -65,7 +65,7 @@ def test_required_attributes_are_checked_per_job_after_hop_keys(owner, pack):
     # The lake is a files node with a path; the jdbc node has none.
     assert errors == {
         "g.f.1-db-to-lake": [],
-        "g.f.1-db-to-stream": ["required attribute 'flowport.hop.destination.path' is not set"],
+        "g.f.1-db-to-stream": ["flowport.hop.destination.path is required by the chosen template."],
     }
 
 
@@ -97,7 +97,7 @@ def test_outsider_cannot_compile_with_a_pack_they_cannot_read(owner, pack, topol
 
 
 def test_a_flow_missing_a_required_attribute_is_refused_at_save_naming_it(owner, pack, topology):
-    """The compiler would record FAILED ("required attribute … is not set"); the save refuses it."""
+    """The compiler would record FAILED ("… is required by the chosen template."); the save refuses it."""
     data = {"flow_group": "g", "flow_name": "f", "source": "db", "destinations": ["lake"],
             "template_uris": "pack://team/ingest/jdbc.template", "properties": {}}  # fmt: skip
     with pytest.raises(ValidationError) as refused:
@@ -107,5 +107,5 @@ def test_a_flow_missing_a_required_attribute_is_refused_at_save_naming_it(owner,
     }
     assert not FlowConfig.objects.exists()
     assert compile_flow(FlowConfigFactory.build(owner=owner, **data)).job_errors == [
-        "g.f.1-db-to-lake: required attribute 'source.jdbc.tables' is not set"
+        "g.f.1-db-to-lake: source.jdbc.tables is required by the chosen template."
     ]
