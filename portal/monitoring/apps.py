@@ -7,7 +7,7 @@ class MonitoringConfig(AppConfig):
 
     def ready(self) -> None:
         # Imported here, not at module level: models are ready only now.
-        from portal.monitoring.metrics import refresh_history_snapshot
+        from portal.monitoring.history_counts import refresh_history_snapshot
         from portal.monitoring.monitors import run_monitors
         from portal.monitoring.subscriptions import listen
         from portal.orchestration.loop import Duty, register_duty

@@ -1,6 +1,7 @@
 """Prometheus metrics, computed from the database at scrape time by one
-custom collector (the figures over the whole history from a snapshot the
-scheduler refreshes every METRICS_HISTORY_SECONDS). Nothing is counted in process memory, so every web
+custom collector (the figures over the whole history from the snapshot the
+scheduler keeps in bounded passes: history_counts). Nothing is counted in
+process memory, so every web
 process (gunicorn workers, several nodes) answers the same numbers and no
 multiprocess directory is needed."""
 
@@ -9,31 +10,26 @@ from __future__ import annotations
 import hmac
 from collections.abc import Iterator
 from datetime import datetime, timedelta
-from typing import Any
 
 from django.conf import settings
-from django.db.models import Count, DurationField, ExpressionWrapper, F, Min, Q, Sum
+from django.db.models import Count, Min, Q
 from django.http import HttpRequest
 from django.utils import timezone
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from portal.events.models import Event
-from portal.monitoring.models import HealthCheck, MetricsSnapshot
+from portal.monitoring.history_counts import DURATION_BUCKETS, history_snapshot
+from portal.monitoring.models import HealthCheck
 from portal.orchestration.models import (
     Action,
     ExecutionStatus,
     FlowExecution,
-    JobExecution,
     JobStatus,
     OutboxMessage,
     WorkerHeartbeat,
 )
 from portal.topology.models import SpecExecutor
-
-# Job durations run from seconds to hours.
-DURATION_BUCKETS = (5, 15, 30, 60, 120, 300, 600, 1800, 3600, 7200, 21600, 86400)
 
 
 def _age(oldest, now) -> float:
@@ -151,57 +147,6 @@ class FlowportCollector(Collector):
             cumulative.append(("+Inf", row["count"]))
             histogram.add_metric([row["executor"], row["status"]], cumulative, max(0.0, row["seconds"]))
         return histogram
-
-
-def compute_history() -> dict[str, Any]:
-    """The figures that read the whole history (GROUP BY over millions of
-    rows): computed by the scheduler in the background, not per scrape."""
-
-    duration = ExpressionWrapper(F("ended_at") - F("started_at"), output_field=DurationField())
-    finished = JobExecution.objects.filter(
-        status__in=[JobStatus.COMMITTED, JobStatus.FAILED, JobStatus.CANCELLED],
-        started_at__isnull=False,
-        ended_at__isnull=False,
-    ).annotate(duration=duration)
-    buckets = {
-        f"le_{i}": Count("id", filter=Q(duration__lte=timedelta(seconds=bound)))
-        for i, bound in enumerate(DURATION_BUCKETS)
-    }
-    durations = []
-    for row in (
-        finished.values("executor", "status")
-        .annotate(count=Count("id"), total=Sum("duration"), **buckets)
-        .order_by("executor", "status")
-    ):
-        record: dict[str, Any] = dict(row)  # plus the bucket counts, which the row's type cannot name
-        total = record.pop("total")
-        record["seconds"] = total.total_seconds() if isinstance(total, timedelta) else float(total or 0) / 1e6
-        durations.append(record)
-    return {
-        "computed": timezone.now().isoformat(),
-        "executions": dict(FlowExecution.objects.values_list("status").annotate(n=Count("id")).order_by()),
-        "jobs": dict(JobExecution.objects.values_list("status").annotate(n=Count("id")).order_by()),
-        "records": list(
-            JobExecution.objects.filter(status=JobStatus.COMMITTED)
-            .values_list("executor")
-            .annotate(total=Sum("processed_count"))
-            .order_by("executor")
-        ),
-        "durations": durations,
-        "events": list(Event.objects.values_list("kind").annotate(n=Count("id")).order_by("kind")),
-    }
-
-
-def refresh_history_snapshot() -> dict[str, Any]:
-    data = compute_history()
-    MetricsSnapshot.objects.update_or_create(pk=1, defaults={"data": data})
-    return data
-
-
-def history_snapshot() -> dict[str, Any]:
-    """The stored figures; computed here only once, before any scheduler has."""
-    row = MetricsSnapshot.objects.filter(pk=1).values_list("data", flat=True).first()
-    return row if row else refresh_history_snapshot()
 
 
 registry = CollectorRegistry(auto_describe=False)

@@ -38,10 +38,11 @@ class HealthCheck(models.Model):
 
 
 class MetricsSnapshot(models.Model):
-    """One row: the /metrics figures that aggregate the whole history,
-    recomputed in the background (monitoring.metrics.refresh_history_snapshot)."""
+    """One row: the /metrics figures that aggregate the whole history (data),
+    kept in the background from per-slice counts (slices; see monitoring.history_counts)."""
 
     data = models.JSONField(default=dict)
+    slices = models.JSONField(default=dict)
     updated = models.DateTimeField(auto_now=True)
 
     def __str__(self) -> str:

@@ -127,7 +127,7 @@ def test_a_metrics_token_is_required_when_configured(client, settings, db):
 
 
 def test_history_figures_come_from_the_snapshot_the_scheduler_refreshes(scraper, flow):
-    from portal.monitoring.metrics import refresh_history_snapshot
+    from portal.monitoring.history_counts import refresh_history_snapshot
 
     make_execution(flow, status="COMMITTED")
     first = _samples(scraper.get(URL))
