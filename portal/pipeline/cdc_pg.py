@@ -28,6 +28,11 @@ from portal.pipeline.errors import ConfigError, PipelineError
 from portal.pipeline.pgoutput import format_lsn, parse_lsn
 
 PLUGIN = "pgoutput"
+# What a run that cannot go on from its position tells the user to do.
+ASK_RESNAPSHOT = (
+    "Ask for a new snapshot (the flow page's 'Take a new snapshot', or POST "
+    "/api/flowconfigs/<group>/<name>/resnapshot): the next run reads the tables whole again"
+)
 _TABLE = re.compile(r"^[A-Za-z_][A-Za-z0-9_$]*\.[A-Za-z_][A-Za-z0-9_$]*$")
 
 
@@ -55,15 +60,17 @@ def connect(
     *,
     what: str,
     portal: Iterable[landing.Landing] | None = None,
+    timeout: int | None = None,
 ) -> psycopg.Connection:
     """An autocommit connection where the ``jdbc:postgresql:`` URL points (read as pgJDBC reads it),
-    refused before its first statement when it lands in the portal's own database."""
+    refused before its first statement when it lands in the portal's own database; ``timeout``
+    bounds connecting and each statement (a page's or a monitor's look at the slot)."""
     if pgconn.parse_url(url) is None:
         raise ConfigError(
             f"source.jdbc.url: change data capture reads PostgreSQL (jdbc:postgresql://...), "
             f"not '{url.split('?')[0][:60]}'"
         )
-    conn = pgconn.connect(url, user, password, what=what, autocommit=True, portal=portal)
+    conn = pgconn.connect(url, user, password, what=what, autocommit=True, portal=portal, timeout=timeout)
     try:
         conn.execute("SET TimeZone = 'UTC'")  # pgoutput prints timestamptz values in this zone
     except BaseException:
@@ -74,23 +81,43 @@ def connect(
 
 @dataclass(frozen=True)
 class SlotState:
+    """A slot as the server sees it. ``current`` is the server's log position now; the slot keeps
+    the log from ``restart`` on (``retained_bytes``) and has been acknowledged up to ``confirmed``.
+    ``wal_status`` is the server's word (``reserved``, ``extended``, ``unreserved``, ``lost``);
+    ``safe_wal_bytes`` how much more log may be written before the slot is lost, None when the
+    server keeps log for slots without bound (``max_slot_wal_keep_size = -1``)."""
+
     confirmed: int
     wal_status: str | None
     active: bool
     retained_bytes: int
+    current: int = 0
+    safe_wal_bytes: int | None = None
+
+    @property
+    def lag_bytes(self) -> int:
+        """Log written since the slot's acknowledged position."""
+        return max(0, self.current - self.confirmed)
 
 
 def state(conn: psycopg.Connection, name: str) -> SlotState | None:
-    """The slot's confirmed position and health, None when there is no such slot."""
+    """The slot's confirmed position and health, None when there is no such slot (one query)."""
     row = conn.execute(
         "SELECT confirmed_flush_lsn::text, wal_status, active,"
-        " pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn)::bigint"
-        " FROM pg_replication_slots WHERE slot_name = %s",
+        " pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn)::bigint, pg_current_wal_lsn()::text,"
+        " safe_wal_size FROM pg_replication_slots WHERE slot_name = %s",
         (name,),
     ).fetchone()
     if row is None:
         return None
-    return SlotState(parse_lsn(row[0]) if row[0] else 0, row[1], bool(row[2]), int(row[3] or 0))
+    return SlotState(
+        parse_lsn(row[0]) if row[0] else 0,
+        row[1],
+        bool(row[2]),
+        int(row[3] or 0),
+        parse_lsn(row[4]),
+        None if row[5] is None else int(row[5]),
+    )
 
 
 def _check_wal_level(conn: psycopg.Connection, what: str) -> None:
@@ -244,6 +271,6 @@ def positions(watermarks: Mapping[str, str | None]) -> dict[str, int]:
             except ValueError:
                 raise PipelineError(
                     f"{table}: the stored watermark '{text[:40]}' is not a log position; a CDC flow "
-                    "keeps positions like 0/16B3748 (set source.cdc.resnapshot=true to start over)"
+                    f"keeps positions like 0/16B3748. {ASK_RESNAPSHOT}"
                 ) from None
     return found

@@ -113,10 +113,12 @@ def connect(
     what: str = "writer.jdbc.url",
     autocommit: bool = False,
     portal: Iterable[landing.Landing] | None = None,
+    timeout: int | None = None,
 ) -> psycopg.Connection:
     """Connect where the URL points (its ``user``/``password`` parameters where not given), judged
     before anything is sent (:mod:`portal.pipeline.landing`, against ``portal``'s databases when
-    given); not in autocommit unless asked."""
+    given); not in autocommit unless asked. ``timeout`` (seconds) bounds the connection and each
+    statement, for a page or a monitor that must not hang on a slow server."""
     target = parse_url(url) if url.startswith(PREFIX) else None
     if target is None:
         raise ConfigError(
@@ -130,6 +132,8 @@ def connect(
         password=password or target.password,
         service=target.service,
         autocommit=autocommit,
+        connect_timeout=timeout,  # None: libpq's default (no parameter is sent)
+        options=f"-c statement_timeout={timeout * 1000}" if timeout else None,
     )
     try:
         landing.check(conn, what, portal=portal)

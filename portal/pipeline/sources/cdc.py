@@ -44,6 +44,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from portal.pipeline import cdc_mysql, cdc_pg, fs, landing
+from portal.pipeline.cdc_pg import ASK_RESNAPSHOT
 from portal.pipeline.dialects import MYSQL, dialect_for
 from portal.pipeline.errors import ConfigError, PipelineError
 from portal.pipeline.pgoutput import DELETE, TRUNCATE, UNCHANGED, Decoder, format_lsn
@@ -167,19 +168,18 @@ class CdcSource(Source):
         limit = self.props.get_int("source.cdc.max.changes") or None
         with self._connect() as conn:
             found = cdc_pg.state(conn, self.slot)
-            if found is not None and found.wal_status == "lost":
+            if found is not None and found.wal_status == "lost" and since:
                 raise PipelineError(
                     f"{self.what}: replication slot {self.slot} was lost on the server (the log it "
-                    "needed was removed, max_slot_wal_keep_size); nothing was read. Set "
-                    "source.cdc.resnapshot=true to read the tables again from a new snapshot"
+                    f"needed was removed, max_slot_wal_keep_size); nothing was read. {ASK_RESNAPSHOT}"
                 )
             if found is None and since:
                 raise PipelineError(
                     f"{self.what}: replication slot {self.slot} is missing while the tables have "
-                    "positions (dropped on the server?); nothing was read. Set "
-                    "source.cdc.resnapshot=true to read the tables again from a new snapshot"
+                    f"positions (dropped on the server?); nothing was read. {ASK_RESNAPSHOT}"
                 )
-            if resnapshot and found is not None:
+            # A lost slot is dropped only once no table has a position left (a new snapshot was asked for).
+            if found is not None and (resnapshot or found.wal_status == "lost"):
                 cdc_pg.drop(conn, self.slot)
             cdc_pg.ensure(conn, self.slot, tables, self.what)
             if since and len(since) == len(tables):  # release the log every table has committed
@@ -218,9 +218,7 @@ class CdcSource(Source):
                 try:
                     since[table] = cdc_mysql.parse_position(text)
                 except ValueError as error:
-                    raise PipelineError(
-                        f"{table}: {error} (set source.cdc.resnapshot=true to start over)"
-                    ) from None
+                    raise PipelineError(f"{table}: {error}. {ASK_RESNAPSHOT}") from None
         portal = landing.portal_databases(self.jobspec.extra)
         conn = cdc_mysql.connect(server, tables, what=self.what, portal=portal)
         folder = self._stage_dir()
@@ -231,8 +229,7 @@ class CdcSource(Source):
             if lost:
                 raise PipelineError(
                     f"{self.what}: the server no longer has binlog {', '.join(lost)} where the flow's position "
-                    "lies (expired); nothing was read. Set source.cdc.resnapshot=true to read the tables "
-                    "again from a new snapshot"
+                    f"lies (expired); nothing was read. {ASK_RESNAPSHOT}"
                 )
             for index, table in enumerate(tables):
                 cols = cdc_mysql.columns(conn, table)
@@ -326,7 +323,7 @@ class CdcSource(Source):
                 if change.op == TRUNCATE:
                     t.error = (
                         f"{t.name} was truncated on the server (at {format_lsn(done.end_lsn)}); a truncate "
-                        "cannot be applied as row changes: set source.cdc.resnapshot=true to read it again"
+                        f"cannot be applied as row changes. {ASK_RESNAPSHOT}"
                     )
                     continue
                 if any(v is UNCHANGED for v in change.values.values()):

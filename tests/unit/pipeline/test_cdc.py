@@ -244,7 +244,7 @@ def test_a_slot_gone_from_the_server_stops_the_flow_until_the_user_asks_for_a_ne
     job["execution_id"] = 2
     states = run_and_publish(spark, job, marks)
     assert f"replication slot {slot} is missing while the tables have positions" in states[0]["error"]
-    assert "source.cdc.resnapshot=true" in states[0]["error"] and len(_changes(spark, tmp_path)) == 5
+    assert "Ask for a new snapshot" in states[0]["error"] and len(_changes(spark, tmp_path)) == 5
 
     job["execution_id"], job["properties"]["source.cdc.resnapshot"] = 3, "true"
     run_and_publish(spark, job, marks)
@@ -257,3 +257,42 @@ def test_a_slot_gone_from_the_server_stops_the_flow_until_the_user_asks_for_a_ne
     job["execution_id"] = 4
     states = run_and_publish(spark, job, marks)
     assert "shop.customers was truncated on the server" in states[0]["error"]
+
+
+def test_a_slot_the_server_lost_fails_runs_until_the_positions_are_cleared_then_snapshots_again(
+    spark, shop, tmp_path
+):
+    """``max_slot_wal_keep_size`` lets the server drop the log a slot needs (``wal_status = lost``):
+    runs fail saying so and read nothing; once the user asks for a new snapshot (the portal clears
+    the tables' positions), the run drops the lost slot, makes a new one and reads the tables whole."""
+    job = spec(tmp_path, _props(shop, tmp_path), flow_id=12)
+    marks: dict[str, str] = {}
+    run_and_publish(spark, job, marks)
+    db, slot = shop["db"], cdc_pg.slot_name(12, "tests", "pipeline")
+    db.execute("ALTER SYSTEM SET max_slot_wal_keep_size = '1MB'")
+    db.execute("SELECT pg_reload_conf()")
+    try:
+        db.execute("DELETE FROM shop.customers WHERE id = 5")
+        for step in range(3):  # three log segments, then a checkpoint: the slot's log is removed
+            db.execute("CREATE TABLE IF NOT EXISTS shop.filler (v text)")
+            db.execute("INSERT INTO shop.filler SELECT repeat('x', 100) FROM generate_series(1, 20000)")
+            db.execute("SELECT pg_switch_wal()")
+        db.execute("CHECKPOINT")
+        lost = cdc_pg.state(db, slot)
+        assert lost is not None and lost.wal_status == "lost" and lost.safe_wal_bytes is None
+        job["execution_id"] = 2
+        states = run_and_publish(spark, job, marks)
+        assert f"replication slot {slot} was lost on the server" in states[0]["error"]
+        assert "Ask for a new snapshot" in states[0]["error"] and len(_changes(spark, tmp_path)) == 5
+
+        marks.clear()  # what the portal's "Take a new snapshot" does to the tables' positions
+        job["execution_id"] = 3
+        states = run_and_publish(spark, job, marks)
+        assert [s.get("error") for s in states] == [None], states
+        again = [(op, i) for _, op, i, _ in _changes(spark, tmp_path)]
+        assert again.count(("r", 4)) == 2 and again.count(("r", 5)) == 1  # read whole again: 5 is gone
+        fresh = cdc_pg.state(db, slot)
+        assert fresh is not None and fresh.wal_status != "lost"
+    finally:
+        db.execute("ALTER SYSTEM RESET max_slot_wal_keep_size")
+        db.execute("SELECT pg_reload_conf()")
