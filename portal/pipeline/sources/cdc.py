@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import pyarrow as pa
@@ -47,11 +47,13 @@ from portal.pipeline import cdc_mysql, cdc_pg, fs, landing
 from portal.pipeline.cdc_pg import ASK_RESNAPSHOT
 from portal.pipeline.dialects import MYSQL, dialect_for
 from portal.pipeline.errors import ConfigError, PipelineError
+from portal.pipeline.jobspec import JobSpec
 from portal.pipeline.pgoutput import DELETE, TRUNCATE, UNCHANGED, Decoder, format_lsn
 from portal.pipeline.sources.base import Extraction, Source
 from portal.pipeline.workunits import WorkUnit
 
 TABLES_KEY = "source.cdc.tables"
+CDC_SOURCE_CLASS = "portal.pipeline.sources.cdc.CdcSource"
 OP, POSITION, COMMIT_TIME, DELETED = "_cdc_op", "_cdc_position", "_cdc_commit_time", "_cdc_deleted"
 SNAPSHOT = "r"
 _META = pa.schema(
@@ -86,6 +88,39 @@ def spark_type(type_oid: int, typmod: int) -> T.DataType:
 
 def position(end_lsn: int, index: int) -> str:
     return f"{end_lsn:016X}:{index:08d}"
+
+
+def acknowledge(jobspec: dict[str, Any] | JobSpec, committed: Mapping[str, str | None]) -> bool:
+    """Release the slot's log up to what every captured table has now committed: called by the
+    worker right after the publish's commit steps are done (``committed``: the watermarks this
+    run checked in; the other tables keep their previous ones). True when the slot moved.
+
+    The watermark stays the truth: a crash before this call leaves the slot behind, and the next
+    run both skips what its positions cover and advances the slot at its start, so nothing is read
+    twice into the destination and nothing is lost. A MariaDB binlog has no slot: nothing to do."""
+    spec = JobSpec.from_dict(jobspec)
+    props = spec.props
+    url = props.get("source.jdbc.url") or ""
+    if props.get("source.class") != CDC_SOURCE_CLASS or not url.startswith("jdbc:postgresql:"):
+        return False
+    if spec.is_backfill:
+        return False
+    tables = list(dict.fromkeys(props.get_list(TABLES_KEY)))
+    marks = {t: committed.get(t) or spec.previous_watermarks.get(t) for t in tables}
+    since = cdc_pg.positions(marks)
+    if not tables or len(since) < len(tables):
+        return False  # a table without a position still needs the log from the slot's start
+    with cdc_pg.connect(
+        url,
+        props.get("source.conn.username"),
+        props.get("source.conn.password"),
+        what=landing.node_what(spec.extra, "source", "source.jdbc.url"),
+        portal=landing.portal_databases(spec.extra),
+        timeout=30,
+    ) as conn:
+        return cdc_pg.advance(
+            conn, cdc_pg.slot_name(spec.flow_id, spec.flow_group, spec.flow_name), min(since.values())
+        )
 
 
 class _Table:

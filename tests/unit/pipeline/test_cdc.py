@@ -18,6 +18,7 @@ from pyspark.sql import SparkSession
 
 from portal.pipeline import cdc_pg, run_job
 from portal.pipeline.pgoutput import DELETE, INSERT, UPDATE, Decoder, format_lsn, parse_lsn
+from portal.pipeline.sources.cdc import acknowledge
 from tests.pg_logical import logical_pg  # noqa: F401 (fixture)
 
 from .helpers import read, run_and_publish, spec
@@ -143,6 +144,19 @@ def test_a_change_log_holds_the_snapshot_then_each_change_once(spark, shop, tmp_
     after = cdc_pg.state(db, slot)
     assert after is not None and after.confirmed == cdc_pg.parse_lsn(_previous(job))
     assert len(_changes(spark, tmp_path)) == 8
+
+    # The worker acknowledges right after the publish: the slot moves to what was just committed.
+    db.execute("UPDATE shop.customers SET name = 'c1 again' WHERE id = 1")
+    job["execution_id"] = 5
+    run_and_publish(spark, job, marks)
+    assert cdc_pg.state(db, slot).confirmed < cdc_pg.parse_lsn(marks["shop.customers"])  # type: ignore[union-attr]
+    assert acknowledge(job, {"shop.customers": marks["shop.customers"]}) is True
+    assert cdc_pg.state(db, slot).confirmed == cdc_pg.parse_lsn(marks["shop.customers"])  # type: ignore[union-attr]
+    assert acknowledge(job, {"shop.customers": marks["shop.customers"]}) is False  # never twice, never back
+    assert acknowledge(job, {"shop.customers": snapshot_mark}) is False
+    job["execution_id"] = 6
+    run_and_publish(spark, job, marks)  # reads nothing again
+    assert [(op, i, n) for _, op, i, n in _changes(spark, tmp_path)[8:]] == [("u", 1, "c1 again")]
 
 
 def _previous(job: dict[str, Any]) -> str:
@@ -273,7 +287,7 @@ def test_a_slot_the_server_lost_fails_runs_until_the_positions_are_cleared_then_
     db.execute("SELECT pg_reload_conf()")
     try:
         db.execute("DELETE FROM shop.customers WHERE id = 5")
-        for step in range(3):  # three log segments, then a checkpoint: the slot's log is removed
+        for _ in range(3):  # three log segments, then a checkpoint: the slot's log is removed
             db.execute("CREATE TABLE IF NOT EXISTS shop.filler (v text)")
             db.execute("INSERT INTO shop.filler SELECT repeat('x', 100) FROM generate_series(1, 20000)")
             db.execute("SELECT pg_switch_wal()")
