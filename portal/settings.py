@@ -351,7 +351,7 @@ if SCHEDULER_DEFAULT_CATCH_UP not in ("skip", "latest", "all"):
 SCHEDULER_MAX_CATCH_UP = env_int("SCHEDULER_MAX_CATCH_UP", 100)
 # A flow triggered by files arriving in its source folder: how often the folder is looked at.
 TRIGGER_FILES_POLL_SECONDS = env_int("TRIGGER_FILES_POLL_SECONDS", 10)
-# History retention (portal/orchestration/retention.py): finished executions,
+# History retention (portal/orchestration/state/retention.py): finished executions,
 # job logs, events, done actions and sent outbox rows older than this are
 # pruned by the scheduler every HISTORY_PRUNE_SECONDS, in small batches.
 HISTORY_RETENTION_DAYS = env_int("HISTORY_RETENTION_DAYS", 90)
@@ -456,7 +456,7 @@ if MONITORING_SINK_MIN_SEVERITY not in ("INFO", "WARNING", "ERROR"):
 # Events older than this are not forwarded (nor failures alerted): no flood
 # when a sink is configured for the first time or comes back after a long outage.
 MONITORING_SINK_MAX_AGE_SECONDS = env_int("MONITORING_SINK_MAX_AGE_SECONDS", 3600)
-# OpenLineage (portal/orchestration/lineage.py): every job's run events (START, COMPLETE, FAIL,
+# OpenLineage (portal/orchestration/state/lineage.py): every job's run events (START, COMPLETE, FAIL,
 # ABORT) go as JSON POSTs to OPENLINEAGE_URL (+ /api/v1/lineage, as Marquez takes them) and/or
 # as JSON lines appended to OPENLINEAGE_FILE; both empty: no events are sent. A background
 # sender with this timeout per request: a slow or failing endpoint never holds a job up.

@@ -74,12 +74,12 @@ class FlowConfig(models.Model):
     compilation_message = models.TextField(blank=True)
     # Airflow's on/off switch: a paused flow keeps its schedule but the
     # scheduler makes no executions from its ticks; on resume the ticks it
-    # missed follow its catch-up policy (orchestration.scheduler).
+    # missed follow its catch-up policy (orchestration.control.scheduler).
     paused = models.BooleanField(default=False, db_index=True)
     paused_at = models.DateTimeField(null=True, blank=True)
     paused_by = models.CharField(max_length=150, blank=True)
     # The flow's newest execution as of its last status change (kept by
-    # orchestration.glance where executions are created and change status), so the
+    # orchestration.state.glance where executions are created and change status), so the
     # flow list filters by it with an index instead of reading execution history.
     last_run_id = models.BigIntegerField(null=True, blank=True, help_text="Its flowExecutionId.")
     last_run_status = models.CharField(max_length=16, blank=True, help_text="Empty: never run.")

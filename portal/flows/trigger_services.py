@@ -5,7 +5,7 @@ An upstream dataset is named `<flowGroup>/<flowName>` (any destination dataset o
 `<flowGroup>/<flowName>/<dataset.urn>` (that one). The flow's owner must be able to read it: the
 upstream flow is their own, or they hold a read grant on every data node it publishes into
 (topology.access) — checked on save here and again when the trigger fires
-(orchestration.triggers), as a grant can be revoked in between.
+(orchestration.control.triggers), as a grant can be revoked in between.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ A flow may start when upstream datasets commit (another flow's destination datas
 `all` of them, after a debounce), when files arrive in its source folder, or on a webhook
 called with its own token. Its destination datasets may have a freshness goal: committed
 within a span ("2h") or daily by a time of day ("06:00"). The catalog owns these settings
-(saved with the flow's other settings); orchestration reacts to them (orchestration.triggers)
+(saved with the flow's other settings); orchestration reacts to them (orchestration.control.triggers)
 and monitoring reports a missed goal (monitoring.freshness).
 
 Every lookup the reacting side makes is indexed: a commit reads the rows naming its flow

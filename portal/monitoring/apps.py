@@ -10,7 +10,7 @@ class MonitoringConfig(AppConfig):
         from portal.monitoring.history_counts import refresh_history_snapshot
         from portal.monitoring.monitors import run_monitors
         from portal.monitoring.subscriptions import listen
-        from portal.orchestration.loop import Duty, register_duty
+        from portal.orchestration.control.loop import Duty, register_duty
 
         # Every scheduler runs the monitors with its sweeps, and keeps the history metrics fresh.
         register_duty(Duty("monitors", run_monitors, lambda: settings.WORKER_HEARTBEAT_SECONDS))

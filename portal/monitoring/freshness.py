@@ -3,7 +3,7 @@
 subscriptions ("SLA miss") and sinks deliver it; the dashboard lists the stale datasets.
 
 A pass reads only the goals that came due (the partial index on `due_at` of goals not stale yet),
-at most BATCH of them, never every dataset; a commit (orchestration.triggers) moves the due time on
+at most BATCH of them, never every dataset; a commit (orchestration.control.triggers) moves the due time on
 and clears the stale mark."""
 
 from __future__ import annotations

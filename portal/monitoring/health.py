@@ -138,7 +138,7 @@ def _claim_probe(key: str, now: datetime) -> bool:
 
 def check_executors(now: datetime | None = None) -> int:
     """Turn changes of SpecExecutor.health_status (set by worker heartbeats and
-    orchestration.workers.sweep_silent_executors) into events. Returns the
+    orchestration.control.liveness.sweep_silent_executors) into events. Returns the
     number of transitions."""
     now = now or timezone.now()
     changed = 0

@@ -23,7 +23,6 @@ from portal.monitoring.charts import (
     format_time,
     time_series_svg,
 )
-from portal.orchestration import statestore
 from portal.orchestration.models import (
     DatasetState,
     DatasetStateHistory,
@@ -32,6 +31,7 @@ from portal.orchestration.models import (
     JobExecution,
     final_hops,
 )
+from portal.orchestration.state import statestore
 from portal.pipeline.watermarks import value_of
 
 # Runs that did something: their records and duration mean something.

@@ -15,8 +15,8 @@ from django.views.decorators.http import require_http_methods
 
 from portal.accounts import access
 from portal.monitoring import history as monitoring_history
-from portal.orchestration import lineage, statestore
 from portal.orchestration.models import CommitStoreDataset, DatasetState
+from portal.orchestration.state import lineage, statestore
 from portal.pipeline.watermarks import value_of
 
 HISTORY_PAGE = 50

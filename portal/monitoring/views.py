@@ -23,7 +23,7 @@ from portal.monitoring import history, metrics, subscriptions
 from portal.monitoring.dashboard import dashboard_context
 from portal.monitoring.forms import SubscriptionForm
 from portal.monitoring.models import Subscription
-from portal.orchestration import lineage, statestore
+from portal.orchestration.state import lineage, statestore
 
 HTMX_STOP_POLLING = 286
 

@@ -27,7 +27,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from portal.api_errors import Conflict
-from portal.orchestration import services, statestore
+from portal.orchestration import services
 from portal.orchestration import status as execution_status
 from portal.orchestration.filters import FlowExecutionFilterSet
 from portal.orchestration.models import FlowExecution
@@ -37,6 +37,7 @@ from portal.orchestration.serializers import (
     FlowStatusSerializer,
     RunRequestSerializer,
 )
+from portal.orchestration.state import statestore
 
 NOT_FOUND = OpenApiResponse(description="No such flow or execution (or not visible to you).")
 FORBIDDEN = OpenApiResponse(description="Only the flow's owner or staff may do this.")

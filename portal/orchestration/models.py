@@ -194,7 +194,7 @@ class JobExecution(models.Model):
     # reporting; past JOB_MAX_REDELIVERIES the job fails as a poison job.
     redeliveries = models.PositiveIntegerField(default=0)
     not_before = models.DateTimeField(null=True, blank=True)
-    # Ready, but held back by a quota since then (portal.orchestration.quota_gate);
+    # Ready, but held back by a quota since then (portal.orchestration.control.quota_gate);
     # empty once it leaves PENDING. Its executor's waiters are read by an index.
     waiting_since = models.DateTimeField(null=True, blank=True)
     dispatched_at = models.DateTimeField(null=True, blank=True)
@@ -327,7 +327,7 @@ class WorkerHeartbeat(models.Model):
     executors = models.JSONField(default=list)
     queues = models.JSONField(default=list)
     running_jobs = models.PositiveIntegerField(default=0)
-    # Its capacity at the last beat (orchestration.capacity): reading the
+    # Its capacity at the last beat (orchestration.worker.capacity): reading the
     # broker or not, job threads, the free ones, and what is wrong if anything.
     consuming = models.BooleanField(default=False)
     concurrency = models.PositiveIntegerField(default=0)
@@ -517,7 +517,7 @@ def delivered_text(received: dict[str, int]) -> str:
 
 class LineageEdge(models.Model):
     """A dataset read and a dataset written by one job of a flow, as its last committed run
-    told (orchestration.lineage): the dataset pages say from these what feeds a dataset and
+    told (orchestration.state.lineage): the dataset pages say from these what feeds a dataset and
     what it feeds. Datasets are OpenLineage's (namespace, name), never with credentials."""
 
     source_namespace = models.CharField(max_length=300)

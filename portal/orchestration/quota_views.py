@@ -11,7 +11,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from portal.accounts import access
-from portal.orchestration import quota_gate
+from portal.orchestration.control import quota_gate
 from portal.quotas.forms import QuotaForm
 from portal.quotas.models import Quota
 

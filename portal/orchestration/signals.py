@@ -4,7 +4,7 @@
 RUNNING (a worker claimed it) or ends it (COMMITTED, FAILED, CANCELLED, or
 FAILED when its worker died); receivers get `job` (its `execution` loaded),
 `status`, `attempt` and `task_states` (the run's TaskStates when it ended on a
-worker's report, else None). The lineage receiver (orchestration.receivers)
+worker's report, else None). The lineage receiver (orchestration.control.receivers)
 turns these into OpenLineage run events."""
 
 from django.dispatch import Signal

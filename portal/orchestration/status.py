@@ -362,7 +362,7 @@ class Unconsumed:
 def waiting_without_worker(hops: list[DagHop]) -> list[Unconsumed]:
     """The dispatched jobs (ORCHESTRATED: sent, not claimed) whose queue no
     live worker consumes: they would wait in silence (issue #19)."""
-    from portal.orchestration.workers import unconsumed
+    from portal.orchestration.control.liveness import unconsumed
 
     waiting: dict[str, list[str]] = {}
     for hop in hops:

@@ -1,5 +1,5 @@
 """Celery tasks of the SpecExecutor workers. Thin: the work is in
-`orchestration.executor`; the signal handlers keep the worker's heartbeat."""
+`orchestration.worker.executor`; the signal handlers keep the worker's heartbeat."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from celery import shared_task
 from celery.signals import celeryd_after_setup, worker_shutdown, worker_shutting_down
 from django.conf import settings
 
-from portal.orchestration import capacity, executor, workers
-from portal.orchestration.commitstore import FailpointCrash
+from portal.orchestration.state.commitstore import FailpointCrash
+from portal.orchestration.worker import capacity, executor, lifesigns
 
 
 @shared_task(name="flowport.run_job", acks_late=True, reject_on_worker_lost=True)
@@ -29,14 +29,14 @@ def run_job(job_id: int, attempt: int, jobspec: dict[str, Any]) -> str:
 
 @celeryd_after_setup.connect
 def _start_heartbeat(sender: str, instance: Any, **kwargs: Any) -> None:
-    workers.start(list(instance.app.amqp.queues.consume_from or {}), instance)
+    lifesigns.start(list(instance.app.amqp.queues.consume_from or {}), instance)
 
 
 @worker_shutdown.connect
 def _stop_heartbeat(**kwargs: Any) -> None:
-    workers.stop()
+    lifesigns.stop()
 
 
 @worker_shutting_down.connect
 def _stop_in_time(sig: str = "", how: str = "", exitcode: int = 0, **kwargs: Any) -> None:
-    workers.exit_after(settings.WORKER_STOP_SECONDS, int(exitcode or 0))
+    lifesigns.exit_after(settings.WORKER_STOP_SECONDS, int(exitcode or 0))

@@ -32,7 +32,8 @@ from django_htmx.http import HttpResponseClientRedirect
 
 from portal.accounts.requests import AuthenticatedRequest, HtmxRequest
 from portal.flows import versions
-from portal.orchestration import badrecords, joblogs, logview, redaction, replays, services, status
+from portal.orchestration import badrecords, redaction, services, status
+from portal.orchestration.control import replays
 from portal.orchestration.filters import FlowExecutionFilterSet
 from portal.orchestration.forms import BackfillForm
 from portal.orchestration.models import (
@@ -44,6 +45,7 @@ from portal.orchestration.models import (
     delivered,
 )
 from portal.orchestration.pagination import CappedPaginator
+from portal.orchestration.state import joblogs, logview
 from portal.pipeline import backfills as backfill_bounds
 from portal.quotas.services import QuotaExceeded
 

@@ -13,7 +13,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from portal.orchestration import triggers
+from portal.orchestration.control import triggers
 
 REFUSED = "No such flow, or its webhook token is missing, wrong or revoked."
 

@@ -4,7 +4,7 @@ The portal asks this at save (a flow's compiled jobs) and in the compile preview
 missing required key the worker would refuse is refused at once with the worker's own message: the
 checks are the property schema's (`portal.pipeline.schema`) and the branch-key rule
 (`portal.pipeline.properties`). Node-owned keys are left out: the portal sets them from the data
-nodes when it binds the job (orchestration.jobspecs), after this check.
+nodes when it binds the job (orchestration.control.jobspecs), after this check.
 """
 
 from __future__ import annotations

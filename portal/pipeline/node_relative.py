@@ -2,7 +2,7 @@
 
 The node gives the root (``source.files.path``); a flow narrows it with folder names, a file-name
 glob and Spark reader options. Each is refused at save when it is not a plain relative name
-(``schema.user_property_problems``) and again on the worker (``orchestration.guard``), and the
+(``schema.user_property_problems``) and again on the worker (``orchestration.worker.guard``), and the
 files source resolves what they reach to real paths inside the node before Spark sees them
 (``sources.files``). Reader options pass through an allow-list: Spark's file readers take options
 that open files or URLs of their own (``avroSchemaUrl``, ``basePath``, ``path``), and a new Spark

@@ -143,7 +143,7 @@ def _rereads_all(spec: JobSpec, urn: str) -> bool:
 def _retired(spec: JobSpec, urn: str, branch: dict[str, Any]) -> list[str] | None:
     """The files (relative to the dataset's folder) that the loads a backfill reads again published
     on this branch, as the orchestrator found them (``backfill_replaces``); None when it named none
-    for ``urn`` (:mod:`portal.orchestration.replays`)."""
+    for ``urn`` (:mod:`portal.orchestration.control.replays`)."""
     named = (spec.extra.get("backfill_replaces") or {}).get(urn)
     if named is None:
         return None

@@ -19,7 +19,7 @@ exchange left); every part of ``execute`` can run again after a crash at any poi
 found at their destination, an aside folder is put back, a merge is computed again from the same
 inputs. ``swap`` (a backfill re-reading part of an appending dataset without partitions) builds the
 new content from hard links to the dataset's files, less those the re-read loads published
-(``retire``, named by :mod:`portal.orchestration.replays`), and the run's files. With
+(``retire``, named by :mod:`portal.orchestration.control.replays`), and the run's files. With
 ``partitions`` (a backfill of a partitioned dataset) each partition folder the run
 wrote is replaced on its own, the others are left as they are.
 """

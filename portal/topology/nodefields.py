@@ -25,7 +25,7 @@ class NodeField:
     key: str  # the node property
     label: str
     help: str
-    binds: tuple[str, ...] = ()  # pipeline keys set from it (orchestration/jobspecs.py)
+    binds: tuple[str, ...] = ()  # pipeline keys set from it (orchestration/control/jobspecs.py)
     required: bool = False
     placeholder: str = ""
 

@@ -3,7 +3,7 @@
 A flow reads and writes only through its data nodes, so keeping the portal's database, master
 key, Django secret key and work area out of every node keeps them out of every flow. Checked when
 a node is created or changed (`DataNode.clean`), by the worker before each job
-(`orchestration.guard`), and when a worker starts (`portal_secrets_problems`).
+(`orchestration.worker.guard`), and when a worker starts (`portal_secrets_problems`).
 
 For databases those checks read the URL's text (`jdbc_url_problem`, as pgJDBC reads a URL): a fast
 first refusal, not the decision. The decision is taken on every connection as it opens

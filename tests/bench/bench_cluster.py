@@ -7,7 +7,7 @@ one run: wall time and CPU time.  A standalone script, not a test.
 A generated PostgreSQL table (the one of bench_extract.py, in the database ``bench_cluster`` of
 ``BENCH_DATABASE_ADMIN_URL``'s server) is extracted into Parquet by Flowport's pipeline
 (``source.jdbc.arrow=true``: COPY into Arrow batches, the Python workers writing the Parquet) on a
-worker's SparkSession as ``portal.orchestration.sparkctx`` makes it — once on ``local[<cores>]``,
+worker's SparkSession as ``portal.orchestration.worker.sparkctx`` makes it — once on ``local[<cores>]``,
 once as a client of a standalone master and one Spark worker of as many cores started here from
 PySpark's distribution — each in a process of its own (a process holds one SparkContext), one
 warm-up run and then ``--rounds`` timed runs each.  CPU time is that of every process involved but
@@ -99,7 +99,7 @@ def child(args: argparse.Namespace) -> None:
     import django
 
     django.setup()
-    from portal.orchestration import sparkctx
+    from portal.orchestration.worker import sparkctx
     from portal.pipeline import run_job
     from portal.pipeline.commit_steps import CommitSequence
     from portal.pipeline.publisher import cleanup_task_output, plan_commit

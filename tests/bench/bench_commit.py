@@ -100,9 +100,9 @@ def measure(label: str, database_url: str, files: int) -> None:
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
         setup_django(database_url, tmp_name)
-        from portal.orchestration import publish, recovery
-        from portal.orchestration.commitstore import CommitStepStore, store_name_for
         from portal.orchestration.models import CommitStepRecord, DatasetState
+        from portal.orchestration.state import publish, recovery
+        from portal.orchestration.state.commitstore import CommitStepStore, store_name_for
         from portal.pipeline.commit_steps import CommitStep
         from portal.pipeline.publisher import plan_commit
 

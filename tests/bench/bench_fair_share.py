@@ -98,8 +98,8 @@ class Workers:
         self.durations = random.Random(7)
 
     def step(self) -> None:
-        from portal.orchestration import executor
         from portal.orchestration.models import JobExecution, JobStatus
+        from portal.orchestration.worker import executor
 
         now = self.clock.now
         for pk, (job, ends) in list(self.running.items()):
@@ -121,9 +121,9 @@ class Workers:
 
 def scenario(clock: Clock, flows, *, backlog: int, ticks: int, quotas: str) -> list[float]:
     """B's start lags (seconds) over `ticks` ticks."""
-    from portal.orchestration.actions import process_actions
+    from portal.orchestration.control.actions import process_actions
+    from portal.orchestration.control.scheduler import create_execution
     from portal.orchestration.models import Action, FlowExecution, JobExecution, JobStatus, OutboxMessage
-    from portal.orchestration.scheduler import create_execution
     from portal.quotas.models import Quota
     from portal.topology.models import SpecExecutor
 

@@ -282,9 +282,9 @@ def measure(flows: int) -> dict:
     from portal.flows.compiler import compile_flow
     from portal.flows.compiler.templates import BatchTemplates
     from portal.flows.models import FlowConfig
+    from portal.orchestration.control.scheduler import schedule_due_ticks
     from portal.orchestration.models import FlowExecution
-    from portal.orchestration.retention import prune_history
-    from portal.orchestration.scheduler import schedule_due_ticks
+    from portal.orchestration.state.retention import prune_history
     from portal.topology import services
     from portal.topology.graph import current_snapshot
     from portal.topology.models import SpecExecutor
@@ -408,7 +408,7 @@ def measure(flows: int) -> dict:
     # The scheduler: a pass when nothing is due (its fixed cost), then the
     # ticks of one top of the hour (every schedule but the daily one is due)
     # turned into executions by two scheduler processes at once. A scheduler
-    # wakes for the earliest due tick (portal/orchestration/loop.py), so a
+    # wakes for the earliest due tick (portal/orchestration/control/loop.py), so a
     # tick's lag is at most the loop's poll plus this burst.
     from django.conf import settings
 

@@ -59,8 +59,8 @@ def run(flows: int) -> int:
     from django.utils import timezone
 
     from portal.flows.models import FlowConfig
+    from portal.orchestration.control.scheduler import schedule_due_ticks
     from portal.orchestration.models import Action, FlowExecution, ScheduleCursor
-    from portal.orchestration.scheduler import schedule_due_ticks
 
     owner = get_user_model().objects.create(username="bench")
     now = timezone.now().replace(second=0, microsecond=0) + timedelta(seconds=1)

@@ -10,8 +10,8 @@ import re
 import pytest
 from playwright.sync_api import expect
 
+from portal.orchestration.control.liveness import worker_command
 from portal.orchestration.models import FlowExecution
-from portal.orchestration.workers import worker_command
 from tests.e2e import ui
 from tests.e2e.conftest import IDLE_QUEUE
 

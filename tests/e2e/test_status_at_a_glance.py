@@ -12,8 +12,8 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from portal.flows import services as flow_services
-from portal.orchestration import glance
 from portal.orchestration.models import ExecutionStatus, FlowExecution
+from portal.orchestration.state import glance
 from tests.e2e import ui
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -20,8 +20,6 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from portal.orchestration import executor
-from portal.orchestration.commitstore import FailpointCrash, arm
 from portal.orchestration.models import (
     CommitStoreDataset,
     DatasetState,
@@ -29,6 +27,8 @@ from portal.orchestration.models import (
     JobExecution,
     JobStatus,
 )
+from portal.orchestration.state.commitstore import FailpointCrash, arm
+from portal.orchestration.worker import executor
 from portal.pipeline import fs, run_job
 from portal.pipeline.jobspec import JobSpec
 from portal.pipeline.sources.files import file_watermark

@@ -204,6 +204,6 @@ def relay_through(monkeypatch, broker_url: str) -> None:
     its own settings, where no worker of the stack listens, before the stack's
     scheduler could claim them."""
     from portal.celery import app
-    from portal.orchestration import outbox
+    from portal.orchestration.control import outbox
 
     monkeypatch.setattr(outbox, "_connection", lambda: app.connection_for_write(broker_url))

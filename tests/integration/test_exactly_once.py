@@ -34,7 +34,7 @@ import pytest
 import redis
 
 from portal.flows import services as flow_services
-from portal.orchestration import commitstore, executor, services
+from portal.orchestration import services
 from portal.orchestration.models import (
     CommitStoreDataset,
     DatasetState,
@@ -42,6 +42,8 @@ from portal.orchestration.models import (
     FlowExecution,
     JobState,
 )
+from portal.orchestration.state import commitstore
+from portal.orchestration.worker import executor
 from portal.topology import services as topology
 from tests.factories import UserFactory
 from tests.integration.crash_harness import (

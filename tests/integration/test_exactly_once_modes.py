@@ -33,9 +33,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from portal.flows import services as flow_services
-from portal.orchestration import executor, services
-from portal.orchestration.actions import process_actions
-from portal.orchestration.commitstore import FailpointCrash, arm, reset_failpoints
+from portal.orchestration import services
+from portal.orchestration.control.actions import process_actions
 from portal.orchestration.models import (
     CommitStoreDataset,
     DatasetState,
@@ -44,6 +43,8 @@ from portal.orchestration.models import (
     JobExecution,
     JobStatus,
 )
+from portal.orchestration.state.commitstore import FailpointCrash, arm, reset_failpoints
+from portal.orchestration.worker import executor
 from portal.pipeline.iceberg import load_catalog
 from portal.topology import services as topology
 from tests.factories import UserFactory

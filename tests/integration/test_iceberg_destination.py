@@ -18,9 +18,8 @@ from rest_framework.test import APIClient
 from portal.flows import services as flow_services
 from portal.flows.models import FlowConfig
 from portal.keys import services as keys
-from portal.orchestration import executor, services
-from portal.orchestration.actions import process_actions
-from portal.orchestration.commitstore import FailpointCrash, arm
+from portal.orchestration import services
+from portal.orchestration.control.actions import process_actions
 from portal.orchestration.models import (
     CommitStoreDataset,
     DatasetState,
@@ -28,6 +27,8 @@ from portal.orchestration.models import (
     JobExecution,
     JobStatus,
 )
+from portal.orchestration.state.commitstore import FailpointCrash, arm
+from portal.orchestration.worker import executor
 from portal.pipeline.iceberg import load_catalog
 from portal.topology import services as topology
 from tests.factories import UserFactory

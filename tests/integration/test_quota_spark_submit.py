@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 import threading
 
-from portal.orchestration import submit
+from portal.orchestration.worker import submit
 from tests.integration.stack import master_key_file
 
 FILES_SOURCE = "portal.pipeline.sources.files.FileSource"

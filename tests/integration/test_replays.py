@@ -18,9 +18,11 @@ import pytest
 from django.core.exceptions import ValidationError
 
 from portal.flows import services as flow_services
-from portal.orchestration import executor, replays, services
-from portal.orchestration.actions import process_actions
+from portal.orchestration import services
+from portal.orchestration.control import replays
+from portal.orchestration.control.actions import process_actions
 from portal.orchestration.models import DatasetState, ExecutionStatus, FlowExecution
+from portal.orchestration.worker import executor
 from portal.topology import services as topology
 from tests.factories import UserFactory
 

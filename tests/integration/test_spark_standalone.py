@@ -25,7 +25,7 @@ from django.contrib.auth import get_user_model
 from portal.flows import services as flow_services
 from portal.orchestration import services
 from portal.orchestration.models import ExecutionStatus, JobExecution, JobStatus
-from portal.orchestration.sparkctx import NO_EXECUTORS
+from portal.orchestration.worker.sparkctx import NO_EXECUTORS
 from portal.topology import services as topology
 from portal.topology.models import SpecExecutor
 from tests.integration.stack import Proc, start_scheduler, start_worker, wait_until

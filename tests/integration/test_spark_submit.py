@@ -11,7 +11,7 @@ import threading
 
 from portal.keys import client, wrapping
 from portal.keys.master import get_ring
-from portal.orchestration import submit
+from portal.orchestration.worker import submit
 from tests.integration.stack import master_key_file
 
 FILES_SOURCE = "portal.pipeline.sources.files.FileSource"

@@ -20,9 +20,9 @@ from portal.flows.compiler import compile_flow
 from portal.flows.models import FlowConfig, FlowGroup
 from portal.keys import client, services
 from portal.keys.master import create_ring_file
-from portal.orchestration import executor
-from portal.orchestration.jobspecs import build_jobspec
+from portal.orchestration.control.jobspecs import build_jobspec
 from portal.orchestration.models import FlowExecution, JobExecution, JobStatus
+from portal.orchestration.worker import executor
 from portal.topology import services as topology
 from tests.conftest import api_client_for
 from tests.factories import UserFactory
@@ -118,7 +118,7 @@ def world(db, tmp_path, settings) -> World:
         topology.create_data_node(
             {"name": name, "kind": "files", "properties": {"path": str(path)}, "acl": grants}
         )
-    # The process has one SparkSession (orchestration.sparkctx): the suite's master, as every other
+    # The process has one SparkSession (orchestration.worker.sparkctx): the suite's master, as every other
     # in-process worker story uses, whichever of them starts it first.
     make_executor("x1", "landing>lake", spark_master=settings.SPARK_MASTER)
 

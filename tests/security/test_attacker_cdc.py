@@ -10,7 +10,7 @@ import logging
 
 from django.db import connection
 
-from portal.orchestration import cdc
+from portal.orchestration.control import cdc
 from portal.topology.models import DataNode
 from tests.security.conftest import World, files_under
 from tests.security.test_attacker_databases import LANDED, _run, _spellings, blind_text_check  # noqa: F401
@@ -58,7 +58,7 @@ def test_deleting_a_flow_drops_no_slot_in_the_portals_database(transactional_db,
         "source.jdbc.url": _spellings()["host= and dbname= parameters"],
         "source.conn.username": connection.settings_dict["USER"] or "postgres",
     }
-    with caplog.at_level(logging.WARNING, logger="portal.orchestration.cdc"):
+    with caplog.at_level(logging.WARNING, logger="portal.orchestration.control.cdc"):
         dropped = cdc.drop_capture("fp_cdc_1_0123456789ab", props, "mal/grab")
     assert dropped == []
     assert "was NOT dropped" in caplog.text and LANDED in caplog.text

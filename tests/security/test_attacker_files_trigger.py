@@ -12,7 +12,7 @@ import pytest
 from django.utils import timezone
 
 from portal.flows import trigger_services
-from portal.orchestration import triggers
+from portal.orchestration.control import triggers
 from portal.orchestration.models import FlowExecution
 from portal.topology.models import DataNode
 from tests.factories import FlowConfigFactory

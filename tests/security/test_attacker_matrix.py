@@ -14,7 +14,7 @@ from django.db import connection
 from portal.flows.compiler import compile_flow
 from portal.flows.models import FlowConfig
 from portal.keys import services
-from portal.orchestration import guard
+from portal.orchestration.worker import guard
 from portal.pipeline.loader import PACKAGES_ENV, ClassLoadError, load_class
 from portal.pipeline.schema import NODE_KEYS
 from portal.topology.models import DataNode

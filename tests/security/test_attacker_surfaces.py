@@ -32,8 +32,8 @@ from django.urls import URLPattern, URLResolver, get_resolver, resolve
 
 from portal.accounts.tokens import create_token
 from portal.monitoring.models import Subscription
-from portal.orchestration import joblogs
 from portal.orchestration.models import FlowExecution, JobExecution
+from portal.orchestration.state import joblogs
 from portal.topology.models import Capability, DataNode, SpecExecutor
 from tests.conftest import api_client_for
 from tests.factories import FlowConfigFactory, UserFactory

@@ -23,7 +23,7 @@ from portal.flows.compiler import compile_flow
 from portal.flows.models import FlowConfig
 from portal.keys import services as keys
 from portal.keys.properties import decrypt_properties
-from portal.orchestration.joblogs import log_path
+from portal.orchestration.state.joblogs import log_path
 from portal.templatepacks.models import PackVersion
 from tests.security.conftest import World, files_under
 from tests.unit.templatepacks.factories import make_pack, stored_pack

@@ -21,7 +21,7 @@ from django.test import Client
 
 from portal.flows.compiler import compile_flow
 from portal.flows.models import FlowConfig
-from portal.orchestration.jobspecs import build_jobspec
+from portal.orchestration.control.jobspecs import build_jobspec
 from portal.orchestration.models import FlowExecution
 from portal.topology import services as topology
 from portal.topology import sharing

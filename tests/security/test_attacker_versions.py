@@ -10,10 +10,10 @@ from django.test import Client
 from portal.flows import services as flow_services
 from portal.flows import versions
 from portal.keys import services
-from portal.orchestration import lineage
-from portal.orchestration.actions import process_actions
+from portal.orchestration.control.actions import process_actions
 from portal.orchestration.models import FlowExecution
 from portal.orchestration.services import run_now
+from portal.orchestration.state import lineage
 from tests.security.conftest import SECRET
 
 

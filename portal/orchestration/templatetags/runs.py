@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from django import template
 
 from portal.flows.models import FlowConfig
-from portal.orchestration import glance
+from portal.orchestration.state import glance
 
 register = template.Library()
 

@@ -6,7 +6,7 @@ glob (``*``, ``?``, ``[abc]``; :mod:`fnmatch`, case-sensitive): ``public.*`` is 
 connection's default schema whose name starts so (PostgreSQL's ``current_schema()``, MySQL's
 database of the URL, every SQLite table; dataset ``orders_2024`` as the name is written).
 ``source.jdbc.tables.exclude`` lists names or patterns taken out again (also how a run leaves out
-a dataset whose earlier commit is unfinished, :mod:`portal.orchestration.recovery`).
+a dataset whose earlier commit is unfinished, :mod:`portal.orchestration.state.recovery`).
 Flowport's own staging tables (``fp_stg_*``) never match.
 
 Each table is a dataset with its own watermark, planned, run and committed on its own. The portal

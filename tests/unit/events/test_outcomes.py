@@ -12,9 +12,9 @@ from portal.events.models import Event, FlowOutcome
 from portal.monitoring.models import Subscription
 from portal.monitoring.monitors import check_failed_executions
 from portal.orchestration import services
-from portal.orchestration.actions import process_actions
+from portal.orchestration.control.actions import process_actions
+from portal.orchestration.control.orchestrator import reevaluate_execution
 from portal.orchestration.models import FlowExecution, JobExecution
-from portal.orchestration.orchestrator import reevaluate_execution
 from tests.factories import UserFactory
 from tests.unit.monitoring.conftest import flow, make_execution  # noqa: F401 - the flow fixture
 

@@ -8,8 +8,8 @@ import pytest
 from django.test import Client
 
 from portal.flows.models import FlowConfig
+from portal.orchestration.control.scheduler import schedule_due_ticks
 from portal.orchestration.models import FlowExecution
-from portal.orchestration.scheduler import schedule_due_ticks
 from tests.conftest import api_client_for
 from tests.factories import FlowConfigFactory, UserFactory
 from tests.unit.topology.helpers import nodes

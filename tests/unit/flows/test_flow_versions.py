@@ -16,7 +16,7 @@ from portal.keys import client
 from portal.keys import services as keys
 from portal.keys.master import create_ring_file
 from portal.keys.properties import WRAPPED_KEY_PROPERTY
-from portal.orchestration.actions import process_actions
+from portal.orchestration.control.actions import process_actions
 from portal.orchestration.models import FlowExecution
 from portal.topology import services as topology
 from tests.factories import UserFactory

@@ -18,7 +18,8 @@ from portal.flows import trigger_services
 from portal.flows.triggers import FreshnessGoal, first_due, next_due, parse_goal
 from portal.monitoring.freshness import STALE, check_freshness
 from portal.monitoring.models import Subscription
-from portal.orchestration import statestore, triggers
+from portal.orchestration.control import triggers
+from portal.orchestration.state import statestore
 from tests.factories import FlowConfigFactory, UserFactory
 from tests.unit.orchestration.factories import FlowExecutionFactory
 

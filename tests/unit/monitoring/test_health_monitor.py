@@ -13,9 +13,14 @@ from django.utils import timezone
 from portal.events.models import Event
 from portal.monitoring import health
 from portal.monitoring.models import HealthCheck
-from portal.orchestration.capacity import Capacity
+from portal.orchestration.control.liveness import (
+    DEPARTED_AFTER,
+    prune_departed_workers,
+    sweep_silent_executors,
+)
 from portal.orchestration.models import WorkerHeartbeat
-from portal.orchestration.workers import DEPARTED_AFTER, beat, prune_departed_workers, sweep_silent_executors
+from portal.orchestration.worker.capacity import Capacity
+from portal.orchestration.worker.lifesigns import beat
 from portal.topology.models import SpecExecutor
 
 pytestmark = pytest.mark.django_db

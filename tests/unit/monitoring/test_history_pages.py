@@ -20,8 +20,8 @@ from portal.monitoring.charts import (
     time_series_svg,
 )
 from portal.monitoring.history import watermark_point
-from portal.orchestration import statestore
 from portal.orchestration.models import DatasetStateHistory
+from portal.orchestration.state import statestore
 from tests.unit.monitoring.conftest import finished_run, make_execution
 from tests.unit.tables import assert_cells_name_their_columns
 

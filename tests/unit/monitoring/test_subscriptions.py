@@ -22,9 +22,9 @@ from portal.events.models import Event
 from portal.events.services import raise_event
 from portal.monitoring.models import Delivery, Subscription
 from portal.monitoring.subscriptions import describe
-from portal.orchestration.actions import process_actions
+from portal.orchestration.control.actions import process_actions
+from portal.orchestration.control.orchestrator import reevaluate_execution
 from portal.orchestration.models import JobExecution
-from portal.orchestration.orchestrator import reevaluate_execution
 from portal.settings import site_url_from_bind
 from tests.conftest import api_client_for
 from tests.factories import FlowConfigFactory, UserFactory

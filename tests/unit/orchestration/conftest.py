@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from portal.orchestration import commitstore, executor
+from portal.orchestration.state import commitstore
+from portal.orchestration.worker import executor
 from tests.integration.crash_harness import RecordingPipeline, World
 
 

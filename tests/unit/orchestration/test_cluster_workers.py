@@ -14,10 +14,11 @@ import time
 
 from django.utils import timezone
 
-from portal.orchestration import joblogs, sparkctx
-from portal.orchestration.heartbeat import JobHeartbeat
 from portal.orchestration.models import JobExecution, WorkerHeartbeat
-from portal.orchestration.workers import executor_health
+from portal.orchestration.state import joblogs
+from portal.orchestration.worker import sparkctx
+from portal.orchestration.worker.heartbeat import JobHeartbeat
+from portal.orchestration.worker.lifesigns import executor_health
 from tests.integration.stack import ROOT
 
 QUEUE = "executor.cluster"
@@ -83,14 +84,14 @@ def test_a_worker_told_to_stop_exits_by_its_deadline_even_with_a_thread_that_nev
         import os, threading, django
         os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings")
         django.setup()
-        from portal.orchestration import capacity, workers
+        from portal.orchestration.worker import capacity, lifesigns
 
         def hung_job():
             with capacity.occupied(7, 2):
                 threading.Event().wait()
 
         threading.Thread(target=hung_job, name="job-thread-1").start()
-        workers.exit_after(0.5, 3)
+        lifesigns.exit_after(0.5, 3)
         """
     )
     started = time.monotonic()

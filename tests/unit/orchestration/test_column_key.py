@@ -10,8 +10,8 @@ import pytest
 
 from portal.keys import client, wrapping
 from portal.keys.master import create_ring_file
-from portal.orchestration import joblogs
-from portal.orchestration.executor import JobRun
+from portal.orchestration.state import joblogs
+from portal.orchestration.worker.executor import JobRun
 from portal.pipeline.__main__ import _decrypted
 
 pytestmark = pytest.mark.django_db  # the worker reads the quotas that apply to the run

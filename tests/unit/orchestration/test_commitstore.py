@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 from django.db import connection
 
-from portal.orchestration import commitstore
-from portal.orchestration.commitstore import (
+from portal.orchestration.models import CommitStepRecord, CommitStore, CommitStoreDataset, DatasetState
+from portal.orchestration.state import commitstore
+from portal.orchestration.state.commitstore import (
     CommitSequence,
     CommitStepsPending,
     CommitStepStore,
@@ -20,7 +21,6 @@ from portal.orchestration.commitstore import (
     failpoint,
     parallel_map,
 )
-from portal.orchestration.models import CommitStepRecord, CommitStore, CommitStoreDataset, DatasetState
 from portal.pipeline.commit_steps import CommitStep, FsRenameCommitStep
 from portal.pipeline.errors import CommitConflictError
 

@@ -15,9 +15,12 @@ from django.utils import timezone
 
 from portal.flows import trigger_services
 from portal.flows.triggers import FlowTrigger, UpstreamDataset
-from portal.orchestration import executor, services, statestore, triggers
-from portal.orchestration.actions import process_actions
+from portal.orchestration import services
+from portal.orchestration.control import triggers
+from portal.orchestration.control.actions import process_actions
 from portal.orchestration.models import Action, ActionKind, ExecutionStatus, FlowExecution, JobStatus
+from portal.orchestration.state import statestore
+from portal.orchestration.worker import executor
 from portal.topology.models import DataNode, DataNodeGrant
 from tests.factories import FlowConfigFactory, UserFactory
 from tests.unit.topology.helpers import executor as make_executor

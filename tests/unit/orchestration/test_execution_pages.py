@@ -12,7 +12,7 @@ from django.contrib.auth import get_user_model
 from django.template.loader import render_to_string
 from django.test import Client
 
-from portal.orchestration.actions import enqueue_for, process_actions
+from portal.orchestration.control.actions import enqueue_for, process_actions
 from portal.orchestration.models import Action, ActionKind, FlowExecution
 from tests.factories import FlowConfigFactory
 from tests.unit.orchestration.factories import T0, FlowExecutionFactory, JobExecutionFactory, two_hop_flow

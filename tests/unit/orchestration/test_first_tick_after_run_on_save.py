@@ -9,9 +9,9 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from portal.orchestration.actions import process_actions
+from portal.orchestration.control.actions import process_actions
+from portal.orchestration.control.scheduler import create_execution
 from portal.orchestration.models import Action, ActionKind, ExecutionStatus, FlowExecution
-from portal.orchestration.scheduler import create_execution
 from tests.unit.orchestration.factories import two_hop_flow
 
 pytestmark = pytest.mark.django_db

@@ -9,8 +9,8 @@ import pytest
 from django.test import Client
 from django.utils.timezone import now
 
-from portal.orchestration.joblogs import DRIVER_EXCERPT_CHARS, JobLog, driver_log_path
 from portal.orchestration.models import JobExecution, JobState
+from portal.orchestration.state.joblogs import DRIVER_EXCERPT_CHARS, JobLog, driver_log_path
 from tests.factories import FlowConfigFactory
 from tests.unit.orchestration.factories import FlowExecutionFactory, JobExecutionFactory
 

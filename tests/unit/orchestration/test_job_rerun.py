@@ -8,7 +8,7 @@ import pytest
 from django.test import Client
 
 from portal.orchestration import services
-from portal.orchestration.actions import process_actions
+from portal.orchestration.control.actions import process_actions
 from portal.orchestration.models import ExecutionStatus, FlowExecution, JobStatus
 from tests.conftest import api_client_for
 from tests.factories import FlowConfigFactory, UserFactory

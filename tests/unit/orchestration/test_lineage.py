@@ -14,9 +14,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 from django.test import Client
 
-from portal.orchestration import executor, lineage, services
-from portal.orchestration.actions import process_actions
+from portal.orchestration import services
+from portal.orchestration.control.actions import process_actions
 from portal.orchestration.models import DatasetState, JobExecution, JobStatus, LineageEdge
+from portal.orchestration.state import lineage
+from portal.orchestration.worker import executor
 from tests.factories import FlowConfigFactory
 from tests.lineage_check import validated
 from tests.unit.orchestration.factories import two_hop_flow

@@ -8,9 +8,9 @@ import time
 
 import pytest
 
-from portal.orchestration.heartbeat import JobHeartbeat
-from portal.orchestration.joblogs import JobLog
 from portal.orchestration.models import JobExecution
+from portal.orchestration.state.joblogs import JobLog
+from portal.orchestration.worker.heartbeat import JobHeartbeat
 from tests.factories import FlowConfigFactory
 from tests.unit.orchestration.factories import FlowExecutionFactory, JobExecutionFactory
 

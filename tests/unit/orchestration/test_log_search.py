@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 
-from portal.orchestration import logview
-from portal.orchestration.joblogs import JobLog
+from portal.orchestration.state import logview
+from portal.orchestration.state.joblogs import JobLog
 from tests.factories import FlowConfigFactory
 from tests.unit.orchestration.factories import FlowExecutionFactory, JobExecutionFactory
 

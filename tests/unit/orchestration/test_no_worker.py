@@ -11,8 +11,8 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
+from portal.orchestration.control.liveness import sweep_silent_executors, unconsumed, worker_command
 from portal.orchestration.models import WorkerHeartbeat
-from portal.orchestration.workers import sweep_silent_executors, unconsumed, worker_command
 from portal.topology.models import SpecExecutor
 from portal.topology.services import current_revision
 from tests.factories import FlowConfigFactory

@@ -10,8 +10,9 @@ import pytest
 from django.utils import timezone
 
 from portal.events.models import Event
-from portal.orchestration import executor, services, statestore
-from portal.orchestration.actions import enqueue_for, process_actions
+from portal.orchestration import services
+from portal.orchestration.control.actions import enqueue_for, process_actions
+from portal.orchestration.control.orchestrator import resend_unclaimed, sweep_lost_jobs
 from portal.orchestration.models import (
     Action,
     ActionKind,
@@ -22,7 +23,8 @@ from portal.orchestration.models import (
     JobStatus,
     OutboxMessage,
 )
-from portal.orchestration.orchestrator import resend_unclaimed, sweep_lost_jobs
+from portal.orchestration.state import statestore
+from portal.orchestration.worker import executor
 from portal.topology import services as topology
 from portal.topology.models import SpecExecutor
 from tests.unit.orchestration.factories import two_hop_flow
@@ -254,7 +256,7 @@ def test_the_same_waiting_action_is_stored_once(owner):
 
 
 def test_a_failing_handler_is_retried_then_given_up_with_its_error(owner, monkeypatch):
-    from portal.orchestration import actions
+    from portal.orchestration.control import actions
 
     execution = launched(two_hop_flow(owner), owner)
     enqueue_for(execution, ActionKind.REEVALUATE)
@@ -301,7 +303,7 @@ def test_a_flow_that_stopped_compiling_skips_its_ticks_with_the_reason_and_one_e
     a flow that cannot run: each tick is recorded once, SKIPPED with the reason; one event, not
     one per tick."""
     from portal.flows.models import FlowConfig
-    from portal.orchestration.scheduler import create_execution
+    from portal.orchestration.control.scheduler import create_execution
 
     flow = two_hop_flow(owner)
     FlowConfig.objects.filter(pk=flow.pk).update(schedule="*/5 * * * *")

@@ -7,7 +7,7 @@ import uuid
 import pytest
 
 from portal.celery import app
-from portal.orchestration import outbox
+from portal.orchestration.control import outbox
 from portal.orchestration.models import OutboxMessage
 from tests.ports import free_port
 

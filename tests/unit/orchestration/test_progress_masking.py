@@ -4,7 +4,7 @@ execution API and pages): the heartbeat masks in it the secrets the job decrypte
 from __future__ import annotations
 
 from portal.keys.properties import REDACTED
-from portal.orchestration.heartbeat import masked
+from portal.orchestration.worker.heartbeat import masked
 
 
 def test_a_work_unit_named_after_a_decrypted_secret_is_masked():

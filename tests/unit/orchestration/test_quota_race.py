@@ -17,10 +17,10 @@ import threading
 import pytest
 from django.db import connection
 
-from portal.orchestration import orchestrator
-from portal.orchestration.actions import process_actions
+from portal.orchestration.control import orchestrator
+from portal.orchestration.control.actions import process_actions
+from portal.orchestration.control.scheduler import create_execution
 from portal.orchestration.models import FlowExecution, JobExecution, JobStatus
-from portal.orchestration.scheduler import create_execution
 from portal.quotas import services as quotas
 from portal.quotas.models import Quota
 from portal.topology.models import SpecExecutor

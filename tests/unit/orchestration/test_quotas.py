@@ -7,11 +7,11 @@ from __future__ import annotations
 import pytest
 from django.contrib.auth.models import Group
 
-from portal.orchestration import executor as worker
 from portal.orchestration import services
-from portal.orchestration.actions import process_actions
+from portal.orchestration.control.actions import process_actions
+from portal.orchestration.control.scheduler import create_execution
 from portal.orchestration.models import ExecutionStatus, FlowExecution, JobExecution, JobStatus
-from portal.orchestration.scheduler import create_execution
+from portal.orchestration.worker import executor as worker
 from portal.quotas.models import Quota
 from portal.quotas.services import QuotaExceeded
 from portal.topology.models import SpecExecutor

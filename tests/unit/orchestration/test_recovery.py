@@ -16,13 +16,14 @@ import pytest
 from django.conf import settings
 
 from portal.events.models import Event
-from portal.orchestration import executor, publish, recovery
-from portal.orchestration.commitstore import CommitStepStore, store_name_for
 from portal.orchestration.models import (
     CommitStoreDataset,
     DatasetState,
     JobState,
 )
+from portal.orchestration.state import publish, recovery
+from portal.orchestration.state.commitstore import CommitStepStore, store_name_for
+from portal.orchestration.worker import executor
 from portal.pipeline.commit_steps import FsRenameCommitStep
 from portal.pipeline.jobspec import JobSpec
 from portal.pipeline.publisher import plan_commit

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from portal.orchestration import replays, statestore
+from portal.orchestration.control import replays
 from portal.orchestration.models import FlowExecution, JobExecution, JobStatus
+from portal.orchestration.state import statestore
 
 pytestmark = pytest.mark.django_db
 
@@ -82,7 +83,7 @@ def test_the_execution_page_re_reads_what_a_committed_execution_loaded() -> None
 
     from portal.flows import services as flows
     from portal.orchestration import services
-    from portal.orchestration.actions import process_actions
+    from portal.orchestration.control.actions import process_actions
     from tests.factories import UserFactory
     from tests.unit.topology.helpers import executor, nodes
 

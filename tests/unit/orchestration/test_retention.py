@@ -11,7 +11,6 @@ from django.utils import timezone
 
 from portal.events.models import Event
 from portal.flows.policies import validate
-from portal.orchestration import joblogs
 from portal.orchestration.models import (
     CommitStepRecord,
     CommitStore,
@@ -23,7 +22,8 @@ from portal.orchestration.models import (
     JobExecution,
     OutboxMessage,
 )
-from portal.orchestration.retention import prune_history, prune_once
+from portal.orchestration.state import joblogs
+from portal.orchestration.state.retention import prune_history, prune_once
 from tests.factories import FlowConfigFactory
 from tests.unit.orchestration.factories import FlowExecutionFactory, JobExecutionFactory
 

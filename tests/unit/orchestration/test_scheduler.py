@@ -8,9 +8,9 @@ import pytest
 
 from portal.flows import services as flow_services
 from portal.flows.models import FlowConfig
-from portal.orchestration.loop import OrchestratorLoop
+from portal.orchestration.control.loop import OrchestratorLoop
+from portal.orchestration.control.scheduler import db_epoch_millis, schedule_due_ticks
 from portal.orchestration.models import FlowExecution, ScheduleCursor
-from portal.orchestration.scheduler import db_epoch_millis, schedule_due_ticks
 from tests.factories import FlowConfigFactory
 from tests.unit.topology.helpers import executor, nodes
 

@@ -10,9 +10,9 @@ import threading
 import pytest
 from django.test import Client
 
-from portal.orchestration import joblogs
-from portal.orchestration.heartbeat import EVENTS_KEPT, SPARK_KEY, JobHeartbeat
 from portal.orchestration.models import JobExecution
+from portal.orchestration.state import joblogs
+from portal.orchestration.worker.heartbeat import EVENTS_KEPT, SPARK_KEY, JobHeartbeat
 from portal.pipeline.session import get_or_create_spark
 from tests.conftest import api_client_for
 from tests.factories import FlowConfigFactory

@@ -9,9 +9,9 @@ from django.contrib.auth.models import Group
 from django.urls import reverse
 
 from portal.flows import services as flow_services
-from portal.orchestration import recovery, statestore
-from portal.orchestration.commitstore import CommitStepStore, store_name_for
 from portal.orchestration.models import DatasetState
+from portal.orchestration.state import recovery, statestore
+from portal.orchestration.state.commitstore import CommitStepStore, store_name_for
 from tests.conftest import api_client_for
 from tests.factories import FlowConfigFactory
 

@@ -11,10 +11,10 @@ import pytest
 from django.urls import include, path, reverse
 
 import portal.urls
-from portal.orchestration import statestore
-from portal.orchestration.commitstore import CommitStepStore
 from portal.orchestration.models import DatasetState, FlowExecution, JobExecution, JobState, JobStatus
-from portal.orchestration.statestore import HighWatermarkCommitStep, PendingCommitSteps
+from portal.orchestration.state import statestore
+from portal.orchestration.state.commitstore import CommitStepStore
+from portal.orchestration.state.statestore import HighWatermarkCommitStep, PendingCommitSteps
 from portal.pipeline.commit_steps import CommitStep
 from tests.unit.tables import assert_cells_name_their_columns, cells_by_label
 

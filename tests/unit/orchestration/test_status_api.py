@@ -13,10 +13,10 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import resolve
 from rest_framework.pagination import PageNumberPagination
 
-from portal.orchestration import executor as spec_executor
-from portal.orchestration.actions import process_actions
 from portal.orchestration.api import RunFlowView
+from portal.orchestration.control.actions import process_actions
 from portal.orchestration.models import Action, ActionKind, FlowExecution, JobExecution
+from portal.orchestration.worker import executor as spec_executor
 from tests.conftest import api_client_for
 from tests.factories import FlowConfigFactory
 from tests.unit.orchestration.factories import (

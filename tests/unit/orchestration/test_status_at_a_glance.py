@@ -13,9 +13,10 @@ from django.test.utils import CaptureQueriesContext
 
 from portal.flows.filters import FlowConfigFilterSet
 from portal.flows.models import FlowConfig
-from portal.orchestration import glance, services
-from portal.orchestration.actions import process_actions
+from portal.orchestration import services
+from portal.orchestration.control.actions import process_actions
 from portal.orchestration.models import FINISHED_STATUSES, ExecutionStatus, FlowExecution, JobStatus
+from portal.orchestration.state import glance
 from tests.factories import FlowConfigFactory
 from tests.unit.orchestration.factories import T0_MS, FlowExecutionFactory, JobExecutionFactory, two_hop_flow
 from tests.unit.orchestration.test_orchestrator import jobs, play_worker

@@ -6,7 +6,7 @@ import zipfile
 
 import pytest
 
-from portal.orchestration import submit
+from portal.orchestration.worker import submit
 
 
 @pytest.fixture

@@ -11,10 +11,10 @@ import threading
 import pytest
 from django.utils import timezone
 
-from portal.orchestration import capacity
-from portal.orchestration.capacity import Capacity
 from portal.orchestration.models import JobStatus, WorkerHeartbeat
-from portal.orchestration.workers import beat
+from portal.orchestration.worker import capacity
+from portal.orchestration.worker.capacity import Capacity
+from portal.orchestration.worker.lifesigns import beat
 from portal.topology.models import SpecExecutor
 from portal.topology.services import current_revision
 from tests.unit.monitoring.conftest import make_execution

@@ -7,7 +7,7 @@ import pytest
 from django.contrib.auth.models import Group
 
 from portal.orchestration import services
-from portal.orchestration.actions import process_actions
+from portal.orchestration.control.actions import process_actions
 from portal.quotas.models import Quota
 from tests.conftest import api_client_for
 from tests.factories import FlowConfigFactory, UserFactory

@@ -13,10 +13,10 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 
 from portal.flows.models import FlowConfig
-from portal.orchestration import executor as worker
-from portal.orchestration import quota_spark, sparkctx
 from portal.orchestration.models import FlowExecution
-from portal.orchestration.submit import sized_conf, submit_argv
+from portal.orchestration.worker import executor as worker
+from portal.orchestration.worker import quota_spark, sparkctx
+from portal.orchestration.worker.submit import sized_conf, submit_argv
 from portal.quotas.models import Quota
 from portal.topology.models import SpecExecutor
 from tests.factories import UserFactory

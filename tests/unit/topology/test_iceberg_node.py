@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from django.db import connection
 
-from portal.orchestration.jobspecs import bind_hop
+from portal.orchestration.control.jobspecs import bind_hop
 from tests.conftest import api_client_for
 from tests.factories import UserFactory
 

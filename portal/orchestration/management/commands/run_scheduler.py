@@ -12,7 +12,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand
 from django.db import close_old_connections
 
-from portal.orchestration.loop import OrchestratorLoop
+from portal.orchestration.control.loop import OrchestratorLoop
 from portal.topology.services import load_configured_topology
 
 

@@ -29,7 +29,6 @@ from django.utils import timezone
 from portal.events.models import Event
 from portal.flows.models import FlowConfig
 from portal.flows.policies import RETENTION_DAYS, retention_days
-from portal.orchestration import joblogs
 from portal.orchestration.models import (
     FINISHED_STATUSES,
     Action,
@@ -39,6 +38,7 @@ from portal.orchestration.models import (
     JobExecution,
     OutboxMessage,
 )
+from portal.orchestration.state import joblogs
 
 BATCH_SIZE = 500
 

@@ -2,7 +2,7 @@
 
 A job that runs as its own Spark application (spark-submit: YARN, Kubernetes)
 is sized to what its flow asks for (flow.spark.cores, flow.spark.memory) or else
-to its quota (portal.orchestration.submit.sized_conf). Inside a worker's shared,
+to its quota (portal.orchestration.worker.submit.sized_conf). Inside a worker's shared,
 long-lived SparkSession Spark cannot cap one job's cores: there the job's tasks
 run in its owner's FAIR pool, whose weight is the owner's quota weight and
 whose minShare is the cores the job may hold (what the pool is given first when

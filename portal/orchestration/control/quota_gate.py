@@ -18,7 +18,7 @@ from django.db.models import Count, Q
 from django.utils import timezone
 
 from portal.flows.models import FlowConfig
-from portal.orchestration.actions import enqueue_for
+from portal.orchestration.control.actions import enqueue_for
 from portal.orchestration.models import (
     JOB_FINISHED,
     Action,

@@ -30,10 +30,10 @@ from portal.flows.policies import (
     retry_backoff_seconds,
     retry_count,
 )
-from portal.orchestration import outbox, quota_gate, triggers
-from portal.orchestration.actions import enqueue_for, handles
-from portal.orchestration.glance import note_run
-from portal.orchestration.jobspecs import build_jobspec
+from portal.orchestration.control import outbox, quota_gate, triggers
+from portal.orchestration.control.actions import enqueue_for, handles
+from portal.orchestration.control.commands import execution_in_the_way, skipped_because
+from portal.orchestration.control.jobspecs import build_jobspec
 from portal.orchestration.models import (
     FINISHED_STATUSES,
     JOB_FINISHED,
@@ -50,8 +50,8 @@ from portal.orchestration.models import (
     delivered,
     delivered_text,
 )
-from portal.orchestration.services import execution_in_the_way, skipped_because
 from portal.orchestration.signals import job_run_changed
+from portal.orchestration.state.glance import note_run
 from portal.quotas.services import QuotaExceeded
 
 logger = logging.getLogger(__name__)
@@ -89,7 +89,7 @@ def _finish(execution: FlowExecution, status: str, message: str) -> None:
 
 
 def _tell_downstream(execution: FlowExecution) -> None:
-    """Start the flows waiting for this commit, in this transaction (orchestration.triggers); a
+    """Start the flows waiting for this commit, in this transaction (orchestration.control.triggers); a
     fault there is logged and must not undo the commit it follows."""
     try:
         with transaction.atomic():

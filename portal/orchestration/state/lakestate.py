@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import logging
 
-from portal.orchestration import statestore
 from portal.orchestration.models import DatasetState
+from portal.orchestration.state import statestore
 from portal.pipeline import iceberg
 from portal.pipeline.jobspec import JobSpec
 

@@ -22,9 +22,9 @@ from django.utils import timezone
 from portal.flows.models import FlowConfig
 from portal.flows.trigger_services import read_refusal
 from portal.flows.triggers import FlowTrigger, FreshnessGoal, UpstreamDataset
-from portal.orchestration import quota_gate
+from portal.orchestration.control import quota_gate
+from portal.orchestration.control.scheduler import create_execution
 from portal.orchestration.models import DatasetStateHistory, FlowExecution
-from portal.orchestration.scheduler import create_execution
 from portal.pipeline import confinement
 from portal.quotas.services import QuotaExceeded
 from portal.topology.models import DataNode

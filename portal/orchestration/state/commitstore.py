@@ -38,8 +38,8 @@ from typing import Any, TypeVar
 from django.db import IntegrityError, connections, transaction
 from django.utils import timezone
 
-from portal.orchestration import statestore  # noqa: F401  (registers the high_watermark step)
 from portal.orchestration.models import CommitStepRecord, CommitStore, CommitStoreDataset
+from portal.orchestration.state import statestore  # noqa: F401  (registers the high_watermark step)
 from portal.pipeline.commit_steps import CommitStep
 from portal.pipeline.jobspec import JobSpec
 

@@ -24,12 +24,7 @@ from django.utils import timezone
 from portal.keys.errors import EncryptionError
 from portal.keys.properties import unwrap_flow_key
 from portal.keys.services import decrypt_properties, is_encrypted, secret_values
-from portal.orchestration import guard, joblogs, lakestate, quota_spark, sparkctx, statestore
-from portal.orchestration.actions import enqueue_for, process_id
-from portal.orchestration.commitstore import FailpointCrash, failpoint
-from portal.orchestration.figures import in_words, summarise
-from portal.orchestration.glance import note_run
-from portal.orchestration.heartbeat import JobHeartbeat, lease_until
+from portal.orchestration.control.actions import enqueue_for, process_id
 from portal.orchestration.models import (
     JOB_FINISHED,
     JOB_STATUS_RANK,
@@ -40,10 +35,16 @@ from portal.orchestration.models import (
     JobState,
     JobStatus,
 )
-from portal.orchestration.publish import DatasetCommit, commit
-from portal.orchestration.recovery import RecoveryReport, exclude_datasets, recover
 from portal.orchestration.signals import job_run_changed
-from portal.orchestration.submit import run_submitted, uses_spark_submit
+from portal.orchestration.state import joblogs, lakestate, statestore
+from portal.orchestration.state.commitstore import FailpointCrash, failpoint
+from portal.orchestration.state.glance import note_run
+from portal.orchestration.state.publish import DatasetCommit, commit
+from portal.orchestration.state.recovery import RecoveryReport, exclude_datasets, recover
+from portal.orchestration.worker import guard, quota_spark, sparkctx
+from portal.orchestration.worker.figures import in_words, summarise
+from portal.orchestration.worker.heartbeat import JobHeartbeat, lease_until
+from portal.orchestration.worker.submit import run_submitted, uses_spark_submit
 from portal.pipeline import landing, run_job
 from portal.pipeline.columnrules import needs_key
 from portal.pipeline.delivery import failure_summary

@@ -28,9 +28,9 @@ from django.utils import timezone
 from portal.bulk import any_of, insert_rows
 from portal.flows import policies as run_policies
 from portal.flows.models import FlowConfig
-from portal.orchestration.actions import ActionKind, enqueue_for
-from portal.orchestration.glance import note_run
+from portal.orchestration.control.actions import ActionKind, enqueue_for
 from portal.orchestration.models import Action, FlowExecution, ScheduleCursor
+from portal.orchestration.state.glance import note_run
 
 logger = logging.getLogger(__name__)
 

@@ -23,7 +23,7 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 
-from portal.orchestration import services
+from portal.orchestration.control import commands
 from portal.orchestration.models import (
     DatasetState,
     DatasetStateHistory,
@@ -156,7 +156,7 @@ def replay(execution: FlowExecution, *, user: Any) -> FlowExecution:
     destination replaces what it reads again (a ValidationError when it loaded nothing)."""
 
     if execution.status != "COMMITTED" or execution.flow is None:
-        raise services.NotAllowedNow(
+        raise commands.NotAllowedNow(
             f"Only a committed execution of an existing flow is re-read; {execution.execution_id} is "
             f"{execution.status}."
         )
@@ -165,4 +165,4 @@ def replay(execution: FlowExecution, *, user: Any) -> FlowExecution:
         raise ValidationError(
             {"execution": f"Execution {execution.execution_id} loaded no records to read again."}
         )
-    return services.run_now(execution.flow, user=user, backfill=ranges)
+    return commands.run_now(execution.flow, user=user, backfill=ranges)

@@ -18,7 +18,7 @@ from django.dispatch import receiver
 
 from portal.flows.signals import flow_catalog_changed
 from portal.keys.services import decrypt_properties
-from portal.orchestration.jobspecs import bind_hop
+from portal.orchestration.control.jobspecs import bind_hop
 from portal.pipeline import cdc_pg
 from portal.topology.reach import portal_landings
 

@@ -18,13 +18,13 @@ from django.conf import settings
 from django.utils import timezone
 
 from portal.flows.refresh import refresh_compilations
-from portal.orchestration.actions import process_actions
-from portal.orchestration.orchestrator import resend_unclaimed, sweep_lost_jobs
-from portal.orchestration.outbox import relay_outbox
-from portal.orchestration.retention import prune_history
-from portal.orchestration.scheduler import schedule_due_ticks
-from portal.orchestration.triggers import check_files, fire_due
-from portal.orchestration.workers import prune_departed_workers, sweep_silent_executors
+from portal.orchestration.control.actions import process_actions
+from portal.orchestration.control.liveness import prune_departed_workers, sweep_silent_executors
+from portal.orchestration.control.orchestrator import resend_unclaimed, sweep_lost_jobs
+from portal.orchestration.control.outbox import relay_outbox
+from portal.orchestration.control.scheduler import schedule_due_ticks
+from portal.orchestration.control.triggers import check_files, fire_due
+from portal.orchestration.state.retention import prune_history
 
 logger = logging.getLogger(__name__)
 

@@ -50,7 +50,7 @@ from portal.pipeline.properties import Properties
 
 logger = logging.getLogger(__name__)
 
-PRODUCER = "https://github.com/flowport/flowport/tree/main/portal/orchestration/lineage.py"
+PRODUCER = "https://github.com/flowport/flowport/tree/main/portal/orchestration/state/lineage.py"
 RUN_NAMESPACE = uuid.UUID("6f1c8e0a-37a1-4c55-9d1e-0b7e4f0c3a37")  # uuid5 names of runs
 EVENT_TYPES: dict[str, RunState] = {
     JobStatus.RUNNING: RunState.START,

@@ -29,8 +29,8 @@ from typing import Any
 from django.conf import settings
 
 from portal.keys.services import REDACTED
-from portal.orchestration import logview
 from portal.orchestration.models import JobStatus
+from portal.orchestration.state import logview
 from portal.pipeline.logtag import tag_thread
 
 EXCERPT_CHARS = 4000
@@ -111,7 +111,7 @@ class JobLog:
 
     def write(self, line: str, level: str = "INFO") -> None:
         """One line, `<time> <LEVEL> <text>` like the driver log's, so the
-        log page filters both by level (portal.orchestration.logview)."""
+        log page filters both by level (portal.orchestration.state.logview)."""
         stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
         with self._lock, self.path.open("a", encoding="utf-8") as fh:
             fh.write(f"{stamp} {level} {mask(line, self.secrets)}\n")

@@ -22,7 +22,7 @@ from typing import Any
 from django.conf import settings
 from pyspark.sql import SparkSession
 
-from portal.orchestration.submit import portal_zip
+from portal.orchestration.worker.submit import portal_zip
 from portal.pipeline.logtag import tag_thread
 from portal.pipeline.session import get_or_create_spark
 

@@ -12,7 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from portal.orchestration.commitstore import (
+from portal.orchestration.models import JobExecution, JobStatus
+from portal.orchestration.state.commitstore import (
     CommitSequence,
     CommitStepStore,
     failpoint,
@@ -21,7 +22,6 @@ from portal.orchestration.commitstore import (
     parallelism,
     store_name_for,
 )
-from portal.orchestration.models import JobExecution, JobStatus
 from portal.pipeline.commit_steps import CommitStep
 from portal.pipeline.jobspec import JobSpec
 from portal.pipeline.publisher import apply_commit_policy, plan_commit

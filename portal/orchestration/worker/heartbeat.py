@@ -19,8 +19,8 @@ from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 
-from portal.orchestration import joblogs
 from portal.orchestration.models import JobExecution, JobStatus
+from portal.orchestration.state import joblogs
 
 logger = logging.getLogger(__name__)
 
@@ -146,7 +146,7 @@ class JobHeartbeat:
         context = spark.sparkContext
         executors = None
         if not str(context.master).startswith("local"):
-            from portal.orchestration.sparkctx import executor_count  # imports pyspark
+            from portal.orchestration.worker.sparkctx import executor_count  # imports pyspark
 
             try:
                 executors = self._executors = executor_count(spark)
@@ -183,7 +183,7 @@ class JobHeartbeat:
             self._failed_tasks = failed
         if self.spark is None or str(self.spark.sparkContext.master).startswith("local"):
             return
-        from portal.orchestration.sparkctx import executor_count  # imports pyspark
+        from portal.orchestration.worker.sparkctx import executor_count  # imports pyspark
 
         try:
             count = executor_count(self.spark)
@@ -219,7 +219,7 @@ class JobHeartbeat:
         waiting at 0 % with a silent log says why), cleared once they come."""
         if self.spark is None:
             return {}
-        from portal.orchestration.sparkctx import executor_shortage  # imports pyspark
+        from portal.orchestration.worker.sparkctx import executor_shortage  # imports pyspark
 
         return self.shortage(executor_shortage())
 

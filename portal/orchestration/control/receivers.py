@@ -9,11 +9,12 @@ from typing import Any
 from django.dispatch import receiver
 
 from portal.flows.signals import flow_catalog_changed
-from portal.orchestration import lineage, quota_gate
+from portal.orchestration.control import quota_gate
+from portal.orchestration.control.commands import relaunch_waiting as relaunch
+from portal.orchestration.control.scheduler import create_execution, sync_cursor
 from portal.orchestration.models import FlowExecution
-from portal.orchestration.scheduler import create_execution, sync_cursor
-from portal.orchestration.services import relaunch_waiting as relaunch
 from portal.orchestration.signals import job_run_changed
+from portal.orchestration.state import lineage
 from portal.topology.signals import topology_catalog_changed
 
 
@@ -38,7 +39,7 @@ def keep_schedule_cursor(sender: Any, action: str, flow: Any, **kwargs: Any) -> 
         sync_cursor(flow)
 
 
-@receiver(job_run_changed, dispatch_uid="orchestration.lineage")
+@receiver(job_run_changed, dispatch_uid="orchestration.state.lineage")
 def tell_lineage(
     sender: Any, job: Any, status: str, attempt: int, task_states: Any = None, **kwargs: Any
 ) -> None:

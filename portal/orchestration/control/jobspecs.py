@@ -24,7 +24,7 @@ paths:
 Relative node paths are relative to FLOWPORT_DATA_DIR. Node-owned keys
 (`portal.pipeline.schema`: paths, JDBC URLs and drivers) are always taken
 from the nodes here, whatever the properties say: the flow save refuses them,
-this drops them again, and the worker (`orchestration.guard`) checks the
+this drops them again, and the worker (`orchestration.worker.guard`) checks the
 result against the nodes in the database before it reads or writes anything.
 """
 
@@ -35,7 +35,7 @@ from typing import Any
 
 from django.conf import settings
 
-from portal.orchestration import replays
+from portal.orchestration.control import replays
 from portal.pipeline.properties import is_branch_scoped
 from portal.pipeline.schema import NODE, base_key, owner_of
 from portal.topology.reach import catalog_uri

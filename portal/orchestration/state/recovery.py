@@ -26,8 +26,9 @@ from typing import Any
 
 from portal.events.models import Event
 from portal.events.services import raise_event
-from portal.orchestration import statestore
-from portal.orchestration.commitstore import (
+from portal.orchestration.models import CommitStoreDataset
+from portal.orchestration.state import statestore
+from portal.orchestration.state.commitstore import (
     CommitSequence,
     CommitStepStore,
     max_redo,
@@ -35,7 +36,6 @@ from portal.orchestration.commitstore import (
     parallelism,
     store_name_for,
 )
-from portal.orchestration.models import CommitStoreDataset
 from portal.pipeline import fs
 from portal.pipeline.commit_steps import CommitStep
 from portal.pipeline.jobspec import JobSpec
