@@ -1,13 +1,22 @@
 """Change data capture from a MariaDB binary log (row-based), read with ``mysql-replication``.
 
 A binlog needs no slot: the server keeps its files for ``expire_logs_days``/``binlog_expire_logs_seconds``
-whatever its readers do, so a position older than the oldest file is lost (:func:`available`), and
-nothing is created or dropped on the server. A position is ``<binlog file>:<offset, 12 digits>``:
-text that sorts in log order (the server numbers its files with leading zeros).
+whatever its readers do, so a position older than the oldest file is lost, and nothing is created
+or dropped on the server.
+
+A position is a GTID position (:class:`Gtids`, ``gtid:<domain>-<server id>-<sequence>[,...]``, the
+last transaction read per replication domain) once the server has logged a transaction: the stream
+asks the server for what follows it, so the position outlives rotated and purged files and holds on
+another server of the same topology after a failover. A server with no GTID yet (nothing logged
+since ``RESET MASTER``) gives a file offset (:class:`FilePosition`, ``<binlog file>:<offset, 12
+digits>``), and a file offset stored earlier is turned into the GTID position there
+(``BINLOG_GTID_POS``) as soon as the server has GTIDs. Each change is placed by text that sorts in
+log order: its transaction's domain and sequence and its event's number in the transaction (or its
+file and offset).
 
 The first read of a table is a snapshot: ``START TRANSACTION WITH CONSISTENT SNAPSHOT`` and MariaDB's
 ``binlog_snapshot_file``/``binlog_snapshot_position``, the binlog position that snapshot matches
-exactly (MySQL has no such status; it is refused). The server must log rows with their column names:
+exactly (MySQL has no such status; it is refused), in GTIDs where the server has them. The server must log rows with their column names:
 ``log_bin`` on, ``binlog_format=ROW``, ``binlog_row_metadata=FULL`` (MariaDB 10.5+).
 
 The SQL connection is judged where it lands (:mod:`portal.pipeline.landing`): never the portal's own
@@ -26,9 +35,9 @@ from typing import Any
 from urllib.parse import parse_qs, urlparse
 
 from portal.pipeline import landing
+from portal.pipeline.cdc_pg import ASK_RESNAPSHOT
 from portal.pipeline.errors import ConfigError, PipelineError
 
-Position = tuple[str, int]
 _SPARK_TYPES = {
     "tinyint": "int",
     "smallint": "int",
@@ -43,15 +52,116 @@ _SPARK_TYPES = {
 }
 
 
+@dataclass(frozen=True, order=True)
+class FilePosition:
+    """A place in one server's binlog files: meaningless on another server (a failover)."""
+
+    file: str
+    offset: int
+
+    def text(self) -> str:
+        return f"{self.file}:{self.offset:012d}"
+
+    def covers(self, at: FilePosition) -> bool:
+        return at <= self
+
+    def later(self, other: FilePosition) -> FilePosition:
+        return max(self, other)
+
+    def earlier(self, other: FilePosition) -> FilePosition:
+        return min(self, other)
+
+    def sort_text(self) -> str:
+        return self.text()
+
+
+@dataclass(frozen=True, order=True)
+class Gtid:
+    """One transaction's global id, and an event's place in it: where a change lies."""
+
+    domain: int
+    seq: int
+    server: int
+    event: int = 0
+
+    def text(self) -> str:
+        return f"gtid:{self.domain:010d}-{self.seq:020d}:{self.event:06d}"
+
+
+@dataclass(frozen=True)
+class Gtids:
+    """A MariaDB GTID position (``@@gtid_binlog_pos``): per replication domain, the last transaction
+    ``(domain, server id, sequence)``. Every server of a replication topology numbers a domain's
+    transactions alike, so the position survives a failover to a replica, unlike a file offset."""
+
+    last: tuple[tuple[int, int, int], ...]
+
+    @classmethod
+    def parse(cls, text: str) -> Gtids:
+        found: dict[int, tuple[int, int, int]] = {}
+        for part in filter(None, (p.strip() for p in text.split(","))):
+            pieces = part.split("-")
+            if len(pieces) != 3 or not all(x.isdigit() for x in pieces):
+                raise ValueError(f"'{text[:80]}' is not a GTID position like gtid:0-1-42")
+            domain, server, seq = (int(x) for x in pieces)
+            found[domain] = (domain, server, seq)
+        return cls(tuple(found[d] for d in sorted(found)))
+
+    def text(self) -> str:
+        return "gtid:" + ",".join(f"{d}-{server}-{seq}" for d, server, seq in self.last)
+
+    def seq(self, domain: int) -> int | None:
+        return next((seq for d, _, seq in self.last if d == domain), None)
+
+    def covers(self, at: Gtid) -> bool:
+        seq = self.seq(at.domain)
+        return seq is not None and at.seq <= seq
+
+    def later(self, other: Gtids) -> Gtids:
+        merged = {d: (d, server, seq) for d, server, seq in other.last}
+        for d, server, seq in self.last:
+            if d not in merged or merged[d][2] < seq:
+                merged[d] = (d, server, seq)
+        return Gtids(tuple(merged[d] for d in sorted(merged)))
+
+    def earlier(self, other: Gtids) -> Gtids:
+        """Where both are: a domain only one has is read from its start."""
+        mine = {d: (d, server, seq) for d, server, seq in self.last}
+        both = [
+            min(mine[d], (d, server, seq), key=lambda g: g[2]) for d, server, seq in other.last if d in mine
+        ]
+        return Gtids(tuple(sorted(both)))
+
+    def sort_text(self) -> str:
+        """Text that sorts before every change this position does not cover (in its first domain)."""
+        domain, server, seq = self.last[0] if self.last else (0, 0, 0)
+        return Gtid(domain, seq, server).text()
+
+    def __gt__(self, other: Gtids) -> bool:
+        return self != other and self.later(other) == self
+
+    def __lt__(self, other: Gtids) -> bool:
+        return self != other and other.later(self) == other
+
+
+Position = FilePosition | Gtids
+
+
 def format_position(position: Position) -> str:
-    return f"{position[0]}:{position[1]:012d}"
+    return position.text()
 
 
 def parse_position(text: str) -> Position:
-    name, sep, offset = text.strip().rpartition(":")
+    """``gtid:<domain>-<server>-<seq>[,...]`` or ``<binlog file>:<offset>``."""
+    text = text.strip()
+    if text.startswith("gtid:"):
+        return Gtids.parse(text[len("gtid:") :])
+    name, sep, offset = text.rpartition(":")
     if not sep or not name or not offset.isdigit():
-        raise ValueError(f"'{text}' is not a binlog position like binlog.000001:000000000325")
-    return name, int(offset)
+        raise ValueError(
+            f"'{text[:80]}' is not a binlog position like gtid:0-1-42 or binlog.000001:000000000325"
+        )
+    return FilePosition(name, int(offset))
 
 
 @dataclass(frozen=True)
@@ -135,17 +245,34 @@ def check_server(conn: Any, what: str) -> None:
 
 
 def current(conn: Any) -> Position:
+    """Where the server's log is now: its GTID position when it has one (every MariaDB server that
+    logged a transaction), else the file offset."""
+    row = _one(conn, "SELECT @@gtid_binlog_pos")
+    if row and row[0]:
+        return Gtids.parse(str(row[0]))
     row = _one(conn, "SHOW MASTER STATUS")
     if row is None:
         raise ConfigError("the server writes no binary log (log_bin is off)")
-    return str(row[0]), int(row[1])
+    return FilePosition(str(row[0]), int(row[1]))
+
+
+def in_gtids(conn: Any, position: Position) -> Position:
+    """A file offset as the GTID position there (``BINLOG_GTID_POS``), when the server keeps its file:
+    positions stored before the server had GTIDs carry on in GTIDs. Unchanged otherwise."""
+    if isinstance(position, Gtids) or not available(conn, position):
+        return position
+    row = _one(conn, f"SELECT BINLOG_GTID_POS('{position.file.replace(chr(39), '')}', {position.offset})")
+    return position if row is None or row[0] is None else Gtids.parse(str(row[0]))
 
 
 def available(conn: Any, position: Position) -> bool:
-    """Whether the server still has the binlog file of ``position``."""
+    """Whether the server still has the binlog file of a file position (a GTID position is checked
+    by the server when the stream asks for it)."""
+    if isinstance(position, Gtids):
+        return True
     with conn.cursor() as cur:
         cur.execute("SHOW BINARY LOGS")
-        return any(str(row[0]) == position[0] for row in cur.fetchall())
+        return any(str(row[0]) == position.file for row in cur.fetchall())
 
 
 def columns(conn: Any, table: str) -> list[tuple[str, str]]:
@@ -179,9 +306,11 @@ def text(value: Any) -> str | None:
     return str(value)
 
 
-def snapshot(conn: Any, tables: Sequence[tuple[str, Sequence[str]]], batch: int = 10_000) -> Iterator[Any]:
-    """In one consistent snapshot: first its binlog position, then ``(table, rows)`` batches with
-    values as text."""
+def snapshot(
+    conn: Any, tables: Sequence[tuple[str, Sequence[str]]], batch: int = 10_000, *, gtids: bool = False
+) -> Iterator[Any]:
+    """In one consistent snapshot: first its binlog position (in GTIDs when ``gtids``), then
+    ``(table, rows)`` batches with values as text."""
     with conn.cursor() as cur:
         cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
         try:
@@ -189,7 +318,8 @@ def snapshot(conn: Any, tables: Sequence[tuple[str, Sequence[str]]], batch: int 
                 "SHOW STATUS WHERE Variable_name IN ('binlog_snapshot_file', 'binlog_snapshot_position')"
             )
             status = {str(k).lower(): str(v) for k, v in cur.fetchall()}
-            yield status["binlog_snapshot_file"], int(status["binlog_snapshot_position"])
+            point = FilePosition(status["binlog_snapshot_file"], int(status["binlog_snapshot_position"]))
+            yield in_gtids(conn, point) if gtids else point
             for table, names in tables:
                 schema, _, name = table.partition(".")
                 select = ", ".join(f"`{n.replace('`', '``')}`" for n in names)
@@ -205,7 +335,7 @@ class RowChange:
     op: str
     table: str
     values: dict[str, str | None]
-    position: Position
+    position: FilePosition | Gtid
     index: int
     commit_time: dt.datetime
 
@@ -218,8 +348,12 @@ def server_id(name: str) -> int:
 def changes(
     server: Server, name: str, start: Position, upto: Position, tables: Sequence[str]
 ) -> Iterator[RowChange]:
-    """The row changes of ``tables`` after ``start`` up to ``upto``, in log order."""
+    """The row changes of ``tables`` after ``start`` up to ``upto``, in log order. A GTID ``start``
+    asks the server for the transactions after it (any server holding them will do); each change
+    is then placed by its transaction's GTID and its event's number in the transaction."""
+    import pymysql  # the MariaDB driver: loaded only by a MariaDB source
     from pymysqlreplication import BinLogStreamReader  # type: ignore[import-untyped]
+    from pymysqlreplication.event import MariadbGtidEvent  # type: ignore[import-untyped]
     from pymysqlreplication.row_event import (  # type: ignore[import-untyped]
         DeleteRowsEvent,
         UpdateRowsEvent,
@@ -227,22 +361,39 @@ def changes(
     )
 
     wanted = {t.partition(".")[2]: t for t in tables}
+    where: dict[str, Any]
+    if isinstance(start, Gtids) and start.last:
+        where = {"auto_position": start.text().removeprefix("gtid:")}
+    elif isinstance(start, Gtids):  # no transaction before the start: every one in the binlog is after
+        where = {"log_file": None, "log_pos": None}
+    else:
+        where = {"log_file": start.file, "log_pos": start.offset, "resume_stream": True}
     stream = BinLogStreamReader(
         connection_settings=server.settings(),
         server_id=server_id(name),
         blocking=False,
-        resume_stream=True,
-        log_file=start[0],
-        log_pos=start[1],
-        only_events=[WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent],
+        only_events=[MariadbGtidEvent, WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent],
         only_schemas=[server.database],
         is_mariadb=True,
+        **{k: v for k, v in where.items() if v is not None},
     )
+    gtid: Gtid | None = None
     try:
         for event in stream:
-            position = (str(stream.log_file), int(event.packet.log_pos))
-            if position > upto:
-                break
+            if isinstance(event, MariadbGtidEvent):
+                gtid = Gtid(event.domain_id, event.gtid_seq_no, event.server_id)
+                continue
+            position: FilePosition | Gtid
+            if isinstance(upto, Gtids):
+                if gtid is None:
+                    continue  # the tail of a transaction begun before the start
+                gtid = position = Gtid(gtid.domain, gtid.seq, gtid.server, gtid.event + 1)
+                if not upto.covers(position):
+                    continue  # committed after the run was planned: the next run's
+            else:
+                position = FilePosition(str(stream.log_file), int(event.packet.log_pos))
+                if position > upto:
+                    break
             table = wanted.get(event.table)
             if table is None:
                 continue
@@ -255,5 +406,12 @@ def changes(
                 if any(str(k).startswith("UNKNOWN_COL") for k in values):
                     raise PipelineError("the binlog carries no column names: set binlog_row_metadata=FULL")
                 yield RowChange(op, table, {k: text(v) for k, v in values.items()}, position, index, stamp)
+    except pymysql.err.OperationalError as error:
+        if error.args and error.args[0] == 1236:  # the server no longer has the log the position needs
+            raise PipelineError(
+                f"the server cannot send the binlog from {start.text()} ({str(error.args[-1])[:200]}); "
+                f"nothing was read. {ASK_RESNAPSHOT}"
+            ) from None
+        raise
     finally:
         stream.close()

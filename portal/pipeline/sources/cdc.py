@@ -260,12 +260,16 @@ class CdcSource(Source):
         staged: dict[str, _Table] = {}
         try:
             cdc_mysql.check_server(conn, self.what)
-            lost = sorted({p[0] for p in since.values() if not cdc_mysql.available(conn, p)})
+            lost = sorted({p.file for p in since.values() if not cdc_mysql.available(conn, p)})  # type: ignore[union-attr]
             if lost:
                 raise PipelineError(
                     f"{self.what}: the server no longer has binlog {', '.join(lost)} where the flow's position "
                     f"lies (expired); nothing was read. {ASK_RESNAPSHOT}"
                 )
+            upto = cdc_mysql.current(conn)
+            gtids = isinstance(upto, cdc_mysql.Gtids)
+            if gtids:  # positions kept as file offsets carry on in GTIDs
+                since = {table: cdc_mysql.in_gtids(conn, p) for table, p in since.items()}
             for index, table in enumerate(tables):
                 cols = cdc_mysql.columns(conn, table)
                 if not cols:
@@ -275,30 +279,38 @@ class CdcSource(Source):
                 )
             fresh = [t for t in staged.values() if t.since is None]
             if fresh:
-                batches = cdc_mysql.snapshot(conn, [(t.name, t.names) for t in fresh])
+                batches = cdc_mysql.snapshot(conn, [(t.name, t.names) for t in fresh], gtids=gtids)
                 point = next(batches)
                 for t in fresh:
                     t.since = point
-                at = cdc_mysql.format_position(point)
+                at = point.sort_text()
                 for name, rows in batches:
                     t = staged[name]
                     t.write(
                         rows, [(SNAPSHOT, f"{at}:{t.rows + i:08d}", None, False) for i in range(len(rows))]
                     )
-            upto = cdc_mysql.current(conn)
-            start = min(t.since for t in staged.values())
+                upto = upto.later(point) if type(upto) is type(point) else point  # type: ignore[arg-type]
+            marks = [t.since for t in staged.values()]
+            if any(type(m) is not type(upto) for m in marks):
+                raise PipelineError(
+                    f"{self.what}: the tables' positions are of different kinds ({', '.join(m.text() for m in marks)}); "
+                    f"the binlog cannot be read from one place. {ASK_RESNAPSHOT}"
+                )
+            start = marks[0]
+            for mark in marks[1:]:
+                start = start.earlier(mark)
             for change in cdc_mysql.changes(server, self.slot, start, upto, tables):
                 t = staged[change.table]
-                if change.position <= t.since:
+                if t.since.covers(change.position):
                     continue
                 row = tuple(change.values.get(n) for n in t.names)
-                where = f"{cdc_mysql.format_position(change.position)}:{change.index:08d}"
+                where = f"{change.position.text()}:{change.index:08d}"
                 t.write([row], [(change.op, where, change.commit_time, change.op == DELETE)])
         finally:
             conn.close()
             for t in staged.values():
                 t.writer.close()
-        return self._units(tables, staged, stored, lambda t: cdc_mysql.format_position(max(upto, t.since)))
+        return self._units(tables, staged, stored, lambda t: upto.later(t.since).text())
 
     def _units(
         self,

@@ -100,3 +100,98 @@ def test_a_change_log_from_the_binlog_holds_each_change_once(spark, shop, tmp_pa
     job["execution_id"] = 4  # nothing new: nothing delivered again
     run_and_publish(spark, job, marks)
     assert len(read(spark, tmp_path / "out" / table).collect()) == len(log)
+
+
+def _props(shop: dict[str, Any], tmp_path: Path) -> dict[str, str]:
+    return {
+        "source.class": CDC,
+        "source.jdbc.url": shop["url"],
+        "source.conn.username": "root",
+        "source.cdc.tables": f"{shop['name']}.customers",
+        "writer.output.format": "parquet",
+        "data.publisher.final.dir": str(tmp_path / "out"),
+    }
+
+
+def _master(shop: dict[str, Any]) -> tuple[str, int]:
+    with shop["conn"].cursor() as cur:
+        cur.execute("SHOW MASTER STATUS")
+        row = cur.fetchone()
+    return str(row[0]), int(row[1])
+
+
+def test_positions_are_gtids_and_outlive_the_binlog_files_they_were_read_from(spark, shop, tmp_path: Path):
+    """A server with GTIDs keeps the flow's position as ``gtid:<domain>-<server>-<seq>``: the files
+    it was read from may be rotated and purged (or the flow pointed at a replica after a failover)
+    and the next run still starts right after the last committed transaction."""
+    table = f"{shop['name']}.customers"
+    job = spec(tmp_path, _props(shop, tmp_path), flow_id=21)
+    marks: dict[str, str] = {}
+    run_and_publish(spark, job, marks)
+    first = cdc_mysql.parse_position(marks[table])
+    assert isinstance(first, cdc_mysql.Gtids) and marks[table].startswith("gtid:0-1-")
+
+    run(shop, "INSERT INTO shop.customers VALUES (4, 'c4', 0)")
+    run(shop, "UPDATE shop.customers SET name = 'c2 moved' WHERE id = 2")
+    job["execution_id"] = 2
+    run_and_publish(spark, job, marks)
+    second = cdc_mysql.parse_position(marks[table])
+    assert second > first
+    run(shop, "FLUSH BINARY LOGS")
+    run(shop, f"PURGE BINARY LOGS TO '{_master(shop)[0]}'")  # every file read so far is gone
+    run(shop, "DELETE FROM shop.customers WHERE id = 1")
+    job["execution_id"] = 3
+    states = run_and_publish(spark, job, marks)
+    assert [s.get("error") for s in states] == [None], states
+    log = read(spark, tmp_path / "out" / table).collect()
+    changes = sorted((r["_cdc_position"], r["_cdc_op"], r["id"]) for r in log if r["_cdc_op"] != "r")
+    assert [(op, i) for _, op, i in changes] == [("c", 4), ("u", 2), ("d", 1)]
+    assert (
+        all(p.startswith("gtid:0000000000-") for p, _, _ in changes) and len({p for p, _, _ in changes}) == 3
+    )
+    assert replay(log) == source_rows(shop)
+    assert cdc_mysql.parse_position(marks[table]) > second
+
+
+def test_a_position_kept_as_a_file_offset_carries_on_in_gtids(spark, shop, tmp_path: Path):
+    """A flow whose position was stored as ``file:offset`` goes on from exactly there: the server
+    says which GTID position that offset is (``BINLOG_GTID_POS``), and the new position is a GTID."""
+    table = f"{shop['name']}.customers"
+    job = spec(tmp_path, _props(shop, tmp_path), flow_id=22)
+    marks: dict[str, str] = {}
+    run_and_publish(spark, job, marks)
+    run(shop, "INSERT INTO shop.customers VALUES (5, 'before', 0)")
+    file, offset = _master(shop)
+    marks[table] = cdc_mysql.FilePosition(file, offset).text()  # as a run of the file-offset days left it
+    run(shop, "UPDATE shop.customers SET name = 'after' WHERE id = 5")
+    job["execution_id"] = 2
+    states = run_and_publish(spark, job, marks)
+    assert [s.get("error") for s in states] == [None], states
+    log = read(spark, tmp_path / "out" / table).collect()
+    assert sorted((r["_cdc_op"], r["id"], r["name"]) for r in log if r["_cdc_op"] != "r") == [
+        ("u", 5, "after")
+    ]
+    assert marks[table].startswith("gtid:")
+
+
+def test_a_server_without_gtids_yet_falls_back_to_file_offsets(spark, shop, tmp_path: Path):
+    """Right after ``RESET MASTER`` the server has logged no transaction and has no GTID position:
+    the snapshot's position is a file offset, and the next run, the server having GTIDs again,
+    reads on from it without losing or repeating a change."""
+    table = f"{shop['name']}.customers"
+    run(shop, "RESET MASTER")
+    job = spec(tmp_path, _props(shop, tmp_path), flow_id=23)
+    marks: dict[str, str] = {}
+    run_and_publish(spark, job, marks)
+    assert isinstance(cdc_mysql.parse_position(marks[table]), cdc_mysql.FilePosition), marks
+    run(shop, "INSERT INTO shop.customers VALUES (6, 'c6', 0)")
+    run(shop, "DELETE FROM shop.customers WHERE id = 3")
+    job["execution_id"] = 2
+    states = run_and_publish(spark, job, marks)
+    assert [s.get("error") for s in states] == [None], states
+    log = read(spark, tmp_path / "out" / table).collect()
+    assert sorted((r["_cdc_op"], r["id"]) for r in log if r["_cdc_op"] != "r") == [("c", 6), ("d", 3)]
+    assert replay(log) == source_rows(shop) and marks[table].startswith("gtid:")
+    job["execution_id"] = 3
+    run_and_publish(spark, job, marks)
+    assert len(read(spark, tmp_path / "out" / table).collect()) == len(log)
