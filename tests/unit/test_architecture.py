@@ -167,3 +167,99 @@ def test_the_checks_see_an_upward_import_and_a_silent_hidden_one():
         (4, "portal.flows", True, False),
     ]
     assert _upward([("orchestration", "monitoring", found[0])]) != []
+
+
+# Inside the orchestration app, from the bottom up (docs/architecture.md, "Orchestration's rooms").
+# The app's own base (models, signals) serves every room. The dataset state is what both processes
+# read and write. The control plane (the scheduler process) reaches the worker only by Celery task
+# name; the worker (the Celery process) answers it through action rows (control.actions). The top
+# of the app (pages, API, tasks, admin, the services facade) may use every room.
+ROOMS: list[str] = ["base", "state", "control", "worker", "top"]
+ROOM_BASE = {"__init__", "models", "signals"}
+
+
+def _room(module: str) -> str | None:
+    """`portal.orchestration.state.statestore` → `state`; None outside the orchestration app."""
+    parts = module.split(".")
+    if parts[:2] != ["portal", "orchestration"]:
+        return None
+    if len(parts) == 2 or parts[2] in ROOM_BASE:
+        return "base"
+    if parts[2] in ROOMS:
+        return parts[2]
+    return "top"
+
+
+def _room_targets(path: Path, source: str | None = None) -> list[tuple[int, str]]:
+    """Each import of the app's modules, anywhere in the file, as (line, dotted name): the names a
+    `from portal.orchestration import views` takes count, not just the package they come from."""
+    tree = ast.parse(path.read_text() if source is None else source)
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            found += [(node.lineno, f"{node.module}.{alias.name}") for alias in node.names]
+    return sorted(found)
+
+
+def _room_imports(path: Path, source: str | None = None) -> list[tuple[str, str, str]]:
+    """(room, room imported, where) for each import between the app's modules in `path`."""
+    source_room = _room(_module_of(path))
+    edges = []
+    for line, target in _room_targets(path, source):
+        target_room = _room(target)
+        if source_room is not None and target_room is not None:
+            edges.append(
+                (source_room, target_room, f"{path.relative_to(PORTAL.parent)}:{line} imports {target}")
+            )
+    return edges
+
+
+def _upstairs(edges: list[tuple[str, str, str]]) -> list[str]:
+    return [
+        f"{where} ({source} → {target})"
+        for source, target, where in edges
+        if ROOMS.index(target) > ROOMS.index(source)
+    ]
+
+
+def _orchestration_files() -> list[Path]:
+    return [path for path in _portal_files() if path.relative_to(PORTAL).parts[0] == "orchestration"]
+
+
+def test_orchestration_has_its_three_rooms_and_no_logic_loose_beside_them():
+    rooms = {path.relative_to(PORTAL / "orchestration").parts[0] for path in _orchestration_files()}
+    assert {"state", "control", "worker"} <= rooms
+    for room in ("state", "control", "worker"):
+        assert (PORTAL / "orchestration" / room / "__init__.py").read_text().startswith('"""')
+
+
+def test_no_orchestration_room_imports_one_above_it():
+    edges = [edge for path in _orchestration_files() for edge in _room_imports(path)]
+    assert {(source, target) for source, target, _ in edges} >= {("control", "state"), ("worker", "control")}
+    upward = _upstairs(edges)
+    assert upward == [], "imports up the orchestration rooms:\n" + "\n".join(upward)
+
+
+def test_the_room_check_sees_an_upward_import_even_one_hidden_in_a_function():
+    probe = PORTAL / "orchestration" / "state" / "probe.py"
+    source = (
+        "from portal.orchestration.models import JobState\n"
+        "from portal.orchestration import signals\n"
+        "from portal.orchestration.control import actions\n"
+        "\n"
+        "def f():\n"
+        "    from portal.orchestration import views\n"
+    )
+    edges = _room_imports(probe, source)
+    assert [(source, target) for source, target, _ in edges] == [
+        ("state", "base"),
+        ("state", "base"),
+        ("state", "control"),
+        ("state", "top"),
+    ]
+    assert _upstairs(edges) == [
+        "portal/orchestration/state/probe.py:3 imports portal.orchestration.control.actions (state → control)",
+        "portal/orchestration/state/probe.py:6 imports portal.orchestration.views (state → top)",
+    ]
