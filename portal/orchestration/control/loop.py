@@ -43,9 +43,9 @@ class Duty:
 
 _duties: list[Duty] = []
 
-# How often a scheduler looks for cursors the catalog's signal did not keep
-# (scheduler.reconcile_cursors joins the whole catalog, so not on every pass).
-RECONCILE_SECONDS = 60.0
+# How often a scheduler looks for cursors the catalog's signal did not keep, in
+# the next slice of the catalog (scheduler.reconcile_cursors, RECONCILE_SLICE flows).
+RECONCILE_SECONDS = 5.0
 RECONCILE_CLEARANCE_SECONDS = 10.0
 
 
@@ -63,6 +63,7 @@ class OrchestratorLoop:
         self._next_ticks = 0.0
         self._next_due: datetime | None = None
         self._next_reconcile = 0.0
+        self._reconcile_from = 0
         self._next_sweep = 0.0
         self._next_prune = 0.0
         self._next_duty: dict[str, float] = {}
@@ -88,8 +89,11 @@ class OrchestratorLoop:
         if reconcile:
             self._next_reconcile = now + RECONCILE_SECONDS
         self._next_ticks = now + settings.SCHEDULER_POLL_SECONDS
-        report = self._guarded("cron ticks", lambda: schedule_due_ticks(wall, reconcile=reconcile))
+        slice_from = self._reconcile_from if reconcile else False
+        report = self._guarded("cron ticks", lambda: schedule_due_ticks(wall, reconcile=slice_from))
         self._next_due = report.next_due if report is not None else None
+        if reconcile and report is not None:
+            self._reconcile_from = report.reconcile_next
         if report is not None and report.created:
             self.write(f"created {report.created} execution(s)")
 

@@ -46,6 +46,8 @@ class TickReport:
     # The earliest tick still to come (None: no unpaused flow is scheduled), so
     # the loop can wake for it instead of waiting out its poll interval.
     next_due: datetime | None = None
+    # Where the loop's next reconciliation slice starts (reconcile_cursors).
+    reconcile_next: int = 0
 
 
 def db_epoch_millis() -> int:
@@ -142,11 +144,26 @@ def sync_cursor(flow: FlowConfig) -> None:
         ScheduleCursor.objects.filter(pk=cursor.pk).update(next_tick=None)
 
 
-def reconcile_cursors(now: datetime) -> None:
+# Flow ids one reconciliation covers: the loop goes round the catalog a slice at a time.
+RECONCILE_SLICE = 10_000
+
+
+def reconcile_cursors(now: datetime, start: int | None = None) -> int:
     """The same, for flows written without the catalog's signal (a bulk load,
-    a restore): whole-catalog joins, so the loop runs it now and then, not on
-    every pass."""
-    missing = FlowConfig.objects.exclude(schedule="").filter(schedule_cursor__isnull=True)
+    a restore). Joins over the catalog: with `start`, only the slice of
+    RECONCILE_SLICE flow ids from the first flow at or after it (from the
+    first flow again past the last), so its cost does not grow with the
+    catalog. Returns where the next slice starts."""
+    flows = FlowConfig.objects.all()
+    cursors = ScheduleCursor.objects.all()
+    after = start
+    if start is not None:
+        ids = FlowConfig.objects.order_by("pk").values_list("pk", flat=True)
+        first = ids.filter(pk__gte=start).first() or ids.first() or 0
+        after = first + RECONCILE_SLICE
+        flows = flows.filter(pk__gte=first, pk__lt=after)
+        cursors = cursors.filter(flow_id__gte=first, flow_id__lt=after)
+    missing = flows.exclude(schedule="").filter(schedule_cursor__isnull=True)
     # A flow paused before its first tick starts counting at its first
     # sight too, so its resume catches up from there under its policy.
     ScheduleCursor.objects.bulk_create(
@@ -156,10 +173,9 @@ def reconcile_cursors(now: datetime) -> None:
         ],
         ignore_conflicts=True,
     )
-    ScheduleCursor.objects.filter(flow__schedule="").delete()
-    ScheduleCursor.objects.exclude(schedule=F("flow__schedule")).exclude(next_tick=None).update(
-        next_tick=None
-    )
+    cursors.filter(flow__schedule="").delete()
+    cursors.exclude(schedule=F("flow__schedule")).exclude(next_tick=None).update(next_tick=None)
+    return after or 0
 
 
 @dataclass(frozen=True)
@@ -218,12 +234,13 @@ def _next_tick(schedule: str, after: datetime) -> datetime:
     return croniter(schedule, after.astimezone(tz)).get_next(datetime)
 
 
-def schedule_due_ticks(now: datetime | None = None, *, reconcile: bool = True) -> TickReport:
+def schedule_due_ticks(now: datetime | None = None, *, reconcile: bool | int = True) -> TickReport:
     """One pass over the due cursors; safe to run from many processes.
 
     Only cursors whose next tick has come or is to be worked out (index
     lookups) are read, so a pass costs what is due, not the whole catalog
-    (`reconcile` adds `reconcile_cursors`' joins). They go in batches: one
+    (`reconcile` adds `reconcile_cursors`' joins: True over the whole catalog,
+    a flow id for the slice from there). They go in batches: one
     transaction locks a batch's cursor rows (SKIP LOCKED: another
     scheduler's batch is left to it), creates the due ticks' executions with
     their LAUNCH actions and advances the cursors, so ticks and cursors
@@ -232,8 +249,10 @@ def schedule_due_ticks(now: datetime | None = None, *, reconcile: bool = True) -
     now = now or timezone.now()
     report = TickReport()
     tz = timezone.get_default_timezone()
-    if reconcile:
+    if reconcile is True:
         reconcile_cursors(now)
+    elif reconcile is not False:
+        report.reconcile_next = reconcile_cursors(now, reconcile)
     # Due, or not worked out yet (new, or the flow's schedule changed: see sync_cursor).
     due_now = Q(next_tick__lte=now) | Q(next_tick__isnull=True) | ~Q(schedule=F("flow__schedule"))
     # Two reads, not one OR: each uses the next_tick index. A paused flow's

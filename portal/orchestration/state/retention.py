@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -26,6 +27,7 @@ from django.db import transaction
 from django.db.models import OuterRef, Q, Subquery
 from django.utils import timezone
 
+from portal.bulk import any_of, delete_rows
 from portal.events.models import Event
 from portal.flows.models import FlowConfig
 from portal.flows.policies import RETENTION_DAYS, retention_days
@@ -36,6 +38,7 @@ from portal.orchestration.models import (
     DatasetStateHistory,
     FlowExecution,
     JobExecution,
+    JobState,
     OutboxMessage,
 )
 from portal.orchestration.state import joblogs
@@ -94,48 +97,64 @@ def _q(flows: dict[tuple[str, str], bool], prefix: str = "") -> Q:
 def _prune_executions(scope: Q, cutoff: datetime, limit: int, report: PruneReport) -> int:
     unfinished_commits = CommitStoreDataset.objects.filter(execution_id__isnull=False).values("execution_id")
     with transaction.atomic():
-        ids = list(
+        executions = dict(
             FlowExecution.objects.filter(scope, created__lt=cutoff, status__in=FINISHED_STATUSES)
             .exclude(execution_id__in=unfinished_commits)
             .order_by("created")
             .select_for_update(skip_locked=True)
-            .values_list("pk", flat=True)[:limit]
+            .values_list("pk", "execution_id")[:limit]
         )
-        if not ids:
+        if not executions:
             return 0
+        ids = any_of(list(executions))
         logs = list(
             JobExecution.objects.filter(execution_id__in=ids).values_list(
-                "execution__execution_id", "job_name", "attempt"
+                "execution_id", "job_name", "attempt"
             )
         )
-        JobExecution.objects.filter(execution_id__in=ids).delete()
-        FlowExecution.objects.filter(pk__in=ids).delete()
-    report.executions += len(ids)
+        # Children first, one DELETE each, no row read into Python (see bulk.delete_rows):
+        # tests/unit/orchestration/test_retention.py checks no other table refers to them.
+        delete_rows(JobState.objects.filter(job__execution_id__in=ids))
+        delete_rows(JobExecution.objects.filter(execution_id__in=ids))
+        delete_rows(FlowExecution.objects.filter(pk__in=ids))
+    report.executions += len(executions)
     report.jobs += len(logs)
-    folders = set()
+    _remove_logs([(executions[pk], job_name, attempts) for pk, job_name, attempts in logs], report)
+    return len(executions)
+
+
+def _remove_logs(logs: list[tuple[int, str, int]], report: PruneReport) -> None:
+    """The pruned jobs' log files; an execution's folder is looked at only if it is there."""
+    by_execution: dict[int, list[tuple[str, int]]] = {}
     for execution_id, job_name, attempts in logs:
-        for attempt in range(1, attempts + 1):
-            driver = joblogs.driver_log_path(execution_id, job_name, attempt)
-            for path in (
-                joblogs.log_path(execution_id, job_name, attempt),
-                driver,
-                joblogs.masked_marker(driver),
-            ):
-                folders.add(path.parent)
-                with contextlib.suppress(FileNotFoundError):
-                    path.unlink()
-                    report.log_files += 1
-    for folder in folders:
-        with contextlib.suppress(OSError):  # gone already, or holds something else: keep it
+        by_execution.setdefault(execution_id, []).append((job_name, attempts))
+    # Most runs' folders are gone or were never made here: look with plain strings first.
+    root = joblogs.log_path(0, "-", 1).parent.parent
+    for execution_id, jobs in by_execution.items():
+        if not os.path.isdir(f"{root}/{execution_id}"):
+            continue
+        folder = root / str(execution_id)
+        for job_name, attempts in jobs:
+            for attempt in range(1, attempts + 1):
+                driver = joblogs.driver_log_path(execution_id, job_name, attempt)
+                for path in (
+                    joblogs.log_path(execution_id, job_name, attempt),
+                    driver,
+                    joblogs.masked_marker(driver),
+                ):
+                    with contextlib.suppress(FileNotFoundError):
+                        path.unlink()
+                        report.log_files += 1
+        with contextlib.suppress(OSError):  # holds something else (another flow's run of that id): keep it
             folder.rmdir()
-    return len(ids)
 
 
-def _prune_simple(queryset, limit: int) -> int:
+def _prune_simple(queryset, limit: int, oldest_first: str = "pk") -> int:
+    """Oldest first over the index `oldest_first` leads (the table's age column)."""
     with transaction.atomic():
-        ids = list(queryset.order_by("pk").values_list("pk", flat=True)[:limit])
+        ids = list(queryset.order_by(oldest_first).values_list("pk", flat=True)[:limit])
         if ids:
-            queryset.model.objects.filter(pk__in=ids).delete()
+            delete_rows(queryset.model.objects.filter(pk__in=any_of(ids)))
     return len(ids)
 
 
@@ -154,15 +173,15 @@ def prune_once(now: datetime | None = None, limit: int = BATCH_SIZE) -> PruneRep
     for flows, cutoff in _scopes(now):
         scope = _q(flows)
         _prune_executions(scope, cutoff, limit, report)
-        report.events += _prune_simple(Event.objects.filter(scope, created__lt=cutoff), limit)
-        report.actions += _prune_simple(Action.objects.filter(scope, done_at__lt=cutoff), limit)
+        report.events += _prune_simple(Event.objects.filter(scope, created__lt=cutoff), limit, "created")
+        report.actions += _prune_simple(Action.objects.filter(scope, done_at__lt=cutoff), limit, "done_at")
         report.watermark_history += _prune_simple(
             DatasetStateHistory.objects.filter(_q(flows, "state__"), created__lt=cutoff).exclude(
                 id=Subquery(latest)
             ),
             limit,
         )
-    report.outbox += _prune_simple(OutboxMessage.objects.filter(sent_at__lt=default_cutoff), limit)
+    report.outbox += _prune_simple(OutboxMessage.objects.filter(sent_at__lt=default_cutoff), limit, "sent_at")
     return report
 
 

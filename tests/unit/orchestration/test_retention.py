@@ -20,6 +20,7 @@ from portal.orchestration.models import (
     ExecutionStatus,
     FlowExecution,
     JobExecution,
+    JobState,
     OutboxMessage,
 )
 from portal.orchestration.state import joblogs
@@ -148,3 +149,28 @@ def test_a_bad_retention_property_is_refused_naming_it():
     with pytest.raises(ValidationError) as error:
         validate({"flow.retentionDays": "forever"})
     assert "flow.retentionDays" in error.value.message_dict
+
+
+def test_a_pruned_job_takes_its_attempt_states_with_it(owner, log_dir):
+    flow = FlowConfigFactory(owner=owner)
+    old = execution(flow, ExecutionStatus.FAILED, 200)
+    job = JobExecutionFactory(execution=old, status="FAILED")
+    JobState.objects.create(job=job, attempt=1, status="FAILED", started_at=days_ago(200))
+    kept = JobExecutionFactory(execution=execution(flow, ExecutionStatus.FAILED, 10), status="FAILED")
+    JobState.objects.create(job=kept, attempt=1, status="FAILED", started_at=days_ago(10))
+
+    assert prune_history().jobs == 1
+    assert list(JobState.objects.values_list("job_id", flat=True)) == [kept.pk]
+
+
+def test_retention_deletes_every_table_that_refers_to_an_execution():
+    """Retention deletes an execution's rows table by table, without Django's
+    cascade (bulk.delete_rows): a new table referring to executions or jobs
+    must be added to retention._prune_executions, or its rows would stop the delete."""
+
+    def referring(model) -> set[tuple[str, str]]:
+        return {(rel.related_model.__name__, rel.field.name) for rel in model._meta.related_objects}
+
+    assert referring(FlowExecution) == {("JobExecution", "execution")}
+    assert referring(JobExecution) == {("JobState", "job")}
+    assert referring(JobState) == set()

@@ -152,6 +152,28 @@ def test_a_flow_written_around_the_catalog_is_found_by_reconciling(owner):
     assert not ScheduleCursor.objects.filter(flow=flow).exists()
 
 
+def test_the_loop_reconciles_the_catalog_a_slice_at_a_time(owner, monkeypatch):
+    """Each reconciliation joins only RECONCILE_SLICE flows, so its cost does
+    not grow with the catalog; going round, it still finds every flow."""
+    from portal.orchestration.control import scheduler
+
+    monkeypatch.setattr(scheduler, "RECONCILE_SLICE", 2)
+    flows = [FlowConfigFactory(schedule="* * * * *", owner=owner) for _ in range(5)]
+    ScheduleCursor.objects.filter(flow__in=flows).delete()  # a bulk load: no catalog signal
+
+    found = []
+    start = 0
+    for _ in range(3):
+        report = schedule_due_ticks(T0, reconcile=start)
+        found.append(ScheduleCursor.objects.filter(flow__in=flows).count())
+        start = report.reconcile_next
+    assert found == [2, 4, 5]
+    # Past the last flow, the next slice starts from the first again.
+    ScheduleCursor.objects.filter(flow=flows[0]).delete()
+    assert schedule_due_ticks(T0, reconcile=start).reconcile_next == flows[0].pk + 2
+    assert ScheduleCursor.objects.filter(flow=flows[0]).exists()
+
+
 def test_the_loop_wakes_for_a_tick_instead_of_waiting_out_its_poll_interval(owner, settings):
     settings.SCHEDULER_POLL_SECONDS = 3600  # only the cursor's next tick can wake it
     FlowConfigFactory(schedule="* * * * *", owner=owner)
