@@ -495,8 +495,9 @@ def _ticks(figures: dict, round_no: int) -> None:
     figures["scheduler pass, nothing due"] = statistics.median(
         _ms(lambda: schedule_due_ticks(now=base - timedelta(minutes=1), reconcile=False), 5)
     )
-    figures["scheduler reconciliation (once a minute, ms)"] = statistics.median(
-        _ms(lambda: schedule_due_ticks(now=base - timedelta(minutes=1)), 3)
+    # The loop reconciles the cursors one slice of the catalog at a time (every 5 s).
+    figures["scheduler pass with a reconciliation slice (ms)"] = statistics.median(
+        _ms(lambda: schedule_due_ticks(now=base - timedelta(minutes=1), reconcile=0), 3)
     )
     at_base = FlowExecution.objects.filter(trigger="SCHEDULE", scheduled_at=base)
     before = at_base.count()
