@@ -23,7 +23,7 @@ from portal.flows.compiler import scoped
 from portal.flows.filters import FlowConfigFilterSet
 from portal.flows.models import FlowConfig, FlowRefresh
 from portal.flows.rules import CHANGE_DENIED
-from portal.pipeline import write_modes
+from portal.pipeline.destinations import write_modes
 
 # API name → model field; errors from the model are reported under API names.
 API_FIELDS = {

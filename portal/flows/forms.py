@@ -40,10 +40,10 @@ from portal.flows.models import FlowConfig
 from portal.flows.secrets import SecretEncrypter, with_column_rules_key
 from portal.flows.services import FlowAlreadyExists
 from portal.keys.properties import ENCRYPTED_MASK, WRAPPED_KEY_PROPERTY, looks_encrypted
+from portal.pipeline.destinations.write_modes import KEY as WRITE_MODE_KEY
+from portal.pipeline.destinations.write_modes import KEYED, PRIMARY_KEY
+from portal.pipeline.destinations.write_modes import MODES as WRITE_MODES
 from portal.pipeline.schema import PropertySpec, spec_for
-from portal.pipeline.write_modes import KEY as WRITE_MODE_KEY
-from portal.pipeline.write_modes import KEYED, PRIMARY_KEY
-from portal.pipeline.write_modes import MODES as WRITE_MODES
 from portal.property_lines import parse_property_lines
 from portal.topology import picker
 

@@ -242,7 +242,7 @@ class JobExecution(models.Model):
     @property
     def bad_records_tables(self) -> list[str]:
         """The error tables beside its JDBC or Iceberg destinations its tasks' bad records go to
-        with the run's publish (portal.pipeline.badtables)."""
+        with the run's publish (portal.pipeline.destinations.badtables)."""
         names = (name for state in self.task_states or [] for name in state.get("bad_records_tables") or [])
         return list(dict.fromkeys(names))
 

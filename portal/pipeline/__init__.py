@@ -8,15 +8,17 @@ Public contract:
 
 * :func:`run_job` ``(spark, jobspec) -> list[dict]`` — TaskState dicts (:mod:`.taskstate`).
 * :class:`~portal.pipeline.jobspec.JobSpec` — the plain-JSON input (:mod:`.jobspec`).
-* :func:`portal.pipeline.publisher.plan_commit` — commit steps per dataset URN.
-* :mod:`portal.pipeline.commit_steps` — ``CommitStep``, ``FsRenameCommitStep``,
-  ``JdbcPublishCommitStep``, ``CommitSequence``; :mod:`portal.pipeline.iceberg` —
+* :func:`portal.pipeline.destinations.publisher.plan_commit` — commit steps per dataset URN.
+* :mod:`portal.pipeline.destinations.commit_steps` — ``CommitStep``, ``FsRenameCommitStep``,
+  ``JdbcPublishCommitStep``, ``CommitSequence``; :mod:`portal.pipeline.destinations.iceberg` —
   ``IcebergCommitStep`` (an Iceberg destination's one commit) and ``committed_watermarks``.
 * :func:`portal.pipeline.session.get_or_create_spark` — the SparkSession with Flowport's settings.
 * :func:`portal.pipeline.progress.job_progress` ``(spark, job_name, execution_id) -> dict`` — live
   progress of a running job, for the worker's heartbeat.
 
-See docs/pipeline.md for property keys, the fork key rule and commit policies.
+Sources are :mod:`portal.pipeline.sources`, destinations (writers, commit steps, the publisher)
+:mod:`portal.pipeline.destinations`, one module per kind. See docs/pipeline.md for property keys,
+the fork key rule and commit policies.
 """
 
 from __future__ import annotations

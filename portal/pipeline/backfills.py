@@ -6,7 +6,7 @@ source (ISO times, or the stored ``<ms>:<path>`` form). :func:`bound_key` makes 
 comparable, so :func:`refusal` can hold a range against what the dataset's loads covered (the
 state store's history) and refuse one that matches nothing, saying what exists; and
 :func:`replacement` says in words what each destination will replace (the page shows it before the
-backfill runs; :mod:`portal.pipeline.publisher` does it).
+backfill runs; :mod:`portal.pipeline.destinations.publisher` does it).
 """
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ import re
 from collections.abc import Mapping
 from decimal import Decimal, InvalidOperation
 
-from portal.pipeline import watermarks, write_modes
+from portal.pipeline import watermarks
+from portal.pipeline.destinations import write_modes
 from portal.pipeline.properties import Properties
 
 _FILES = re.compile(r"^(\d{15})(?::(.*))?$")

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from portal.pipeline import cdc_pg, table_templates, write_modes
+from portal.pipeline import cdc_pg
 from portal.pipeline.columnrules import rule_problems
+from portal.pipeline.destinations import table_templates, write_modes
 from portal.pipeline.errors import ConfigError
 from portal.pipeline.properties import Properties, branch_names, check_branch_keys, is_branch_scoped
 from portal.pipeline.schema import (
@@ -119,7 +120,7 @@ def job_property_problems(values: Mapping[str, str], *, first_hop: bool = True) 
 
 
 def _iceberg_problems(branch: Properties) -> list[str]:
-    """What the Iceberg writer would refuse before reading (portal.pipeline.iceberg.table_spec)."""
+    """What the Iceberg writer would refuse before reading (portal.pipeline.destinations.iceberg.table_spec)."""
     problems = table_templates.template_problems(
         branch.get("writer.iceberg.table"), branch.describe("writer.iceberg.table")
     )

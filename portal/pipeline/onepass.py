@@ -27,7 +27,8 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from portal.pipeline import fs, gateway
-from portal.pipeline.writers import DataWriter, FileDataWriter, WriteResult
+from portal.pipeline.destinations.base import DataWriter, WriteResult
+from portal.pipeline.destinations.files import FileDataWriter
 
 FORK_FILE_FORMAT = "flowport.pipeline.ForkFileFormat"
 MASK_COLUMN = "fp_fork_mask"

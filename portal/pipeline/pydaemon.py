@@ -3,7 +3,7 @@
 Spark forks each Python worker from one daemon process per executor, and reaped workers (idle for a
 minute) are forked again on the next Python task.  Whatever a worker imports after the fork is paid
 again by every new worker: for the Arrow reader (:mod:`portal.pipeline.sources.arrow_pg`) and its Parquet writer
-(:mod:`portal.pipeline.directwrite`) pyarrow,
+(:mod:`portal.pipeline.destinations.directwrite`) pyarrow,
 pandas (PySpark's Arrow UDFs import it) and the ADBC driver cost about a second of CPU per worker.
 This daemon imports them once, before it forks, so every worker starts warm: a warm pool, paid once
 per executor JVM instead of per job.  :func:`portal.pipeline.session.get_or_create_spark` names it in
@@ -22,7 +22,7 @@ PRELOADED = (
     "adbc_driver_postgresql.dbapi",
     "pyarrow.parquet",
     "portal.pipeline.sources.arrow_pg",
-    "portal.pipeline.directwrite",
+    "portal.pipeline.destinations.directwrite",
 )
 
 

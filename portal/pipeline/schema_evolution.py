@@ -8,7 +8,7 @@ flow's policy decides:
 * ``evolve``: new columns are delivered, widened types are delivered widened; a column the source
   no longer has is still delivered, as NULLs of its recorded type (readers of the recorded schema
   keep working). A JDBC destination adds the new columns and widens its columns at publish
-  (:mod:`portal.pipeline.target_evolution`); file destinations need nothing (each file carries
+  (:mod:`portal.pipeline.destinations.jdbc_evolution`); file destinations need nothing (each file carries
   its schema; read a folder with Spark's ``mergeSchema`` or any Parquet reader's schema union).
   A type change that is not a widening (``long`` -> ``string``) fails the dataset with the diff.
 * ``freeze``: any change fails the dataset, the diff in the message; the recorded schema stays.

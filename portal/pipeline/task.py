@@ -6,7 +6,7 @@ with nothing of their own but a file writer are written together by one Spark wr
 extract once (:mod:`portal.pipeline.onepass`); otherwise each branch is its own Spark write that
 re-derives its DataFrame from the extract, which was measured cheaper than ``cache()``.  One branch
 taking an Arrow extract unchanged into Parquet is written by the Python workers themselves
-(:mod:`portal.pipeline.directwrite`), never through Spark's rows.  Counts
+(:mod:`portal.pipeline.destinations.directwrite`), never through Spark's rows.  Counts
 come from ``DataFrame.observe`` during the writes (or from the one-pass writer itself), so checking
 and counting costs no extra pass; which read counts is the feed's business
 (:mod:`portal.pipeline.feed`, :mod:`portal.pipeline.observe`), so the steps below read in order.  Configuration of every branch (writer format, required keys,
@@ -31,8 +31,12 @@ from typing import Any
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
-from portal.pipeline import badrows, badtables, columns, directwrite, fs, onepass, progress, schema_evolution
+from portal.pipeline import badrows, columns, fs, onepass, progress, schema_evolution
 from portal.pipeline.converters import Converter, ConverterContext, apply_converters, build_converters
+from portal.pipeline.destinations import badtables, directwrite
+from portal.pipeline.destinations.base import DataWriter, WriterContext, WriteResult
+from portal.pipeline.destinations.builder import build_writer
+from portal.pipeline.destinations.files import FileDataWriter
 from portal.pipeline.errors import CancelledError, PipelineError, QualityCheckError
 from portal.pipeline.feed import Feed
 from portal.pipeline.fork import ForkOperator, as_column, build_fork_operator, checked
@@ -51,7 +55,6 @@ from portal.pipeline.quality import (
 from portal.pipeline.sources.base import Extraction, Source
 from portal.pipeline.taskstate import CANCELLED, FAILED, SKIPPED, SUCCEEDED, BranchState, TaskState
 from portal.pipeline.workunits import WorkUnit
-from portal.pipeline.writers import DataWriter, FileDataWriter, WriterContext, WriteResult, build_writer
 
 log = logging.getLogger(__name__)
 
@@ -321,7 +324,7 @@ class TaskRunner:
         """The rows the source could not read (:mod:`portal.pipeline.badrows`): described by a second
         read when the writes counted any, then beside each file branch's output (published with
         it), and in an error table beside each JDBC or Iceberg destination (published with it,
-        :mod:`portal.pipeline.badtables`); in the err folder instead when past the limits (the task
+        :mod:`portal.pipeline.destinations.badtables`); in the err folder instead when past the limits (the task
         fails) or no branch writes files or tables."""
         spec = feed.extraction.bad_records
         if spec is None or not fork.active or not int(feed.metrics.get(badrows.METRIC) or 0):
@@ -454,7 +457,7 @@ class TaskRunner:
 
     def _run_direct(self, branch: _Branch, feed: Feed, previous_schema: StructType | None) -> None:
         """The one branch's Parquet written by the Python workers from the Arrow extract
-        (:mod:`portal.pipeline.directwrite`); its written count is the record count."""
+        (:mod:`portal.pipeline.destinations.directwrite`); its written count is the record count."""
         started = time.time()
         scan = feed.extraction.arrow
         assert scan is not None and isinstance(branch.writer, FileDataWriter)

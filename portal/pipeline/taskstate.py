@@ -17,7 +17,7 @@ failure, secrets masked, or None),
 ``err_dir`` (where pre-fork ERR_FILE rows went, or None), ``fork_feed`` (how several branches got
 their records: ``one_pass`` — one read written by every branch, see :mod:`portal.pipeline.onepass` —
 or ``per_branch`` — each branch re-read the bounded extract; ``direct`` — a single branch's Parquet
-written by the Python workers from the Arrow extract, see :mod:`portal.pipeline.directwrite`; None
+written by the Python workers from the Arrow extract, see :mod:`portal.pipeline.destinations.directwrite`; None
 with a single branch otherwise),
 ``extract_staged`` (whether the extract was copied to Parquet before the branches read it: a live
 source this task would have read twice, see :mod:`portal.pipeline.feed`), ``records_bad`` (rows a
@@ -25,7 +25,7 @@ CSV or JSON source could not read, set aside: :mod:`portal.pipeline.badrows`; no
 ``records_extracted``), ``bad_records_files`` (where they are: beside each file branch's published
 dataset, ``<dir>/_errors/<execution>-<task>.jsonl``, or the err folder's ``bad_records.jsonl`` when
 the task failed on them or wrote neither files nor tables), ``bad_records_tables`` (the error tables
-they are published to beside a JDBC or Iceberg destination: :mod:`portal.pipeline.badtables`).
+they are published to beside a JDBC or Iceberg destination: :mod:`portal.pipeline.destinations.badtables`).
 
 A branch dict: ``index``, ``name``, ``status`` (SUCCEEDED / FAILED / CANCELLED / SKIPPED — SKIPPED
 when the fork operator did not forward the schema to it), ``format``, ``records_written``,

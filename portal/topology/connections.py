@@ -234,7 +234,9 @@ def discover(node: DataNode, *, user: str = "", password: str = "") -> Discovery
 
 def _iceberg_catalog(node: DataNode, password: str):
     """The node's SQL catalog, looked at only (its tables are not created), with the short timeout."""
-    from portal.pipeline.iceberg import load_catalog  # pyiceberg and PySpark load only for an Iceberg node
+    from portal.pipeline.destinations.iceberg import (
+        load_catalog,  # pyiceberg and PySpark load only for an Iceberg node
+    )
 
     properties = node.properties or {}
     uri = reach.catalog_uri(properties.get("catalog.uri", ""))

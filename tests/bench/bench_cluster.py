@@ -101,8 +101,8 @@ def child(args: argparse.Namespace) -> None:
     django.setup()
     from portal.orchestration.worker import sparkctx
     from portal.pipeline import run_job
-    from portal.pipeline.commit_steps import CommitSequence
-    from portal.pipeline.publisher import cleanup_task_output, plan_commit
+    from portal.pipeline.destinations.commit_steps import CommitSequence
+    from portal.pipeline.destinations.publisher import cleanup_task_output, plan_commit
 
     cores = str(os.cpu_count() or 2)
     spark = sparkctx.session_for(args.master, {"spark.cores.max": cores, "spark.executor.cores": cores})

@@ -103,8 +103,8 @@ def measure(label: str, database_url: str, files: int) -> None:
         from portal.orchestration.models import CommitStepRecord, DatasetState
         from portal.orchestration.state import publish, recovery
         from portal.orchestration.state.commitstore import CommitStepStore, store_name_for
-        from portal.pipeline.commit_steps import CommitStep
-        from portal.pipeline.publisher import plan_commit
+        from portal.pipeline.destinations.commit_steps import CommitStep
+        from portal.pipeline.destinations.publisher import plan_commit
 
         # 3. reference: plain renames of the same layout
         ref_src = write_task_output(tmp / "ref", 1, files)

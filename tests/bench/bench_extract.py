@@ -17,7 +17,7 @@ watermark), ``--rounds`` interleaved rounds each (every contender once per round
 * plain PySpark ``read.jdbc`` -> ``write.parquet`` on this process's warm session;
 * Flowport ``run_job`` + publish on the same warm session, as configured by default
   (``source.jdbc.arrow=auto``: COPY into Arrow batches that the Python workers write to Parquet
-  themselves, :mod:`portal.pipeline.sources.arrow_pg` and :mod:`portal.pipeline.directwrite`) and
+  themselves, :mod:`portal.pipeline.sources.arrow_pg` and :mod:`portal.pipeline.destinations.directwrite`) and
   with ``source.jdbc.arrow=false`` (Spark's JDBC reader and Parquet writer: the same extraction as
   plain PySpark, so their ratio is what Flowport adds);
 * the Flowport CLI (``python -m portal.pipeline run``, default settings) in a fresh process: a cold
@@ -52,8 +52,8 @@ import psycopg  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 
 from portal.pipeline import run_job  # noqa: E402
-from portal.pipeline.commit_steps import CommitSequence  # noqa: E402
-from portal.pipeline.publisher import cleanup_task_output, plan_commit  # noqa: E402
+from portal.pipeline.destinations.commit_steps import CommitSequence  # noqa: E402
+from portal.pipeline.destinations.publisher import cleanup_task_output, plan_commit  # noqa: E402
 from portal.pipeline.session import get_or_create_spark  # noqa: E402
 
 TABLE = "bench_events"

@@ -53,8 +53,8 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from portal.pipeline import run_job
-from portal.pipeline.commit_steps import CommitSequence
-from portal.pipeline.publisher import cleanup_task_output, plan_commit
+from portal.pipeline.destinations.commit_steps import CommitSequence
+from portal.pipeline.destinations.publisher import cleanup_task_output, plan_commit
 from portal.pipeline.session import get_or_create_spark
 
 

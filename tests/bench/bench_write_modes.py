@@ -43,7 +43,7 @@ def timed(label: str, run) -> float:
 def pg_bench(server: str, rows: int) -> list[tuple[str, float, float, float]]:
     import psycopg
 
-    from portal.pipeline.commit_steps import CommitSequence
+    from portal.pipeline.destinations.commit_steps import CommitSequence
 
     with psycopg.connect(f"{server}/postgres", autocommit=True) as admin:
         admin.execute(f'DROP DATABASE IF EXISTS "{DB}" WITH (FORCE)')
@@ -113,7 +113,7 @@ def files_bench(rows: int) -> list[tuple[str, float, float, float]]:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from portal.pipeline.commit_steps import CommitSequence
+    from portal.pipeline.destinations.commit_steps import CommitSequence
 
     changed = max(1, rows // 100)
     tmp = Path(tempfile.mkdtemp(prefix="bench-write-modes-"))

@@ -45,7 +45,7 @@ from portal.orchestration.models import (
 )
 from portal.orchestration.state.commitstore import FailpointCrash, arm, reset_failpoints
 from portal.orchestration.worker import executor
-from portal.pipeline.iceberg import load_catalog
+from portal.pipeline.destinations.iceberg import load_catalog
 from portal.topology import services as topology
 from tests.factories import UserFactory
 from tests.integration.crash_harness import format_table

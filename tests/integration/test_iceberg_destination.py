@@ -29,7 +29,7 @@ from portal.orchestration.models import (
 )
 from portal.orchestration.state.commitstore import FailpointCrash, arm
 from portal.orchestration.worker import executor
-from portal.pipeline.iceberg import load_catalog
+from portal.pipeline.destinations.iceberg import load_catalog
 from portal.topology import services as topology
 from tests.factories import UserFactory
 from tests.integration.conftest import INGEST_QUEUE

@@ -3,13 +3,13 @@
 A backfill, and a re-run of a committed execution (a backfill of exactly the ranges that execution
 loaded, :func:`replay`), read again rows a destination already holds. JDBC destinations delete the
 range's rows first, partitioned files datasets and the replacing write modes replace what they
-cover (:mod:`portal.pipeline.publisher`). An appending files dataset without partitions has no
+cover (:mod:`portal.pipeline.destinations.publisher`). An appending files dataset without partitions has no
 range to delete by; what it can replace are the *files* the re-read loads published. So the
 orchestrator, which recorded each load (``DatasetStateHistory``: from, to, execution) and the files
 each committed job published (its task states), tells the backfill's first job which of the
 dataset's files those loads published (:func:`published_by`, JobSpec ``backfill_replaces``), and
 the publish swaps them for the backfill's own in one folder exchange
-(:class:`portal.pipeline.replace.FsReplaceCommitStep`, mode ``swap``).
+(:class:`portal.pipeline.destinations.files_replace.FsReplaceCommitStep`, mode ``swap``).
 
 A range has to cover whole loads for that: a bound inside a load is moved out to the load's edge
 (:func:`whole_loads`), so no row of a load is kept twice or lost. Earlier backfills and re-runs of

@@ -40,7 +40,7 @@ from django.utils import timezone
 
 from portal.orchestration.models import CommitStepRecord, CommitStore, CommitStoreDataset
 from portal.orchestration.state import statestore  # noqa: F401  (registers the high_watermark step)
-from portal.pipeline.commit_steps import CommitStep
+from portal.pipeline.destinations.commit_steps import CommitStep
 from portal.pipeline.jobspec import JobSpec
 
 logger = logging.getLogger(__name__)

@@ -1,7 +1,7 @@
 """The state store catches up with Iceberg tables before a job pulls.
 
 An Iceberg destination's commit records the run's watermark in the table itself
-(`portal.pipeline.iceberg`), in the same atomic commit as the rows. When a worker died
+(`portal.pipeline.destinations.iceberg`), in the same atomic commit as the rows. When a worker died
 between that commit and the state store's check-in, and the commit-step log cannot finish
 it (lost, or discarded), the state store is behind: the next run would read those rows
 again. Before the pull, a job writing to Iceberg asks its tables for the last commit of each
@@ -16,7 +16,7 @@ import logging
 
 from portal.orchestration.models import DatasetState
 from portal.orchestration.state import statestore
-from portal.pipeline import iceberg
+from portal.pipeline.destinations import iceberg
 from portal.pipeline.jobspec import JobSpec
 
 logger = logging.getLogger(__name__)

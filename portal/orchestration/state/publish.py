@@ -22,9 +22,9 @@ from portal.orchestration.state.commitstore import (
     parallelism,
     store_name_for,
 )
-from portal.pipeline.commit_steps import CommitStep
+from portal.pipeline.destinations.commit_steps import CommitStep
+from portal.pipeline.destinations.publisher import apply_commit_policy, plan_commit
 from portal.pipeline.jobspec import JobSpec
-from portal.pipeline.publisher import apply_commit_policy, plan_commit
 from portal.pipeline.taskstate import SUCCEEDED
 
 logger = logging.getLogger(__name__)

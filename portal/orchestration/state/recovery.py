@@ -37,9 +37,9 @@ from portal.orchestration.state.commitstore import (
     store_name_for,
 )
 from portal.pipeline import fs
-from portal.pipeline.commit_steps import CommitStep
+from portal.pipeline.destinations.commit_steps import CommitStep
+from portal.pipeline.destinations.publisher import remove_task_output
 from portal.pipeline.jobspec import JobSpec
-from portal.pipeline.publisher import remove_task_output
 from portal.pipeline.sources import jdbc_tables
 
 logger = logging.getLogger(__name__)

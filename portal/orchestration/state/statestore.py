@@ -32,7 +32,7 @@ from portal.orchestration.models import (
     JobStatus,
 )
 from portal.pipeline import schemadrift
-from portal.pipeline.commit_steps import CommitStep, register_step_type
+from portal.pipeline.destinations.commit_steps import CommitStep, register_step_type
 
 
 def flow_id_for(flow_id: int | None, flow_group: str, flow_name: str) -> int | None:

@@ -47,9 +47,9 @@ from portal.orchestration.worker.heartbeat import JobHeartbeat, lease_until
 from portal.orchestration.worker.submit import run_submitted, uses_spark_submit
 from portal.pipeline import landing, run_job
 from portal.pipeline.columnrules import needs_key
-from portal.pipeline.delivery import failure_summary
+from portal.pipeline.destinations.delivery import failure_summary
+from portal.pipeline.destinations.publisher import cleanup_task_output
 from portal.pipeline.jobspec import JobSpec
-from portal.pipeline.publisher import cleanup_task_output
 from portal.pipeline.taskstate import SUCCEEDED
 from portal.topology import reach
 

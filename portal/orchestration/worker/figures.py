@@ -1,13 +1,13 @@
 """A job's status figures: what was delivered (rows published by the
 datasets whose commit finished) and the watermarks checked in, not what was
-extracted (`portal.pipeline.delivery` counts them)."""
+extracted (`portal.pipeline.destinations.delivery` counts them)."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
-from portal.pipeline.delivery import Delivery, delivery
+from portal.pipeline.destinations.delivery import Delivery, delivery
 from portal.pipeline.errors import ConfigError
 from portal.pipeline.jobspec import JobSpec
 from portal.pipeline.watermarks import value_of

@@ -17,7 +17,7 @@ the JVM's default zone (``ResultSet.getTimestamp``), ``timestamptz`` as the inst
 Where it pays (``source.jdbc.arrow``, default ``auto``): measured by tests/bench/bench_extract.py on a
 2-core machine, this reader handing its batches to Spark's own writer was no faster than Spark's
 JDBC reader (each task adds a Python worker and an Arrow hand-over into the JVM's rows), while the
-Python workers writing the batches to Parquet themselves (:mod:`portal.pipeline.directwrite`) take
+Python workers writing the batches to Parquet themselves (:mod:`portal.pipeline.destinations.directwrite`) take
 about 60 % of its time.  So ``auto`` makes the scan (:func:`scan_for`) for that writer and keeps
 Spark's JDBC reader as the DataFrame everything else reads; ``true`` makes the scan the DataFrame
 too (where the JVM's row decoding is the bottleneck: more cores, a remote database — measure);

@@ -60,7 +60,7 @@ class Extraction:
     ``metrics`` are aggregations observed on ``df`` during the (single) pass that reads it;
     ``keep`` filters the rows to deliver after the metrics saw them (look-back de-duplication);
     ``arrow``, where set, is the same rows as Arrow batches that each Spark task can read itself (so
-    a writer that takes Arrow can skip Spark's rows: :mod:`portal.pipeline.directwrite`);
+    a writer that takes Arrow can skip Spark's rows: :mod:`portal.pipeline.destinations.directwrite`);
     ``helper_columns`` are dropped after ``keep``; ``finish`` computes the actual high watermark from
     the observed metrics once the work unit succeeded (default: the expected high); ``stage`` asks the
     runtime to read the extract once into Parquet before any branch consumes it (a database must not

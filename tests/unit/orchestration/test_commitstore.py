@@ -21,7 +21,7 @@ from portal.orchestration.state.commitstore import (
     failpoint,
     parallel_map,
 )
-from portal.pipeline.commit_steps import CommitStep, FsRenameCommitStep
+from portal.pipeline.destinations.commit_steps import CommitStep, FsRenameCommitStep
 from portal.pipeline.errors import CommitConflictError
 
 STORE = "g/f/job"

@@ -24,9 +24,9 @@ from portal.orchestration.models import (
 from portal.orchestration.state import publish, recovery
 from portal.orchestration.state.commitstore import CommitStepStore, store_name_for
 from portal.orchestration.worker import executor
-from portal.pipeline.commit_steps import FsRenameCommitStep
+from portal.pipeline.destinations.commit_steps import FsRenameCommitStep
+from portal.pipeline.destinations.publisher import plan_commit
 from portal.pipeline.jobspec import JobSpec
-from portal.pipeline.publisher import plan_commit
 from tests.integration.crash_harness import World, compare, read_ids
 
 in_db = pytest.mark.django_db(transaction=True)

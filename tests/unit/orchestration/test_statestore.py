@@ -15,7 +15,7 @@ from portal.orchestration.models import DatasetState, FlowExecution, JobExecutio
 from portal.orchestration.state import statestore
 from portal.orchestration.state.commitstore import CommitStepStore
 from portal.orchestration.state.statestore import HighWatermarkCommitStep, PendingCommitSteps
-from portal.pipeline.commit_steps import CommitStep
+from portal.pipeline.destinations.commit_steps import CommitStep
 from tests.unit.tables import assert_cells_name_their_columns, cells_by_label
 
 # The page URLs, mounted as portal/urls.py will mount them (see state_urls).

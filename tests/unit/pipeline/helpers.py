@@ -11,8 +11,8 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 
 from portal.pipeline import run_job
-from portal.pipeline.commit_steps import CommitSequence
-from portal.pipeline.publisher import cleanup_task_output, plan_commit
+from portal.pipeline.destinations.commit_steps import CommitSequence
+from portal.pipeline.destinations.publisher import cleanup_task_output, plan_commit
 
 
 def spec(

@@ -12,9 +12,9 @@ import pytest
 from pyspark.sql import SparkSession
 
 from portal.pipeline import run_job
+from portal.pipeline.destinations.publisher import plan_commit
 from portal.pipeline.errors import ConfigError
 from portal.pipeline.jobspec import JobSpec
-from portal.pipeline.publisher import plan_commit
 
 from .helpers import NOW, publish, read, run_and_publish, spec, write_csv
 from .test_jdbc import _insert, _orders, _props, _rows

@@ -9,7 +9,12 @@ import psycopg
 import pytest
 from pyspark.sql import SparkSession
 
-from portal.pipeline.commit_steps import CommitSequence, CommitStep, FsRenameCommitStep, JdbcPublishCommitStep
+from portal.pipeline.destinations.commit_steps import (
+    CommitSequence,
+    CommitStep,
+    FsRenameCommitStep,
+    JdbcPublishCommitStep,
+)
 from portal.pipeline.errors import CommitConflictError, ConfigError
 
 
@@ -65,6 +70,45 @@ def test_unknown_step_types_need_registration() -> None:
     # a type nobody registered is refused by name.
     with pytest.raises(ConfigError, match="unknown commit step type 'carrier_pigeon'"):
         CommitStep.from_dict({"type": "carrier_pigeon", "dataset_urn": "d", "value": "1"})
+
+
+def test_a_stored_step_names_its_type_not_its_module_so_old_rows_read_back() -> None:
+    # Rows the CommitStepStore held before the destinations package existed: JSON with a type
+    # name and fields, no class path, so the move of the classes leaves them readable.
+    stored = [
+        {"type": "fs_rename", "src": "/w/out/a.parquet", "dst": "/lake/a.parquet", "size": 3, "branch": 0},
+        {"type": "fs_replace", "final": "/lake/d", "token": "7:j:d:0", "mode": "overwrite", "files": []},
+        {
+            "type": "jdbc_publish",
+            "url": "jdbc:postgresql://db/x",
+            "user": "u",
+            "password_property": "writer.jdbc.password",
+            "target_table": "t",
+            "staging_tables": ["fp_stg_1"],
+            "execution_id": 7,
+            "job_name": "j",
+        },
+        {
+            "type": "iceberg_commit",
+            "catalog_uri": "sqlite:////lake/catalog.db",
+            "warehouse": "/lake/wh",
+            "namespace": "g",
+            "table": "t",
+            "execution_id": 7,
+            "job_name": "j",
+        },
+    ]
+    steps = [CommitStep.from_dict(row, {"writer.jdbc.password": "pw"}) for row in stored]
+    assert [type(step).__name__ for step in steps] == [
+        "FsRenameCommitStep",
+        "FsReplaceCommitStep",
+        "JdbcPublishCommitStep",
+        "IcebergCommitStep",
+    ]
+    assert {type(step).__module__.rpartition(".")[0] for step in steps} == {"portal.pipeline.destinations"}
+    assert [step.to_dict()["type"] for step in steps] == [row["type"] for row in stored]
+    assert steps[2].password == "pw"  # type: ignore[attr-defined]
+    assert "pw" not in str(steps[2].to_dict())
 
 
 def _staging(pg: psycopg.Connection, name: str, rows: int) -> None:

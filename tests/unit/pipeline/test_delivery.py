@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from portal.pipeline.delivery import delivery, failure_summary
+from portal.pipeline.destinations.delivery import delivery, failure_summary
 
 
 def _task(index: int, status: str, low: str, high: str, read: int, written: int, rejected: int = 0) -> dict:

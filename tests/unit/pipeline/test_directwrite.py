@@ -1,5 +1,5 @@
 """A PostgreSQL table into Parquet files with the Arrow reader: the Python workers write the files
-themselves (portal.pipeline.directwrite) where that gives what Spark's writer would give — same
+themselves (portal.pipeline.destinations.directwrite) where that gives what Spark's writer would give — same
 rows, same types read back by Spark and by pyarrow — and leave nothing behind when a slice fails;
 everywhere else the task keeps Spark's writer."""
 
@@ -17,11 +17,13 @@ import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql import types as T
 
-from portal.pipeline import directwrite, watermarks
+from portal.pipeline import watermarks
+from portal.pipeline.destinations import directwrite
+from portal.pipeline.destinations.base import WriterContext
+from portal.pipeline.destinations.files import FileDataWriter
 from portal.pipeline.jobspec import JobSpec
 from portal.pipeline.properties import Properties
 from portal.pipeline.sources.base import ArrowScan
-from portal.pipeline.writers import FileDataWriter, WriterContext
 
 from .helpers import data_files, read, run_and_publish, spec
 from .test_arrow_pg import ROWS, TYPES

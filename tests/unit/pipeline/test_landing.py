@@ -19,8 +19,9 @@ import pymysql
 import pytest
 from pyspark.sql import SparkSession
 
-from portal.pipeline import iceberg, landing, pgconn, run_job
-from portal.pipeline.jdbc_targets import JdbcTarget
+from portal.pipeline import landing, pgconn, run_job
+from portal.pipeline.destinations import iceberg
+from portal.pipeline.destinations.jdbc_targets import JdbcTarget
 
 from .conftest import MYSQL_HOST, MYSQL_PORT, PG_HOST, PG_PORT, PG_USER, mysql
 from .helpers import NOW, spec, write_csv

@@ -140,7 +140,7 @@ def test_a_cancelled_job_reports_cancelled_tasks_and_keeps_watermarks(
 def test_avro_writer_and_source_work_offline_with_pysparks_own_jars(
     spark: SparkSession, tmp_path: Path
 ) -> None:
-    from portal.pipeline.writers import AVRO_FILE_FORMAT, avro_available
+    from portal.pipeline.destinations.files import AVRO_FILE_FORMAT, avro_available
 
     assert avro_available(spark)
     write_csv(

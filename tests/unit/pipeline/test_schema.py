@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 
 from portal.pipeline import schema, schemadoc
+from portal.pipeline.destinations.builder import ALL_FORMATS
 from portal.pipeline.errors import ConfigError, MissingPropertyError
 from portal.pipeline.jobcheck import job_property_problems
 from portal.pipeline.properties import Properties
 from portal.pipeline.schema import SPECS, spec_for
 from portal.pipeline.sources.files import FORMATS
-from portal.pipeline.writers import ALL_FORMATS
 
 ROOT = Path(__file__).resolve().parents[3]
 PIPELINE = ROOT / "portal" / "pipeline"

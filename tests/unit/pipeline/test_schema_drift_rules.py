@@ -6,7 +6,8 @@ from __future__ import annotations
 import json
 import sqlite3
 
-from portal.pipeline import schemadrift, target_evolution
+from portal.pipeline import schemadrift
+from portal.pipeline.destinations import jdbc_evolution
 from portal.pipeline.dialects import SQLITE
 from portal.pipeline.sources.jdbc_tables import Table, catalog_query, has_patterns, matching, resolve
 
@@ -82,7 +83,7 @@ def test_nullability_alone_is_no_drift() -> None:
 
 
 def test_a_destination_widens_only_to_a_type_that_holds_every_value() -> None:
-    wider = target_evolution.wider
+    wider = jdbc_evolution.wider
     assert wider("integer", "bigint") and wider("int(11)", "bigint(20)") and wider("real", "double precision")
     assert wider("numeric(10,2)", "numeric(14,2)") and wider("character varying(10)", "text")
     assert (
@@ -96,7 +97,7 @@ def test_a_sqlite_destination_takes_the_new_column_and_keeps_its_rows(tmp_path) 
         conn.execute("CREATE TABLE sink (id INTEGER, name TEXT)")
         conn.execute("INSERT INTO sink VALUES (1, 'a')")
         conn.execute("CREATE TABLE fp_stg_1 (id BIGINT, name TEXT, email TEXT)")
-        statements = target_evolution.evolve(SQLITE, conn.execute, "sink", "fp_stg_1")
+        statements = jdbc_evolution.evolve(SQLITE, conn.execute, "sink", "fp_stg_1")
         assert statements == ['ALTER TABLE "sink" ADD COLUMN "email" TEXT']
-        assert target_evolution.evolve(SQLITE, conn.execute, "sink", "fp_stg_1") == []  # a re-run: nothing
+        assert jdbc_evolution.evolve(SQLITE, conn.execute, "sink", "fp_stg_1") == []  # a re-run: nothing
         assert conn.execute("SELECT id, name, email FROM sink").fetchall() == [(1, "a", None)]

@@ -11,14 +11,14 @@ import psycopg
 import pytest
 from pyspark.sql import SparkSession
 
-from portal.pipeline import table_templates
-from portal.pipeline.commit_steps import CommitSequence
+from portal.pipeline.destinations import table_templates
+from portal.pipeline.destinations.commit_steps import CommitSequence
+from portal.pipeline.destinations.iceberg import table_spec
+from portal.pipeline.destinations.publisher import plan_commit
 from portal.pipeline.errors import ConfigError
-from portal.pipeline.iceberg import table_spec
 from portal.pipeline.jobcheck import job_property_problems
 from portal.pipeline.jobspec import JobSpec
 from portal.pipeline.properties import Properties
-from portal.pipeline.publisher import plan_commit
 from portal.pipeline.taskstate import SUCCEEDED
 
 from .conftest import MYSQL_HOST, MYSQL_PORT, mysql

@@ -26,7 +26,7 @@ def _probe(batches: Iterator[Any]) -> Iterator[Any]:
                 "adbc": [
                     all(
                         m in sys.modules
-                        for m in ("adbc_driver_postgresql.dbapi", "portal.pipeline.directwrite")
+                        for m in ("adbc_driver_postgresql.dbapi", "portal.pipeline.destinations.directwrite")
                     )
                 ]
                 * batch.num_rows,

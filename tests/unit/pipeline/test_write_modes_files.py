@@ -14,9 +14,9 @@ import pytest
 from pyspark.sql import SparkSession
 
 from portal.pipeline import run_job
-from portal.pipeline.commit_steps import CommitSequence, CommitStep
+from portal.pipeline.destinations.commit_steps import CommitSequence, CommitStep
+from portal.pipeline.destinations.files_replace import MARKER, _sibling
 from portal.pipeline.errors import CommitConflictError
-from portal.pipeline.replace import MARKER, _sibling
 
 from .helpers import NOW, data_files, publish, read, run_and_publish, spec, write_csv
 

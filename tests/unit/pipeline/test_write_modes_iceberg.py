@@ -10,8 +10,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from portal.pipeline.commit_steps import CommitSequence
-from portal.pipeline.iceberg import load_catalog
+from portal.pipeline.destinations.commit_steps import CommitSequence
+from portal.pipeline.destinations.iceberg import load_catalog
 
 
 class Lake:

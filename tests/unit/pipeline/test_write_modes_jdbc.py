@@ -11,8 +11,8 @@ import psycopg
 import pytest
 from pyspark.sql import SparkSession
 
-from portal.pipeline import write_modes
-from portal.pipeline.commit_steps import CommitSequence, CommitStep
+from portal.pipeline.destinations import write_modes
+from portal.pipeline.destinations.commit_steps import CommitSequence, CommitStep
 from portal.pipeline.errors import ConfigError
 from portal.pipeline.properties import Properties
 

@@ -80,7 +80,7 @@ def test_the_binding_gives_the_pipeline_absolute_locations(settings, tmp_path):
 def test_test_connection_and_discovery_list_the_catalogs_tables_and_columns(tmp_path):
     import pyarrow as pa
 
-    from portal.pipeline.iceberg import load_catalog
+    from portal.pipeline.destinations.iceberg import load_catalog
     from portal.topology import connections
     from portal.topology.models import DataNode
 

@@ -1,7 +1,7 @@
 """Commit planning: which task outputs to publish and which watermark to check in, per dataset.
 
 The pipeline only *computes* the commit; the orchestration layer stores the steps in its
-CommitStepStore and executes them (:mod:`portal.pipeline.commit_steps`), so publish + watermark
+CommitStepStore and executes them (:mod:`portal.pipeline.destinations.commit_steps`), so publish + watermark
 become atomic (the exactly-once seed).
 
 ``plan_commit(jobspec, task_states) -> dict[dataset_urn, list[step dict]]``.  Steps, in order:
@@ -9,8 +9,8 @@ become atomic (the exactly-once seed).
 of a committed task (to ``data.publisher.final.dir(.N)/<dataset_urn>/<relative path>``; set
 ``data.publisher.dataset.subdir(.N)=false`` to drop the ``<dataset_urn>`` level),
 ``{"type": "jdbc_publish", ...}`` once per (dataset, JDBC branch), ``{"type": "iceberg_commit", ...}``
-once per (dataset, Iceberg branch) (:mod:`portal.pipeline.iceberg`), one per branch that staged bad
-records for its error table (:mod:`portal.pipeline.badtables`), and last
+once per (dataset, Iceberg branch) (:mod:`portal.pipeline.destinations.iceberg`), one per branch that staged bad
+records for its error table (:mod:`portal.pipeline.destinations.badtables`), and last
 ``{"type": "high_watermark", "dataset_urn", "value"}``.
 
 ``job.commit.policy`` (default ``full``):
@@ -37,17 +37,9 @@ from collections import defaultdict
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlparse, urlunparse
 
-from portal.pipeline import (
-    backfills,
-    badrows,
-    badtables,
-    fs,
-    iceberg,
-    table_templates,
-    watermarks,
-    write_modes,
-)
+from portal.pipeline import backfills, badrows, fs, watermarks
 from portal.pipeline.confinement import confine
+from portal.pipeline.destinations import badtables, iceberg, table_templates, write_modes
 from portal.pipeline.jobspec import JobSpec
 from portal.pipeline.properties import Properties
 from portal.pipeline.taskstate import SUCCEEDED

@@ -1,154 +1,165 @@
-"""CommitSteps: idempotent publish actions the orchestration layer stores and runs (exactly-once seed).
+"""The JDBC destination: a branch's rows staged in a table beside the target, published in one transaction.
 
-Each step is JSON (``to_dict``/``CommitStep.from_dict``) so it can sit in the CommitStepStore, and
-has ``verify() -> bool`` ("already done?") and ``execute()``.  :class:`CommitSequence` runs
-``if not step.verify(): step.execute()`` for each step, so running it again after a crash finishes
-the remaining steps and a second complete run changes nothing.
+The writer (``writer.jdbc.url``, ``writer.jdbc.table``, ``writer.jdbc.username``,
+``writer.jdbc.password``, ``writer.jdbc.marker.table``) writes the branch into its own staging table
+next to the target (:class:`JdbcDataWriter`). ``{table}`` in ``writer.jdbc.table`` gives each dataset
+its own target (:mod:`portal.pipeline.destinations.table_templates`). Before anything is read, the
+writer opens one connection as Spark's writer will and asks where it landed
+(:mod:`portal.pipeline.landing`): the portal's own database is refused, and on MySQL/MariaDB a target
+or marker table naming another database than the one it landed in.
 
-* ``fs_rename`` (:class:`FsRenameCommitStep`): task output file -> job output.  Local paths via
-  ``os``, Hadoop URIs (and ``file://``) via the active Spark JVM's FileSystem.  verify: destination
-  present with the same content (same bytes as a still-present source, or the recorded size) ->
-  True; destination present with different content -> :class:`CommitConflictError` (never
-  overwritten); neither present -> CommitConflictError (the task output was lost).
-* ``jdbc_publish`` (:class:`JdbcPublishCommitStep`): appends the rows of the staging table(s) to the
-  target table and records a marker row keyed by (execution id, job, dataset, branch) in the marker
-  table, in ONE PostgreSQL transaction, then drops the staging tables in it (MySQL/MariaDB and SQLite
-  destinations: :mod:`portal.pipeline.jdbc_targets`).  verify: the marker
-  exists (with the same target and row count -> True; otherwise CommitConflictError).  The password
-  is not in the step: ``password_property`` names the job property holding it, and
-  ``from_dict(data, properties)`` resolves it.  With ``merge_keys`` (``writer.jdbc.write.mode=upsert``
-  on ``extract.primary.key.fields``) the rows are upserted on the keys instead of appended
-  (``ON CONFLICT`` / ``ON DUPLICATE KEY``), the latest by ``merge_order`` winning within a run.
-  With ``evolve`` (``schema.evolution.policy=evolve``) the target first takes the staging table's
-  new and wider columns (:mod:`portal.pipeline.target_evolution`).
-* ``high_watermark``: executed by the state store on the orchestration side — register its class
-  with :func:`register_step_type`; ``from_dict`` refuses unknown types.
+Publishing (``jdbc_publish``, :class:`JdbcPublishCommitStep`) appends the rows of the staging
+table(s) to the target table and records a marker row keyed by (execution id, job, dataset, branch)
+in the marker table, in ONE PostgreSQL transaction, then drops the staging tables in it
+(MySQL/MariaDB and SQLite destinations: :mod:`portal.pipeline.destinations.jdbc_targets`).  verify:
+the marker exists (with the same target and row count -> True; otherwise CommitConflictError).  The
+password is not in the step: ``password_property`` names the job property holding it, and
+``from_dict(data, properties)`` resolves it.  The write mode's SQL (``writer.write.mode``: append,
+overwrite, merge on ``extract.primary.key.fields``, history) is
+:mod:`portal.pipeline.destinations.jdbc_modes`'s; with ``evolve`` (``schema.evolution.policy=evolve``)
+the target first takes the staging table's new and wider columns
+(:mod:`portal.pipeline.destinations.jdbc_evolution`).
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from abc import ABC, abstractmethod
+import hashlib
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import Any
 
 from psycopg import sql
+from pyspark.sql import DataFrame
 
-from portal.pipeline import fs, jdbc_modes, pgconn, target_evolution
-from portal.pipeline.dialects import POSTGRESQL
-from portal.pipeline.errors import CommitConflictError, ConfigError
-from portal.pipeline.jdbc_targets import JdbcTarget
+from portal.pipeline import landing, pgconn
+from portal.pipeline.destinations import jdbc_evolution, jdbc_modes, table_templates, write_modes
+from portal.pipeline.destinations.base import (
+    DataWriter,
+    SecretBearingStep,
+    WriterContext,
+    WriteResult,
+    register_step_type,
+)
+from portal.pipeline.destinations.jdbc_targets import JdbcTarget
+from portal.pipeline.dialects import POSTGRESQL, dialect_for
+from portal.pipeline.errors import CommitConflictError
+from portal.pipeline.jobspec import JobSpec
+from portal.pipeline.properties import Properties
 
-_REGISTRY: dict[str, type[CommitStep]] = {}
+
+def staging_table_name(target: str, jobspec: JobSpec, task_id: str, branch: int) -> str:
+    """A short, unique staging table beside the target (PostgreSQL names are at most 63 bytes)."""
+    schema, _, _table = target.rpartition(".")
+    digest = hashlib.sha1(  # noqa: S324 - a name, not a security boundary
+        f"{jobspec.job_name}/{jobspec.execution_id}/{task_id}/{branch}/{target}".encode()
+    ).hexdigest()[:20]
+    name = f"fp_stg_{digest}"
+    return f"{schema}.{name}" if schema else name
 
 
-def register_step_type(cls: type[CommitStep]) -> type[CommitStep]:
-    """Make ``cls`` (with a ``type`` class attribute) loadable by :meth:`CommitStep.from_dict`."""
-    _REGISTRY[cls.type] = cls
-    return cls
+class JdbcDataWriter(DataWriter):
+    """Append to a database table through a per-branch staging table."""
 
+    format = "JDBC"
 
-class CommitStep(ABC):
-    """One idempotent publish action."""
+    def __init__(self, props: Properties, ctx: WriterContext) -> None:
+        super().__init__(props, ctx)
+        self.url = props.require("writer.jdbc.url")
+        # ``{table}``: this dataset's own target (portal.pipeline.destinations.table_templates)
+        key = "writer.jdbc.table"
+        self.table = table_templates.resolve(props.require(key), ctx.dataset_urn, props.describe(key))
+        self.staging_table = staging_table_name(self.table, ctx.jobspec, ctx.task_id, ctx.branch_index)
+        self.error_staging_table: str | None = None  # bad records staged (badtables)
+        self.write_mode = write_modes.resolve(props, "JDBC")  # refused here, before any read
+        self.what = landing.node_what(ctx.jobspec.extra, "destination", "writer.jdbc.url")
+        self._check_landing()
 
-    type: ClassVar[str] = ""
+    def _check_landing(self) -> None:
+        """Before any read: where the writer's connections land, refused if the portal's own database
+        or (MySQL/MariaDB) if a table it would write is outside the database it landed in."""
+        portal = landing.portal_databases(self.ctx.jobspec.extra)
+        found = landing.check_jdbc(self.ctx.spark, self._options(), self.what, portal=portal)
+        marker = self.props.get("writer.jdbc.marker.table") or "flowport_publish_marker"
+        names = {
+            self.props.describe("writer.jdbc.table"): [self.table],
+            self.props.describe("writer.jdbc.marker.table"): [marker],
+        }
+        landing.own_database(found, names, self.what)
 
-    @abstractmethod
-    def verify(self) -> bool:
-        """True when the step's effect is already in place."""
+    def _options(self) -> dict[str, str]:
+        dialect = dialect_for(self.url, "writer.jdbc.url")
+        options = {
+            "url": dialect.spark_url(self.url),
+            "driver": self.props.get("writer.jdbc.driver") or dialect.driver,
+        }
+        user = self.props.get("writer.jdbc.username")
+        password = self.props.get("writer.jdbc.password")
+        if user:
+            options["user"] = user
+        if password:
+            options["password"] = password
+        options["batchsize"] = self.props.get("writer.jdbc.batchsize", "5000") or "5000"
+        return options
 
-    @abstractmethod
-    def execute(self) -> None:
-        """Do the step (callers run it only when :meth:`verify` is False)."""
+    def write(self, df: DataFrame) -> WriteResult:
+        self._stage(df, self.staging_table)
+        return WriteResult(staging_table=self.staging_table)
 
-    @abstractmethod
-    def to_dict(self) -> dict[str, Any]:
-        """JSON form, with a ``type`` key."""
+    def stage_errors(self, df: DataFrame) -> str:
+        """Stage the task's bad records beside the branch's rows (:mod:`portal.pipeline.destinations.badtables`);
+        the staging table's name."""
+        table = self.staging_table + "_err"
+        self._stage(df, table)
+        self.error_staging_table = table
+        return table
 
-    @classmethod
-    @abstractmethod
-    def build(cls, data: Mapping[str, Any], properties: Mapping[str, str] | None) -> CommitStep:
-        """Rebuild a step from its JSON form."""
-
-    @staticmethod
-    def from_dict(data: Mapping[str, Any], properties: Mapping[str, str] | None = None) -> CommitStep:
-        """Rebuild a step; ``properties`` (the job's resolved properties) supply secrets."""
-        step_type = data.get("type")
-        cls = _REGISTRY.get(str(step_type))
-        if cls is None:
-            raise ConfigError(
-                f"unknown commit step type '{step_type}' (known: {', '.join(sorted(_REGISTRY))}; "
-                "register others with register_step_type)"
+    def _stage(self, df: DataFrame, table: str) -> None:
+        mode = "overwrite"
+        dialect = dialect_for(self.url, "writer.jdbc.url")
+        if dialect.own_ddl:  # SQLite: the table is made here, in the dialect's types
+            target = JdbcTarget(
+                self.url,
+                self.props.get("writer.jdbc.username"),
+                self.props.get("writer.jdbc.password"),
+                what=self.what,
             )
-        return cls.build(data, properties)
-
-
-@register_step_type
-class FsRenameCommitStep(CommitStep):
-    type = "fs_rename"
-
-    def __init__(
-        self, src: str, dst: str, size: int | None = None, extra: dict[str, Any] | None = None
-    ) -> None:
-        self.src, self.dst, self.size = src, dst, size
-        self.extra = extra or {}
-
-    @classmethod
-    def build(cls, data: Mapping[str, Any], properties: Mapping[str, str] | None) -> CommitStep:
-        extra = {k: v for k, v in data.items() if k not in ("type", "src", "dst", "size")}
-        return cls(data["src"], data["dst"], data.get("size"), extra)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {**self.extra, "type": self.type, "src": self.src, "dst": self.dst, "size": self.size}
-
-    def verify(self) -> bool:
-        if fs.exists(self.dst):
-            if fs.exists(self.src):
-                if fs.digest(self.src) == fs.digest(self.dst):
-                    return True
-                raise CommitConflictError(
-                    f"cannot publish {self.src}: {self.dst} exists with different content"
-                )
-            if self.size is not None and fs.size(self.dst) != int(self.size):
-                raise CommitConflictError(
-                    f"{self.dst} exists with {fs.size(self.dst)} bytes, expected {self.size} from {self.src}"
-                )
-            return True
-        if not fs.exists(self.src):
-            raise CommitConflictError(
-                f"cannot publish {self.src}: it does not exist and {self.dst} was not written"
+            target.create(
+                table,
+                [(f.name, dialect.column_type(f.dataType) or "TEXT") for f in df.schema.fields],
             )
-        return False
+            mode = "append"
+        df.write.format("jdbc").options(**self._options()).option("dbtable", table).mode(mode).save()
 
-    def execute(self) -> None:
-        if self.verify():
+    def abort(self) -> None:
+        for table in (self.staging_table, self.error_staging_table):
+            if table:
+                self._drop(table)
+
+    def _drop(self, table: str) -> None:
+        if not self.url.startswith("jdbc:postgresql:"):
+            try:
+                target = JdbcTarget(
+                    self.url,
+                    self.props.get("writer.jdbc.username"),
+                    self.props.get("writer.jdbc.password"),
+                    what=self.what,
+                )
+                with target.connect() as conn:
+                    target.drop(conn, table)
+            except Exception:  # noqa: S110 - best effort; a leftover staging table is harmless
+                pass
             return
-        fs.rename(self.src, self.dst)
-
-
-class SecretBearingStep(CommitStep):
-    """A step stored as plain ``FIELDS`` whose one secret (a database or catalog password) is
-    never stored: the step names the job property holding it (``password_property``), and
-    :meth:`build` takes it from the job's resolved properties again."""
-
-    FIELDS: ClassVar[tuple[str, ...]] = ()
-    REQUIRED: ClassVar[tuple[str, ...]] = ()
-
-    def __init__(self, data: Mapping[str, Any], password: str | None = None) -> None:
-        missing = [k for k in self.REQUIRED if data.get(k) in (None, "")]
-        if missing:
-            raise ConfigError(f"{self.type} step is missing {', '.join(missing)}")
-        self.data: dict[str, Any] = {k: data.get(k) for k in self.FIELDS}
-        self.data["branch"] = int(self.data.get("branch") or 0)
-        self.password = password
-
-    @classmethod
-    def build(cls, data: Mapping[str, Any], properties: Mapping[str, str] | None) -> CommitStep:
-        key = data.get("password_property")
-        return cls(data, (properties or {}).get(key) if key else None)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"type": self.type, **self.data}
+        try:
+            conn = pgconn.connect(
+                self.url,
+                self.props.get("writer.jdbc.username"),
+                self.props.get("writer.jdbc.password"),
+                what=self.what,
+            )
+            with conn:
+                conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(pgconn.table_ident(table)))
+        except Exception:  # noqa: S110 - best effort; a leftover staging table is harmless
+            pass
 
 
 @register_step_type
@@ -247,7 +258,7 @@ class JdbcPublishCommitStep(SecretBearingStep):
         return []
 
     def _other_dialect(self) -> JdbcTarget | None:
-        """MySQL/MariaDB and SQLite destinations publish through :mod:`portal.pipeline.jdbc_targets`."""
+        """MySQL/MariaDB and SQLite destinations publish through :mod:`portal.pipeline.destinations.jdbc_targets`."""
         url = str(self.data["url"])
         return (
             None if url.startswith("jdbc:postgresql:") else JdbcTarget(url, self.data["user"], self.password)
@@ -323,7 +334,7 @@ class JdbcPublishCommitStep(SecretBearingStep):
                     for statement in jdbc_modes.history_columns(POSTGRESQL, target):
                         conn.execute(statement)
                 if d.get("evolve"):  # schema.evolution.policy=evolve: new and wider columns first
-                    target_evolution.evolve(POSTGRESQL, conn.execute, target, staging)
+                    jdbc_evolution.evolve(POSTGRESQL, conn.execute, target, staging)
                 columns = [
                     r[0]
                     for r in conn.execute(
@@ -360,35 +371,3 @@ class JdbcPublishCommitStep(SecretBearingStep):
                 ).format(marker_table),
                 (*self._key(), d["target_table"], total),
             )
-
-
-class CommitSequence:
-    """The steps of one dataset, run in order; safe to run again (each step is verified first)."""
-
-    def __init__(self, steps: list[CommitStep], dataset_urn: str = "") -> None:
-        self.steps = steps
-        self.dataset_urn = dataset_urn
-
-    @classmethod
-    def from_dicts(
-        cls,
-        steps: list[Mapping[str, Any]],
-        properties: Mapping[str, str] | None = None,
-        dataset_urn: str = "",
-    ) -> CommitSequence:
-        return cls([CommitStep.from_dict(s, properties) for s in steps], dataset_urn)
-
-    def run(self) -> int:
-        """Execute every step not yet done; returns how many were executed."""
-        executed = 0
-        for step in self.steps:
-            if not step.verify():
-                step.execute()
-                executed += 1
-        return executed
-
-
-# The Iceberg and replacing files destinations' steps register themselves (their modules need the
-# classes above).
-from portal.pipeline import iceberg as _iceberg  # noqa: E402,F401
-from portal.pipeline import replace as _replace  # noqa: E402,F401

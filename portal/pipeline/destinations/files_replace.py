@@ -1,13 +1,13 @@
 """Publishing a files dataset by replacing its folder: ``overwrite``, ``merge`` and ``history``.
 
 An appending files destination moves each task file into the dataset's folder (``fs_rename``). The
-replacing modes (:mod:`portal.pipeline.write_modes`) publish through one ``fs_replace`` step per
+replacing modes (:mod:`portal.pipeline.destinations.write_modes`) publish through one ``fs_replace`` step per
 dataset folder (:class:`FsReplaceCommitStep`) instead:
 
 1. the new content is built in a hidden sibling folder ``.<name>.fp-<execution>`` (readers skip
    names starting with ``.`` or ``_``): for ``overwrite`` the run's files are moved there; for
    ``merge``/``history`` the stored rows and the run's are merged in Arrow
-   (:mod:`portal.pipeline.tablemerge`) and written there as one file;
+   (:mod:`portal.pipeline.destinations.tablemerge`) and written there as one file;
 2. a marker file ``_FLOWPORT_PUBLISH`` naming the run goes in it;
 3. the folders are exchanged: on Linux with one ``renameat2(RENAME_EXCHANGE)``, so a reader sees the
    old dataset or the new one, never half; elsewhere (Hadoop URIs) the old folder is renamed aside
@@ -35,8 +35,9 @@ import shutil
 from collections.abc import Mapping
 from typing import Any
 
-from portal.pipeline import fs, tablemerge
-from portal.pipeline.commit_steps import CommitStep, register_step_type
+from portal.pipeline import fs
+from portal.pipeline.destinations import tablemerge
+from portal.pipeline.destinations.base import CommitStep, register_step_type
 from portal.pipeline.errors import CommitConflictError, ConfigError
 
 MARKER = "_FLOWPORT_PUBLISH"

@@ -1,6 +1,6 @@
 """A JDBC destination table follows its source's schema under ``schema.evolution.policy=evolve``.
 
-The ``jdbc_publish`` step (:mod:`portal.pipeline.commit_steps`, :mod:`portal.pipeline.jdbc_targets`)
+The ``jdbc_publish`` step (:mod:`portal.pipeline.destinations.jdbc`, :mod:`portal.pipeline.destinations.jdbc_targets`)
 moves a staging table into the target with ``INSERT ... SELECT`` by the staging table's column
 names; a column the target lacks would fail it. With ``evolve`` the step first compares the two
 tables in the database's own catalog and adds each missing column with the staging table's type,

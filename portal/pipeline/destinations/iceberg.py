@@ -5,7 +5,7 @@ a SQLAlchemy URL: ``sqlite:////var/lake/catalog.db`` embedded, ``postgresql+psyc
 production; ``writer.iceberg.catalog.password`` as ENC(...) when the database wants one), a
 warehouse (``writer.iceberg.warehouse``, a local folder) and a table
 (``writer.iceberg.namespace``, default the flow group; ``writer.iceberg.table``, default the
-dataset URN; ``{table}`` in it is the dataset's table name, :mod:`portal.pipeline.table_templates`).
+dataset URN; ``{table}`` in it is the dataset's table name, :mod:`portal.pipeline.destinations.table_templates`).
 
 Why the files go through Spark and not through pyiceberg's Arrow writer: the Spark workers write the
 run's Parquet files in parallel exactly as a files destination does (standard UTC microsecond
@@ -16,12 +16,12 @@ branch) then
 * moves the files into the table's ``data/flowport-<job>-<execution>/`` folder (a move that is a
   no-op once done, so a retry after a crash finds them there), and
 * makes ONE catalog commit (one pyiceberg transaction) in the branch's write mode
-  (:mod:`portal.pipeline.write_modes`): ``add_files`` for ``append``; for ``overwrite`` a delete of
+  (:mod:`portal.pipeline.destinations.write_modes`): ``add_files`` for ``append``; for ``overwrite`` a delete of
   every row and ``add_files``; for ``merge`` an upsert on ``extract.primary.key.fields`` (matched
   rows replaced, new rows inserted, the latest row of the run per key by the first
   ``extract.delta.fields`` winning; keys whose row has ``writer.merge.delete.column`` true
   deleted); for ``history`` the table's rows and the run's computed as SCD type 2
-  (:mod:`portal.pipeline.tablemerge`) replace the table's. The rows are read into Arrow on the
+  (:mod:`portal.pipeline.destinations.tablemerge`) replace the table's. The rows are read into Arrow on the
   committing worker for a merge or a history only. New columns of the run are added to the table
   schema in the same commit; readers see the table before or after it, never between.
 
@@ -50,13 +50,14 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from portal.pipeline import fs, landing, table_templates, tablemerge, watermarks, write_modes
-from portal.pipeline.commit_steps import SecretBearingStep, register_step_type
+from portal.pipeline import fs, landing, watermarks
+from portal.pipeline.destinations import table_templates, tablemerge, write_modes
+from portal.pipeline.destinations.base import SecretBearingStep, WriterContext, register_step_type
+from portal.pipeline.destinations.files import FileDataWriter
 from portal.pipeline.errors import CommitConflictError, ConfigError
 from portal.pipeline.jobspec import JobSpec
 from portal.pipeline.properties import Properties
 from portal.pipeline.schema import ICEBERG_NAME
-from portal.pipeline.writers import FileDataWriter, WriterContext
 
 log = logging.getLogger(__name__)
 _CATALOG_LOCK = threading.Lock()

@@ -1,6 +1,6 @@
 """Publishing into a MySQL/MariaDB or SQLite destination table, exactly once.
 
-The ``jdbc_publish`` commit step (:mod:`portal.pipeline.commit_steps`) moves a branch's staging
+The ``jdbc_publish`` commit step (:mod:`portal.pipeline.destinations.jdbc`) moves a branch's staging
 table(s) into the target table and records a publish marker keyed by (execution, job, dataset,
 branch), so a second run of the step sees the marker and changes nothing. PostgreSQL does it in one
 transaction through psycopg; this module does the same for the other dialects:
@@ -15,7 +15,7 @@ transaction through psycopg; this module does the same for the other dialects:
 With merge keys (``writer.jdbc.write.mode=upsert`` on ``extract.primary.key.fields``) the rows are
 upserted (:meth:`~portal.pipeline.dialects.Dialect.move_rows`) and a target created here gets a
 unique index on the keys. The marker counts the rows staged. Under ``schema.evolution.policy=evolve``
-the target first takes the staging table's new and wider columns (:mod:`portal.pipeline.target_evolution`).
+the target first takes the staging table's new and wider columns (:mod:`portal.pipeline.destinations.jdbc_evolution`).
 
 Every connection is judged as it opens (:mod:`portal.pipeline.landing`): never the portal's own
 database, and on MySQL/MariaDB no table outside the database it landed in.
@@ -30,7 +30,8 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
-from portal.pipeline import jdbc_modes, landing, target_evolution
+from portal.pipeline import landing
+from portal.pipeline.destinations import jdbc_evolution, jdbc_modes
 from portal.pipeline.dialects import MYSQL, SQLITE, Dialect, dialect_for
 from portal.pipeline.errors import CommitConflictError
 
@@ -131,7 +132,7 @@ class JdbcTarget:
             return
         for staging in staging_tables:
             if self.exists(conn, staging):
-                target_evolution.evolve(self.dialect, lambda q, a: self._run(conn, q, a), target, staging)
+                jdbc_evolution.evolve(self.dialect, lambda q, a: self._run(conn, q, a), target, staging)
 
     def _new_target(self, conn: Any, target: str, mode: str, keys: list[str]) -> None:
         """A target just created: a merge's unique index on the keys, a history's version columns."""
@@ -170,7 +171,7 @@ class JdbcTarget:
         replace_range: dict[str, Any] | None = None,
     ) -> tuple[str, int] | None:
         """Move the staging rows and write the marker; returns an existing marker instead (done).
-        ``mode`` is the write mode (:mod:`portal.pipeline.jdbc_modes`; default: merge with keys)."""
+        ``mode`` is the write mode (:mod:`portal.pipeline.destinations.jdbc_modes`; default: merge with keys)."""
         q = self.dialect.quote
         text = "VARCHAR(255)" if self.dialect is MYSQL else "TEXT"
         with self.connect() as conn:

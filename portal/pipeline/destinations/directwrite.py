@@ -9,7 +9,7 @@ end.  Spark still runs the tasks (its job group cancels them, its scheduler retr
 task's staging folder receives the same kind of files Spark would write there — standard Parquet
 with Spark's schema in its footer, every column nullable, timestamps as INT64 microseconds
 adjusted to UTC, decimals as integers where they fit — which the writer then moves to task output
-as usual (:meth:`portal.pipeline.writers.FileDataWriter.collect`).
+as usual (:meth:`portal.pipeline.destinations.files.FileDataWriter.collect`).
 
 Exactly once: a task attempt writes under ``_attempts`` with a name of its own and returns it; only
 the files of the attempts Spark's job returned are moved into staging, and ``_attempts`` is removed,
@@ -37,8 +37,9 @@ from pyspark.sql import SparkSession
 from pyspark.sql import types as T
 
 from portal.pipeline import fs
+from portal.pipeline.destinations.base import WriteResult
+from portal.pipeline.destinations.files import FileDataWriter
 from portal.pipeline.sources.base import ArrowScan, SliceReader
-from portal.pipeline.writers import FileDataWriter, WriteResult
 
 ATTEMPTS = "_attempts"  # hidden from fs.list_files, as Spark's _temporary
 SPARK_SCHEMA_KEY = b"org.apache.spark.sql.parquet.row.metadata"  # where Spark keeps its schema

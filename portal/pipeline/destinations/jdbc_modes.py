@@ -1,7 +1,7 @@
-"""The SQL of a JDBC destination's write modes, per dialect (:mod:`portal.pipeline.write_modes`).
+"""The SQL of a JDBC destination's write modes, per dialect (:mod:`portal.pipeline.destinations.write_modes`).
 
 Each statement runs inside the publish transaction of the ``jdbc_publish`` step, beside the
-publish marker (:mod:`portal.pipeline.commit_steps`, :mod:`portal.pipeline.jdbc_targets`), so a mode
+publish marker (:mod:`portal.pipeline.destinations.jdbc`, :mod:`portal.pipeline.destinations.jdbc_targets`), so a mode
 is published whole or not at all and never twice:
 
 * ``overwrite``: a PostgreSQL target that is only its rows is replaced by the staging table itself
@@ -27,8 +27,8 @@ from typing import Any
 from psycopg import sql
 
 from portal.pipeline import pgconn
+from portal.pipeline.destinations.write_modes import IS_CURRENT, VALID_FROM, VALID_TO
 from portal.pipeline.dialects import MYSQL, POSTGRESQL, Dialect
-from portal.pipeline.write_modes import IS_CURRENT, VALID_FROM, VALID_TO
 
 
 def clear(dialect: Dialect, target: str) -> str:

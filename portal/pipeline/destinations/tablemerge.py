@@ -2,8 +2,8 @@
 
 A files destination and an Iceberg table have no ``UPDATE``: a merge or a history rewrites the
 dataset from what is stored and what the run brings, and the publish step swaps the result in
-whole (:mod:`portal.pipeline.replace`, :mod:`portal.pipeline.iceberg`). The rules are the JDBC
-destination's (:mod:`portal.pipeline.jdbc_modes`): the run's rows win over stored ones, within a
+whole (:mod:`portal.pipeline.destinations.files_replace`, :mod:`portal.pipeline.destinations.iceberg`). The rules are the JDBC
+destination's (:mod:`portal.pipeline.destinations.jdbc_modes`): the run's rows win over stored ones, within a
 run the latest by the order column (then the last read); a row whose delete column is true removes
 (merge) or closes (history) its key.
 """
@@ -16,7 +16,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from portal.pipeline.write_modes import IS_CURRENT, VALID_FROM, VALID_TO
+from portal.pipeline.destinations.write_modes import IS_CURRENT, VALID_FROM, VALID_TO
 
 _POS = "__fp_pos"
 
