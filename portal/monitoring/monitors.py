@@ -32,7 +32,7 @@ from portal.events import outcomes, sinks
 from portal.events.models import Event
 from portal.events.services import raise_event
 from portal.flows.policies import flow_sla_seconds
-from portal.monitoring import freshness, health
+from portal.monitoring import freshness, health, slots
 from portal.orchestration.models import Action, ActionKind, ExecutionStatus, FlowExecution
 
 logger = logging.getLogger(__name__)
@@ -202,6 +202,7 @@ def run_monitors(now: datetime | None = None, *, force: bool = False) -> Monitor
         "dataset freshness": lambda: freshness.check_freshness(now),
         "executor health": lambda: health.check_executors(now),
         "broker and Spark masters": lambda: health.check_infrastructure(now, force=force),
+        "replication slots": lambda: slots.check_slots(now, force=force),
     }
     report = MonitorReport()
     for name, monitor in monitors.items():

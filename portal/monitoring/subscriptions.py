@@ -29,7 +29,15 @@ from portal.orchestration.redaction import for_viewer
 FAILED = outcomes.FAILED
 RECOVERED = outcomes.RECOVERED
 SUCCEEDED = outcomes.SUCCEEDED
-SLA_MISSED = ("sla.flow_finish_missed", "sla.job_start_missed", "sla.dataset_stale")
+# A change-data-capture slot lagging, idle or lost (portal.monitoring.slots) is the data falling behind.
+SLA_MISSED = (
+    "sla.flow_finish_missed",
+    "sla.job_start_missed",
+    "sla.dataset_stale",
+    "cdc.slot_lagging",
+    "cdc.slot_inactive",
+    "cdc.slot_lost",
+)
 
 # Which event kinds each subscription switch covers (a recovery is a success too).
 KINDS_BY_SWITCH: dict[str, tuple[str, ...]] = {

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from portal.monitoring import views
+from portal.monitoring import slot_views, views
 
 app_name = "monitoring"
 urlpatterns = [
@@ -12,6 +12,12 @@ urlpatterns = [
         "datasets/<str:flow_group>/<str:flow_name>/<str:job_name>/<path:dataset_urn>/",
         views.dataset,
         name="dataset",
+    ),
+    path("flows/<str:flow_group>/<str:flow_name>/slot/", slot_views.flow_slot, name="flow_slot"),
+    path(
+        "flows/<str:flow_group>/<str:flow_name>/resnapshot/",
+        slot_views.flow_resnapshot,
+        name="flow_resnapshot",
     ),
     path(
         "flows/<str:flow_group>/<str:flow_name>/subscription/",

@@ -29,6 +29,7 @@ from rest_framework.views import APIView
 from portal.api_errors import Conflict
 from portal.orchestration import services
 from portal.orchestration import status as execution_status
+from portal.orchestration.control import cdc
 from portal.orchestration.filters import FlowExecutionFilterSet
 from portal.orchestration.models import FlowExecution
 from portal.orchestration.pagination import CappedPageNumberPagination
@@ -203,6 +204,33 @@ class RunFlowView(APIView):
         )
 
 
+class ResnapshotView(APIView):
+    """Ask a change-data-capture flow for a new snapshot: the captured tables' positions are
+    cleared (audited as watermark resets) and the next run reads them whole again, after the
+    server lost the slot or the binlog the flow needed. Nothing else re-snapshots a flow."""
+
+    @extend_schema(
+        operation_id="flowconfigs_resnapshot",
+        request=None,
+        responses={
+            200: OpenApiResponse(description='{"cleared": [<tables whose position was cleared>]}'),
+            400: OpenApiResponse(description="The flow does not capture changes"),
+            403: FORBIDDEN,
+            404: NOT_FOUND,
+            409: OpenApiResponse(description="A table has unfinished commit steps; let them finish first"),
+        },
+    )
+    def post(self, request: Request, flowGroup: str, flowName: str) -> Response:
+        flow = execution_status.visible_flow(request.user, flowGroup, flowName, "change")
+        try:
+            cleared = cdc.resnapshot(flow, user=request.user)
+        except cdc.NotCapturing as error:
+            raise exceptions.ValidationError({"flow": [str(error)]}) from None
+        except statestore.PendingCommitSteps as error:
+            raise Conflict(str(error)) from None
+        return Response({"cleared": cleared})
+
+
 class AdoptStateView(APIView):
     """Adopt the watermarks and state history a deleted flow of the same
     group/name left: a re-created flow starts fresh unless its owner (who
@@ -257,6 +285,11 @@ urlpatterns = [
         name="flowexecution-resume",
     ),
     path("flowconfigs/<str:flowGroup>/<str:flowName>/run", RunFlowView.as_view(), name="flowconfig-run"),
+    path(
+        "flowconfigs/<str:flowGroup>/<str:flowName>/resnapshot",
+        ResnapshotView.as_view(),
+        name="flowconfig-resnapshot",
+    ),
     path(
         "flowconfigs/<str:flowGroup>/<str:flowName>/adopt-state",
         AdoptStateView.as_view(),

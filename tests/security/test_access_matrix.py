@@ -176,6 +176,8 @@ ROUTES: dict[str, Kind] = {
     "monitoring/": SIGNED_IN,
     f"monitoring/flows/{F}/chart/": FLOW_VIEW,
     f"monitoring/flows/{F}/subscription/": FLOW_VIEW,
+    f"monitoring/flows/{F}/slot/": FLOW_VIEW,
+    f"monitoring/flows/{F}/resnapshot/": FLOW_CHANGE,
     "monitoring/subscriptions/<int:subscription_id>/delete/": OWN_SUBSCRIPTION,
     f"monitoring/datasets/{F}/<str:job_name>/<path:dataset_urn>/": NO_ROW,
     "api/flowconfigs/compile": SIGNED_IN,
@@ -210,6 +212,7 @@ ROUTES: dict[str, Kind] = {
     "api/flowexecutions/<int:executionId>/resume": EXECUTION_ACT,
     f"api/flowconfigs/{FA}/run": FLOW_CHANGE,
     f"api/flowconfigs/{FA}/adopt-state": FLOW_CHANGE,
+    f"api/flowconfigs/{FA}/resnapshot": FLOW_CHANGE,
     f"api/flowconfigs/{FA}/triggers": FLOW_VIEW,  # changed (PUT) by those who change the flow
     f"api/flowconfigs/{FA}/webhook-token": FLOW_CHANGE,
     f"api/hooks/flows/{FA}": WEBHOOK,  # tests/security/test_attacker_webhook.py

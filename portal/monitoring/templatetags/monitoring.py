@@ -7,6 +7,7 @@ from django import template
 from django.urls import reverse
 
 from portal.events.links import execution_path
+from portal.flows.capture import captures_changes
 from portal.monitoring import history, subscriptions
 from portal.monitoring.charts import format_count, format_duration
 from portal.pipeline.watermarks import value_of
@@ -92,3 +93,10 @@ def my_subscriptions(context) -> dict:
 @register.filter
 def masked_webhook(url: str) -> str:
     return subscriptions.masked_webhook(url)
+
+
+@register.inclusion_tag("monitoring/partials/flow_slot_card.html")
+def flow_slot(flow) -> dict:
+    """The flow page's replication slot card, for a flow that captures changes: `{% flow_slot flow %}`.
+    It renders a placeholder that loads the reading (a connection to the source server) by htmx."""
+    return {"flow": flow, "show": captures_changes(flow)}

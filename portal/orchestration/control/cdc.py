@@ -6,6 +6,11 @@ drops both, once the deletion has committed, over a connection opened the way th
 own: the flow's compiled first hop bound to its source node, its secrets decrypted, and the
 portal's own databases refused where the connection lands. A server that cannot be reached then
 keeps the slot: the log says which slot to drop by hand.
+
+A flow whose position cannot be read on from (a slot the server lost or that was dropped, a binlog
+expired, a truncated table) fails its runs until its owner asks for a new snapshot
+(:func:`resnapshot`): the captured tables' positions are cleared, audited like any watermark reset,
+and the next run drops a lost slot, makes a new one and reads the tables whole again.
 """
 
 from __future__ import annotations
@@ -19,6 +24,8 @@ from django.dispatch import receiver
 from portal.flows.signals import flow_catalog_changed
 from portal.keys.services import decrypt_properties
 from portal.orchestration.control.jobspecs import bind_hop
+from portal.orchestration.models import DatasetState
+from portal.orchestration.state import statestore
 from portal.pipeline import cdc_pg
 from portal.topology.reach import portal_landings
 
@@ -39,6 +46,45 @@ def capture_of(flow: Any) -> tuple[str, dict[str, str]] | None:
         if props.get("source.class") == CDC_SOURCE and url.startswith("jdbc:postgresql:"):
             return cdc_pg.slot_name(flow.pk, flow.flow_group, flow.flow_name), props
     return None
+
+
+def capturing_hop(flow: Any) -> tuple[str, list[str]] | None:
+    """The job name and captured tables of the flow's first hop that reads the cdc source (on
+    PostgreSQL or MariaDB), or None."""
+    dag = getattr(getattr(flow, "compiled_dag", None), "dag", None) or {}
+    for plan in dag.get("jobs", []):
+        props = plan.get("properties") or {}
+        if not plan.get("parents") and props.get("source.class") == CDC_SOURCE:
+            tables = [t.strip() for t in str(props.get("source.cdc.tables", "")).split(",") if t.strip()]
+            return str(plan["jobName"]), list(dict.fromkeys(tables))
+    return None
+
+
+class NotCapturing(ValueError):
+    pass
+
+
+def resnapshot(flow: Any, *, user: Any) -> list[str]:
+    """Clear the positions of the flow's captured tables so that its next run reads them whole from
+    a new snapshot; the tables whose position was cleared. Refused (``PendingCommitSteps``) while a
+    table has unfinished commit steps: they would set the position back."""
+    found = capturing_hop(flow)
+    if found is None:
+        raise NotCapturing(f"flow {flow} does not capture changes (source.class {CDC_SOURCE})")
+    job_name, tables = found
+    cleared = []
+    with transaction.atomic():
+        states = DatasetState.objects.filter(flow_id=flow.pk, job_name=job_name, dataset_urn__in=tables)
+        for state in states.exclude(watermark="").order_by("dataset_urn"):
+            statestore.reset_watermark(
+                state,
+                watermark="",
+                reason="a new snapshot was asked for: the next run reads the table whole again",
+                changed_by=getattr(user, "username", "") or str(user),
+            )
+            cleared.append(state.dataset_urn)
+    logger.info("flow %s: new snapshot asked by %s; positions cleared: %s", flow, user, ", ".join(cleared))
+    return cleared
 
 
 def drop_capture(name: str, props: dict[str, str], flow_label: str) -> list[str]:

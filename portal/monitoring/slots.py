@@ -1,0 +1,320 @@
+"""A change-data-capture flow's replication slot, as an operator needs to see it: how far behind it is
+and how much log the source server keeps for it, and alerts when that goes wrong.
+
+The slot lives on the flow's source server (``portal.pipeline.cdc_pg``), so each look costs a
+connection there: the flow page asks for it in a fragment of its own (never the flow list), the
+reading is cached for ``CDC_SLOT_CACHE_SECONDS``, and the monitor reads each capturing flow's slot at
+most every ``CDC_SLOT_INTERVAL_SECONDS`` with a short connect and statement timeout.
+
+*Lag* is measured from what the destination holds, the lowest log position every captured table
+committed (its watermark): bytes of log written since, and seconds since the run that read up to it
+started (0 when the server wrote nothing since). *WAL retained* is what the server keeps for the
+slot (from its restart position), whatever the destination holds. A slot is *inactive* when no run
+of the flow started for ``CDC_SLOT_INACTIVE_SECONDS`` (a paused or stuck flow whose slot keeps log).
+A slot *lost* on the server (``wal_status = lost`` after ``max_slot_wal_keep_size``, or dropped while
+the tables have positions) fails the flow's runs until its owner asks for a new snapshot.
+
+Each condition raises its event once per episode (``cdc.slot_lagging``, ``cdc.slot_inactive``,
+``cdc.slot_lost``) and ``cdc.slot_ok`` when it clears: the dedupe key carries the episode's number,
+the count of the condition's earlier clearances, so several schedulers raise each event once.
+Thresholds are the flow's properties ``source.cdc.alert.lag.bytes``, ``source.cdc.alert.lag.seconds``
+and ``source.cdc.alert.inactive.seconds`` (0 turns one off), defaulting to the settings.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from django.conf import settings
+from django.core.cache import cache
+from django.db.models import Max, Q
+from django.utils import timezone
+
+from portal.events.models import Event
+from portal.events.services import raise_event
+from portal.flows.models import FlowConfig
+from portal.keys.services import decrypt_properties
+from portal.orchestration.control.cdc import capture_of
+from portal.orchestration.models import DatasetState, FlowExecution
+from portal.pipeline import cdc_pg
+from portal.pipeline.pgoutput import parse_lsn
+from portal.pipeline.schema import CDC_SOURCE_CLASS
+from portal.topology.reach import portal_landings
+
+logger = logging.getLogger(__name__)
+
+LAGGING, INACTIVE, LOST, OK = "cdc.slot_lagging", "cdc.slot_inactive", "cdc.slot_lost", "cdc.slot_ok"
+CONDITIONS = (LOST, LAGGING, INACTIVE)
+LAG_BYTES_KEY = "source.cdc.alert.lag.bytes"
+LAG_SECONDS_KEY = "source.cdc.alert.lag.seconds"
+INACTIVE_KEY = "source.cdc.alert.inactive.seconds"
+
+
+@dataclass
+class SlotReport:
+    """One reading of a flow's slot. ``status``: ``ok``, ``lagging``, ``inactive``, ``lost``,
+    ``missing`` (dropped on the server while the tables have positions), ``new`` (the first run
+    creates it) or ``unreachable``; ``problems`` the alert kinds that hold now."""
+
+    slot: str
+    status: str
+    message: str
+    read_at: datetime
+    lag_bytes: int | None = None
+    lag_seconds: float | None = None
+    retained_bytes: int | None = None
+    safe_wal_bytes: int | None = None
+    wal_status: str | None = None
+    active: bool = False
+    caught_up_at: datetime | None = None
+    last_run_at: datetime | None = None
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def needs_resnapshot(self) -> bool:
+        return self.status in ("lost", "missing")
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    lag_bytes: int
+    lag_seconds: int
+    inactive_seconds: int
+
+
+def thresholds(props: dict[str, str]) -> Thresholds:
+    """The flow's alert thresholds (its properties, else the settings); 0 turns one off."""
+
+    def pick(key: str, default: int) -> int:
+        try:
+            return max(0, int(props.get(key, default)))
+        except (TypeError, ValueError):  # refused on save; an older flow keeps the default
+            return default
+
+    return Thresholds(
+        pick(LAG_BYTES_KEY, settings.CDC_ALERT_LAG_BYTES),
+        pick(LAG_SECONDS_KEY, settings.CDC_ALERT_LAG_SECONDS),
+        pick(INACTIVE_KEY, settings.CDC_ALERT_INACTIVE_SECONDS),
+    )
+
+
+def capturing_flows():
+    """The flows whose first hop may read the cdc source (their properties or compiled DAG name it):
+    an index-free containment filter on JSON, read only by the monitor, once per interval."""
+    return FlowConfig.objects.filter(
+        Q(properties__contains={"source.class": CDC_SOURCE_CLASS})
+        | Q(compiled_dag__dag__contains={"jobs": [{"properties": {"source.class": CDC_SOURCE_CLASS}}]})
+    ).select_related("compiled_dag")
+
+
+def _committed(flow: FlowConfig, props: dict[str, str]) -> tuple[int | None, datetime | None]:
+    """The lowest log position every captured table committed, and when the run that read up to it
+    started (None, None before every table has one)."""
+    tables = [t.strip() for t in props.get("source.cdc.tables", "").split(",") if t.strip()]
+    states = list(
+        DatasetState.objects.filter(flow_id=flow.pk, dataset_urn__in=tables)
+        .exclude(watermark="")
+        .values_list("dataset_urn", "watermark", "execution_id", "updated")
+    )
+    found: dict[str, tuple[int, int | None, datetime]] = {}
+    for urn, mark, execution_id, updated in states:
+        try:
+            position = parse_lsn(mark)
+        except ValueError:
+            continue
+        if urn not in found or position < found[urn][0]:
+            found[urn] = (position, execution_id, updated)
+    if not tables or set(found) != set(tables):
+        return None, None
+    position, execution_id, updated = min(found.values(), key=lambda item: item[0])
+    if execution_id is None:
+        return position, updated
+    started = (
+        FlowExecution.objects.filter(
+            flow_group=flow.flow_group, flow_name=flow.flow_name, execution_id=execution_id
+        )
+        .values_list("started_at", flat=True)
+        .first()
+    )
+    return position, started or updated
+
+
+def _last_run(flow: FlowConfig) -> datetime:
+    last = FlowExecution.objects.filter(
+        flow_group=flow.flow_group, flow_name=flow.flow_name, started_at__isnull=False
+    ).aggregate(last=Max("started_at"))["last"]
+    return last or flow.created
+
+
+def _size(count: int) -> str:
+    for unit in ("bytes", "kB", "MB", "GB"):
+        if count < 1024 or unit == "GB":
+            return f"{count} {unit}" if unit == "bytes" else f"{count:.1f} {unit}"
+        count /= 1024  # type: ignore[assignment]
+    return str(count)
+
+
+def _cache_key(flow: FlowConfig) -> str:
+    return f"flowport:cdc-slot:{flow.pk}"
+
+
+def forget(flow: FlowConfig) -> None:
+    """Drop the cached reading (after something changed it: a new snapshot was asked for)."""
+    cache.delete(_cache_key(flow))
+
+
+def read(flow: FlowConfig, *, fresh: bool = False, now: datetime | None = None) -> SlotReport | None:
+    """The flow's slot, from the cache when read within ``CDC_SLOT_CACHE_SECONDS`` (``fresh``
+    reads the server anyway); None when the flow keeps no slot (not cdc, or a MariaDB binlog)."""
+    key = _cache_key(flow)
+    if not fresh and (cached := cache.get(key)) is not None:
+        return cached
+    found = capture_of(flow)
+    if found is None:
+        return None
+    name, props = found
+    now = now or timezone.now()
+    report = _read(flow, name, props, now)
+    cache.set(key, report, settings.CDC_SLOT_CACHE_SECONDS)
+    return report
+
+
+def _read(flow: FlowConfig, name: str, props: dict[str, str], now: datetime) -> SlotReport:
+    position, caught_up_at = _committed(flow, props)
+    try:
+        clear = decrypt_properties(props)
+        with cdc_pg.connect(
+            clear["source.jdbc.url"],
+            clear.get("source.conn.username"),
+            clear.get("source.conn.password"),
+            what=f"flow {flow}",
+            portal=portal_landings(),
+            timeout=settings.CDC_SLOT_TIMEOUT_SECONDS,
+        ) as conn:
+            slot = cdc_pg.state(conn, name)
+    except Exception as error:  # a page or a monitor says so; the run itself fails with the details
+        reason = str(error).splitlines()[0][:300] if str(error) else type(error).__name__
+        return SlotReport(name, "unreachable", f"The source server could not be read: {reason}", now)
+    last_run = _last_run(flow)
+    if slot is None:
+        if position is None:
+            message = "No slot yet: the flow's first run creates it and snapshots the tables."
+            return SlotReport(name, "new", message, now, last_run_at=last_run)
+        message = (
+            f"Replication slot {name} is missing on the server while the tables have positions "
+            "(dropped by hand?): the changes since are gone. Runs fail until you ask for a new snapshot."
+        )
+        return SlotReport(name, "missing", message, now, last_run_at=last_run, problems=[LOST])
+    base = position if position is not None else slot.confirmed
+    lag_bytes = max(0, slot.current - base)
+    lag_seconds = 0.0 if lag_bytes == 0 else None
+    if lag_bytes and caught_up_at is not None:
+        lag_seconds = max(0.0, (now - caught_up_at).total_seconds())
+    report = SlotReport(
+        name,
+        "ok",
+        "",
+        now,
+        lag_bytes=lag_bytes,
+        lag_seconds=lag_seconds,
+        retained_bytes=slot.retained_bytes,
+        safe_wal_bytes=slot.safe_wal_bytes,
+        wal_status=slot.wal_status,
+        active=slot.active,
+        caught_up_at=caught_up_at,
+        last_run_at=last_run,
+    )
+    if slot.wal_status == "lost":
+        report.status, report.problems = "lost", [LOST]
+        report.message = (
+            f"Replication slot {name} was lost on the server: the log it needed was removed "
+            "(max_slot_wal_keep_size). Runs fail until you ask for a new snapshot."
+        )
+        return report
+    limits = thresholds(props)
+    why = []
+    if limits.lag_bytes and lag_bytes > limits.lag_bytes:
+        why.append(f"{_size(lag_bytes)} of log behind (threshold {_size(limits.lag_bytes)})")
+    if limits.lag_seconds and lag_seconds is not None and lag_seconds > limits.lag_seconds:
+        why.append(f"{lag_seconds:.0f} s behind (threshold {limits.lag_seconds} s)")
+    if why:
+        report.problems.append(LAGGING)
+        report.status = "lagging"
+        report.message = (
+            f"The flow is {' and '.join(why)}; the server keeps {_size(slot.retained_bytes)} of log."
+        )
+    idle = (now - last_run).total_seconds()
+    if limits.inactive_seconds and not slot.active and idle > limits.inactive_seconds:
+        report.problems.append(INACTIVE)
+        if report.status == "ok":
+            report.status = "inactive"
+        report.message = " ".join(
+            filter(
+                None,
+                [
+                    report.message,
+                    f"No run has read slot {name} for {idle / 3600:.1f} h (threshold "
+                    f"{limits.inactive_seconds} s) while the server keeps {_size(slot.retained_bytes)} of "
+                    "log for it.",
+                ],
+            )
+        )
+    return report
+
+
+def _episode(flow: FlowConfig, kind: str) -> int:
+    return Event.objects.filter(kind=OK, dedupe_key__startswith=f"{kind}.cleared:{flow.pk}#").count()
+
+
+def judge(flow: FlowConfig, report: SlotReport) -> int:
+    """Raise the events the reading calls for, each once per episode; how many were raised."""
+    raised = 0
+    where = {"flow_group": flow.flow_group, "flow_name": flow.flow_name, "subject": report.slot}
+    if report.status == "unreachable":
+        return 0  # nothing is known: no condition starts or clears
+    for kind in CONDITIONS:
+        if kind != LOST and LOST in report.problems:
+            continue  # no lag is measured on a lost slot: its other conditions neither start nor clear
+        episode = _episode(flow, kind)
+        opened = f"{kind}:{flow.pk}#{episode}"
+        if kind in report.problems:
+            severity = Event.Severity.ERROR if kind == LOST else Event.Severity.WARNING
+            message = f"{flow}: {report.message}"
+            raised += bool(raise_event(kind, message, severity=severity, dedupe_key=opened, **where))
+        elif Event.objects.filter(dedupe_key=opened).exists():
+            message = f"{flow}: replication slot {report.slot} is no longer {kind.rsplit('_', 1)[1]}."
+            raised += bool(
+                raise_event(
+                    OK,
+                    message,
+                    severity=Event.Severity.INFO,
+                    dedupe_key=f"{kind}.cleared:{flow.pk}#{episode}",
+                    **where,
+                )
+            )
+    return raised
+
+
+_next_check = 0.0
+
+
+def check_slots(now: datetime | None = None, *, force: bool = False) -> int:
+    """Read every capturing flow's slot (at most every ``CDC_SLOT_INTERVAL_SECONDS`` per process)
+    and raise what it calls for; how many events were raised."""
+    global _next_check
+    clock = time.monotonic()
+    if not force and clock < _next_check:
+        return 0
+    _next_check = clock + settings.CDC_SLOT_INTERVAL_SECONDS
+    raised = 0
+    for flow in capturing_flows()[: settings.CDC_SLOT_MAX_FLOWS]:
+        try:
+            report = read(flow, fresh=True, now=now)
+            if report is not None:
+                raised += judge(flow, report)
+        except Exception:
+            logger.exception("could not judge the replication slot of flow %s", flow)
+    return raised
