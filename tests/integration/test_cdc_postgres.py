@@ -101,6 +101,8 @@ def test_a_cdc_flow_keeps_a_postgresql_table_equal_to_its_source(shop, warehouse
     assert rows(copy, "customers") == rows(db, "shop.customers") and len(rows(copy, "customers")) == 20
     position = DatasetState.objects.get(flow_id=flow.pk, dataset_urn="shop.customers").watermark
     assert cdc_pg.parse_lsn(position) > 0  # the log position is the dataset's watermark
+    released = cdc_pg.state(db, slot)  # acknowledged as soon as the destination committed
+    assert released is not None and released.confirmed == cdc_pg.parse_lsn(position)
 
     db.execute("INSERT INTO shop.customers VALUES (21, 'c21', 3, true)")
     db.execute("UPDATE shop.customers SET balance = balance * 2, name = name || '!' WHERE id % 4 = 0")
@@ -115,13 +117,16 @@ def test_a_cdc_flow_keeps_a_postgresql_table_equal_to_its_source(shop, warehouse
     moved = DatasetState.objects.get(flow_id=flow.pk, dataset_urn="shop.customers").watermark
     assert cdc_pg.parse_lsn(moved) > cdc_pg.parse_lsn(position)
 
-    # The slot is released up to what was committed when the next run starts, never further.
+    # The slot is released up to what was committed right after each publish, never further.
+    state = cdc_pg.state(db, slot)
+    assert state is not None and state.confirmed == cdc_pg.parse_lsn(moved)
     db.execute("UPDATE shop.customers SET name = 'late' WHERE id = 1")
     third = finished(services.run_now(flow, user=owner), timeout=240)
     assert third.status == ExecutionStatus.COMMITTED, third.message
     assert rows(copy, "customers") == rows(db, "shop.customers")
+    last = DatasetState.objects.get(flow_id=flow.pk, dataset_urn="shop.customers").watermark
     state = cdc_pg.state(db, slot)
-    assert state is not None and state.confirmed == cdc_pg.parse_lsn(moved)
+    assert state is not None and state.confirmed == cdc_pg.parse_lsn(last) > cdc_pg.parse_lsn(moved)
 
     flow_services.delete_flow(flow)
     assert cdc_pg.state(db, slot) is None

@@ -50,6 +50,7 @@ from portal.pipeline.columnrules import needs_key
 from portal.pipeline.destinations.delivery import failure_summary
 from portal.pipeline.destinations.publisher import cleanup_task_output
 from portal.pipeline.jobspec import JobSpec
+from portal.pipeline.sources import cdc as cdc_source
 from portal.pipeline.taskstate import SUCCEEDED
 from portal.topology import reach
 
@@ -317,7 +318,23 @@ class JobRun:
             cleanup_task_output(spec)  # else the unfinished steps still need it
         executed = {u: c.executed for u, c in sorted(commits.items())}
         self.log.write(f"commit steps executed per dataset: {executed}")
+        self.acknowledge_source(spec, commits)
         return commits
+
+    def acknowledge_source(self, spec: JobSpec, commits: dict[str, DatasetCommit]) -> None:
+        """A change-data-capture source releases its log as soon as every destination committed,
+        not at the next run's start. The watermarks just committed stay the truth: a crash or a
+        refusal here only leaves the slot behind until the next run's start releases it, and no
+        change is read into the destination twice."""
+        committed = {urn: c.watermark for urn, c in commits.items() if c.done and c.watermark}
+        if not committed:
+            return
+        failpoint("before_source_ack")
+        try:
+            if cdc_source.acknowledge(spec, committed):
+                self.log.write("the source's log was released up to what every table committed")
+        except Exception as error:  # the next run's start releases it
+            self.log.write(f"the source's log was not released now: {type(error).__name__}: {error}")
 
     def conclude(
         self,
