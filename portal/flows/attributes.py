@@ -81,6 +81,7 @@ def template_attributes(
 
     if not split_template_uris(template_uris) or user is None:
         return TemplateAttributes()
+    loader = loader or template_loader(user)  # one read of each template for both questions
     try:
         resolved = _resolve(template_uris, {}, user, loader)
     except TemplateResolutionError as error:
@@ -90,7 +91,9 @@ def template_attributes(
     declared = [n.strip() for n in resolved.properties.get(REQUIRED_KEY, "").split(",") if n.strip()]
     names = [n for n in dict.fromkeys([*resolved.missing_required, *declared]) if not supplied_by_compiler(n)]
     properties = resolved.properties
-    encrypted = declared_encrypted_attributes(FlowConfig(template_uris=template_uris, properties={}), user)
+    encrypted = declared_encrypted_attributes(
+        FlowConfig(template_uris=template_uris, properties={}), user, loader
+    )
     return TemplateAttributes(
         [
             TemplateAttribute(

@@ -4,7 +4,8 @@ Field rules come from the model's validators and clean(), from
 templatepacks (which templates the owner may use, which attributes they
 leave unset) and from the keys app (secret values); the API goes through the
 same ones via flows.services. This module only collects input and puts each
-error next to the input it is about.
+error next to the input it is about; what the page shows around the fields and
+the compile preview are flows.formpage's.
 
 What a browser posts: flow_group, flow_name, description, source,
 destinations (repeated), template_uris, attr:<name> (one per attribute the
@@ -26,15 +27,12 @@ from django.forms.utils import ErrorList
 
 from portal.flows import attributes, choices, secrets, services
 from portal.flows.attributes import TemplateAttributes
-from portal.flows.compiler import CompiledFlow, scoped
+from portal.flows.compiler import scoped
 from portal.flows.formfields import (
-    ATTRIBUTE_INPUT,
     AttributesField,
-    AttributesWidget,
     DestinationsField,
     Row,
     RowsField,
-    attribute_input_id,
 )
 from portal.flows.models import FlowConfig
 from portal.flows.secrets import SecretEncrypter, with_column_rules_key
@@ -43,7 +41,6 @@ from portal.keys.properties import ENCRYPTED_MASK, WRAPPED_KEY_PROPERTY, looks_e
 from portal.pipeline.destinations.write_modes import KEY as WRITE_MODE_KEY
 from portal.pipeline.destinations.write_modes import KEYED, PRIMARY_KEY
 from portal.pipeline.destinations.write_modes import MODES as WRITE_MODES
-from portal.pipeline.schema import PropertySpec, spec_for
 from portal.property_lines import parse_property_lines
 from portal.topology import picker
 
@@ -60,16 +57,6 @@ GROUPS = ("destinations", "properties", "secrets")
 def destination_mode_field(node: str) -> str:
     """The form field of one destination's write mode (its name mirrors the property's)."""
     return f"write_mode@{node}"
-
-
-def schema_help(spec: PropertySpec) -> str:
-    """A key's description, allowed values and default, as docs/properties.md gives them."""
-    parts = [spec.description]
-    if spec.choices:
-        parts.append(f"One of: {', '.join(spec.choices)}.")
-    if spec.default is not None:
-        parts.append(f"Default: {spec.default}.")
-    return " ".join(parts)
 
 
 class FlowConfigForm(forms.ModelForm):
@@ -190,7 +177,6 @@ class FlowConfigForm(forms.ModelForm):
         self.editing = self.instance.pk is not None
         self.merged_properties: dict[str, str] = {}
         self.attribute_errors: dict[str, list[str]] = {}
-        self.compiled: CompiledFlow | None = None  # what a valid unsaved form compiles to
         # Offered: sources the owner may read, destinations they may write (topology.access).
         owner = self.instance.owner if self.editing and self.instance.owner_id else user
         self.nodes = choices.destination_nodes(owner)
@@ -208,10 +194,10 @@ class FlowConfigForm(forms.ModelForm):
                 self.fields[name].widget.attrs["readonly"] = True
                 self.fields[name].help_text = "The flow's key; it cannot change."
         if self.editing:
-            self.initial.setdefault("write_mode", self._stored.get(WRITE_MODE_KEY, "").lower())
-            self.initial.setdefault("primary_key", self._stored.get(PRIMARY_KEY, ""))
-            self.initial.setdefault("errors_max_count", self._stored.get(MAX_COUNT, ""))
-            self.initial.setdefault("errors_max_fraction", self._stored.get(MAX_FRACTION, ""))
+            self.initial.setdefault("write_mode", self.stored.get(WRITE_MODE_KEY, "").lower())
+            self.initial.setdefault("primary_key", self.stored.get(PRIMARY_KEY, ""))
+            self.initial.setdefault("errors_max_count", self.stored.get(MAX_COUNT, ""))
+            self.initial.setdefault("errors_max_fraction", self.stored.get(MAX_FRACTION, ""))
         self._add_destination_write_modes()
         for name, field in self.fields.items():
             field.widget.attrs.setdefault("aria-describedby", self.describedby(name))
@@ -227,19 +213,10 @@ class FlowConfigForm(forms.ModelForm):
                 required=False,
                 choices=[("", "the write mode above"), *((m, m) for m in WRITE_MODES)],
             )
-            stored = self._stored.get(scoped.scoped_key(WRITE_MODE_KEY, node.name), "")
+            stored = self.stored.get(scoped.scoped_key(WRITE_MODE_KEY, node.name), "")
             self.initial.setdefault(name, stored.lower())
 
-    @property
-    def destination_mode_fields(self) -> list[Any]:
-        return [self[destination_mode_field(node.name)] for node in self.nodes]
-
-    @property
-    def destination_modes_chosen(self) -> bool:
-        """Whether one is chosen or refused (their group is shown open then)."""
-        return any(field.errors or field.value() for field in self.destination_mode_fields)
-
-    # --- what the template renders ------------------------------------------
+    # --- the fields' inputs ------------------------------------------------
 
     def describedby(self, name: str) -> str:
         ids = [f"id_{name}_helptext"] if self.fields[name].help_text else []
@@ -254,134 +231,23 @@ class FlowConfigForm(forms.ModelForm):
     def template_attributes(self) -> TemplateAttributes:
         if not hasattr(self, "_template_attributes"):
             self._template_attributes = attributes.template_attributes(
-                self.chosen_templates, self.user, self._template_loader
+                self.chosen_templates, self.user, self.template_loader
             )
         return self._template_attributes
 
-    def attribute_fields(self) -> list[dict]:
-        """One input per template attribute: value posted, else the flow's
-        own (editing), else the template's suggested default (new input).
-        Encrypted attributes are password inputs that never carry a value."""
-        stored = self._stored
-        posted = (
-            AttributesWidget().value_from_datadict(self.data, None, "attributes") if self.is_bound else {}
-        )
-        in_rows = {row.key.strip() for row in self._rows("properties")}
-        fields = []
-        for attribute in self.template_attributes().attributes:
-            name = attribute.name
-            if attribute.encrypted:
-                value = ""
-            elif name in posted:
-                value = posted[name]
-            elif name in in_rows:
-                value = ""
-            elif not self.is_bound and self.editing:
-                value = stored.get(name, "")
-            else:
-                value = attribute.default
-            input_id = attribute_input_id(name)
-            spec = spec_for(name)
-            fields.append(
-                {
-                    # The property schema's word on the key, when the template says nothing.
-                    "schema_help": schema_help(spec) if spec and not attribute.description else "",
-                    "choices": list(spec.choices) if spec else [],
-                    "attribute": attribute,
-                    "input_name": f"{ATTRIBUTE_INPUT}{name}",
-                    "id": input_id,
-                    "help_id": f"{input_id}_helptext",
-                    "errors_id": f"{input_id}_errors",
-                    "value": value,
-                    "stored_secret": attribute.encrypted and looks_encrypted(stored.get(name)),
-                    "in_rows": name in in_rows,
-                    "errors": self.attribute_errors.get(name, []),
-                }
-            )
-        return fields
-
     @property
-    def _stored(self) -> dict[str, str]:
+    def stored(self) -> dict[str, str]:
         return self.instance.properties if self.editing else {}
 
-    def _posted(self, name: str) -> Any:
+    def posted(self, name: str) -> Any:
         """A field's value as its to_python reads the posted data (before validation)."""
         field = self.fields[name]
         return field.to_python(field.widget.value_from_datadict(self.data, None, name))
 
-    def _rows(self, name: str) -> list[Row]:
+    def rows(self, name: str) -> list[Row]:
         if self.is_bound:
-            return self._posted(name)
+            return self.posted(name)
         return []
-
-    def property_rows(self) -> list[Row]:
-        if self.is_bound:
-            rows = self._rows("properties")
-        else:
-            shown = {*self.template_attributes().names, WRAPPED_KEY_PROPERTY, WRITE_MODE_KEY, PRIMARY_KEY}
-            shown |= {MAX_COUNT, MAX_FRACTION}  # their fields
-            shown |= {scoped.scoped_key(WRITE_MODE_KEY, node.name) for node in self.nodes}  # their selects
-            rows = [  # by key: the database (jsonb) keeps no order
-                Row(key, value)
-                for key, value in sorted(self._stored.items())
-                if key not in shown and not looks_encrypted(value)
-            ]
-        return [*rows, *(Row() for _ in range(BLANK_ROWS))]
-
-    def secret_rows(self) -> list[Row]:
-        """Never carries a value: stored secrets show as 'stored', typed ones
-        are not sent back to the page."""
-        if self.is_bound:
-            rows = [Row(row.key, "", row.original) for row in self._rows("secrets")]
-        else:
-            shown = set(self.template_attributes().encrypted_names)
-            rows = [
-                Row(key, "", key)
-                for key, value in sorted(self._stored.items())
-                if looks_encrypted(value) and key not in shown
-            ]
-        return [*rows, *(Row() for _ in range(1 if rows else BLANK_ROWS))]
-
-    def typed_secrets(self) -> bool:
-        """Whether secret values were typed (and so must be typed again after an error)."""
-        encrypted = self.template_attributes().encrypted_names
-        posted = (
-            AttributesWidget().value_from_datadict(self.data, None, "attributes") if self.is_bound else {}
-        )
-        return any(row.value for row in self._rows("secrets")) or any(posted.get(name) for name in encrypted)
-
-    def has_customer_key(self) -> bool:
-        return self.user is not None and secrets.customer_key_for(self.user, self._stored) is not None
-
-    @cached_property
-    def destination_values(self) -> list[str]:
-        if self.is_bound:
-            return self._posted("destinations")
-        return list(self.instance.destinations)
-
-    @cached_property
-    def unknown_destinations(self) -> list[str]:
-        """Ticked destinations that are not data nodes (any more): kept ticked."""
-        names = {node.name for node in self.nodes}
-        return [name for name in self.destination_values if name not in names]
-
-    def errors_for(self, name: str) -> list[str]:
-        """Errors of a field, or of one template attribute (`attr:<name>`)."""
-        if name.startswith(ATTRIBUTE_INPUT):
-            return self.attribute_errors.get(name[len(ATTRIBUTE_INPUT) :], [])
-        return [str(message) for message in self.errors.get(name, [])]  # str already; typed as may be errors
-
-    def error_summary(self) -> list[tuple[str, str, str]]:
-        """(input id, label, message) for every problem, for the list at the top."""
-        items = [("", "", str(error)) for error in self.non_field_errors()]
-        for name, field in self.fields.items():
-            if name == "attributes":
-                for attribute_name, messages in self.attribute_errors.items():
-                    items.extend((attribute_input_id(attribute_name), attribute_name, m) for m in messages)
-                continue
-            target = f"field-{name}" if name in GROUPS else f"id_{name}"
-            items.extend((target, str(field.label), str(message)) for message in self.errors.get(name, []))
-        return items
 
     # --- validation -----------------------------------------------------------
 
@@ -443,7 +309,7 @@ class FlowConfigForm(forms.ModelForm):
         for key, value in self._secret_values(cleaned.get("secrets", []), "secrets").items():
             put(key, value, "the secret properties", "secrets")
         # Column rules work under the owner's key (none: the save says to add one), as in the API.
-        properties = with_column_rules_key(self.user, properties, self._stored)
+        properties = with_column_rules_key(self.user, properties, self.stored)
         if self._wrapped_key and any(looks_encrypted(value) for value in properties.values()):
             if properties.get(WRAPPED_KEY_PROPERTY, self._wrapped_key) != self._wrapped_key:
                 self.add_error(
@@ -451,6 +317,10 @@ class FlowConfigForm(forms.ModelForm):
                 )
             properties[WRAPPED_KEY_PROPERTY] = self._wrapped_key
         self.merged_properties = properties
+        # The model validates the merged properties next (its validators, the keys app's ENC(...)
+        # form checks; ModelForm builds the instance from Meta.fields only, which leaves this
+        # alone), as for the API. Placeholders of secrets not yet encrypted are left out.
+        self.instance.properties = {k: v for k, v in properties.items() if v != NOT_YET_ENCRYPTED}
         return cleaned
 
     def _put_write_mode(self, cleaned: dict, properties: dict[str, str], put: Any) -> None:
@@ -475,18 +345,18 @@ class FlowConfigForm(forms.ModelForm):
                 )
 
     @cached_property
-    def _template_loader(self):
+    def template_loader(self):
         return attributes.template_loader(self.user)
 
     @cached_property
     def _encrypter(self) -> SecretEncrypter:
-        return secrets.SecretEncrypter(self.user, self._stored)
+        return secrets.SecretEncrypter(self.user, self.stored)
 
     @property
     def _wrapped_key(self) -> str | None:
         """The key the flow's ENC values are under: the new one when this form
         encrypted something, else the one the flow has."""
-        return self._encrypter._wrapped_key or self._stored.get(WRAPPED_KEY_PROPERTY)
+        return self._encrypter._wrapped_key or self.stored.get(WRAPPED_KEY_PROPERTY)
 
     def _secret_values(self, rows: list[Row], field: str, *, required: bool = True) -> dict[str, str]:
         """key → ENC(...) for secret inputs: typed values are encrypted (when
@@ -496,7 +366,7 @@ class FlowConfigForm(forms.ModelForm):
         problems: list[str] = []
         for row in rows:
             key = row.key.strip()
-            kept = self._stored.get(row.original, "") if row.original else ""
+            kept = self.stored.get(row.original, "") if row.original else ""
             if not key:
                 continue  # reported by RowsField
             if row.value and self.encrypt:
@@ -517,30 +387,14 @@ class FlowConfigForm(forms.ModelForm):
             self.add_error(field, list(dict.fromkeys(problems)))
         return values
 
-    def _post_clean(self) -> None:
-        # The model validates the merged properties (its validators, the keys
-        # app's ENC(...) form checks) and clean() its cross-field rules, as
-        # for the API. Placeholders of secrets not yet encrypted are left out.
-        self.instance.properties = {k: v for k, v in self.merged_properties.items() if v != NOT_YET_ENCRYPTED}
-        super()._post_clean()  # type: ignore[misc]  # BaseModelForm has it; django-stubs lacks it
-        self._tidy_model_errors()
-        self._move_attribute_errors()
-        if self.user is None or (self.encrypt and not self.errors):
-            # A save that can go ahead: flows.services.validate_flow runs once, in the save (the
-            # view places its errors with add_model_errors). A save refused here already gets
-            # every problem at once. No owner (the topology preview): nothing to check as.
-            return
-        if not self.instance.owner_id:
-            self.instance.owner = self.user
-        try:
-            self.compiled = services.validate_flow(self.instance, loader=self._template_loader)
-        except ValidationError as error:
-            self.add_model_errors(error)
-            return
-        # The preview lists typed secrets by their placeholder, never their value.
-        typed = {k: v for k, v in self.merged_properties.items() if v == NOT_YET_ENCRYPTED}
-        for job in self.compiled.jobs if typed else ():
-            job.properties.update(typed)
+    def full_clean(self) -> None:
+        """Django's validation (the fields, clean(), then the model's validators and clean() on
+        the instance with the merged properties), then the model's errors said once and put
+        beside the input they are about."""
+        super().full_clean()
+        if self.is_bound:
+            self._tidy_model_errors()
+            self._move_attribute_errors()
 
     def _tidy_model_errors(self) -> None:
         """model.clean() repeats field errors as form-wide ones, and the key's

@@ -13,8 +13,8 @@ from django.core.exceptions import ValidationError
 from django.db.models import Q, QuerySet
 from django.dispatch import receiver
 
+from portal.flows.compiler.record import set_compilation
 from portal.flows.models import FlowConfig
-from portal.flows.services import set_compilation
 from portal.templatepacks.resolution import validate_template_uris_for
 from portal.templatepacks.signals import template_pack_changed
 

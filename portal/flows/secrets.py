@@ -40,13 +40,15 @@ from portal.pipeline.schema import clear_secret_keys, clear_secret_message
 logger = logging.getLogger(__name__)
 
 
-def validate_flow_secrets(flow: FlowConfig) -> None:
+def validate_flow_secrets(flow: FlowConfig, declared: set[str] | None = None) -> None:
     """What a flow's save needs beyond the form of its values (that is in
     flows.validators). ValidationError({"properties": [...]}) naming each
-    property."""
+    property. `declared`: the attributes the flow and its templates declare
+    encrypted, when the caller resolved them already (Resolution.encrypted_attributes)."""
     owner = getattr(flow, "owner", None)
     properties = flow.properties
-    declared = declared_encrypted_attributes(flow, owner)
+    if declared is None:
+        declared = declared_encrypted_attributes(flow, owner)
     messages = [clear_message(name) for name in clear_encrypted_attributes(flow, owner, declared)]
     # A key named like a secret is one, whatever a template declares (docs/security.md).
     messages += [

@@ -4,6 +4,7 @@ are created, changed and removed, for pages and API alike."""
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from typing import Any
 
 from django.contrib.auth.models import User
@@ -14,8 +15,14 @@ from django.utils import timezone
 from portal.flows import groups, versions
 from portal.flows import policies as run_policies
 from portal.flows.attributes import supplied_by_compiler
-from portal.flows.compiler import CompiledFlow, compile_flow
-from portal.flows.compiler.templates import missing_attributes, required_message, resolve_flow_templates
+from portal.flows.compiler import CompiledFlow, compile_flow, record
+from portal.flows.compiler.templates import (
+    Resolution,
+    declared_encrypted_attributes,
+    missing_attributes,
+    required_message,
+    resolve_flow_templates,
+)
 from portal.flows.models import DESTINATION_PROPERTY, SOURCE_PROPERTY, FlowConfig
 from portal.flows.schedules import to_unix_cron
 from portal.flows.secrets import validate_flow_secrets, with_column_rules_key
@@ -87,7 +94,18 @@ def _node_errors(flow: FlowConfig, errors: dict[str, list[Any]]) -> dict[str, st
     return known
 
 
-def validate_flow(flow: FlowConfig, *, loader: Any = None) -> CompiledFlow:
+@dataclass
+class ValidatedFlow:
+    """What validate_flow checked: the flow's templates as resolved for its owner and the plan
+    they compile to (COMPILED or PENDING). The save stores that plan and a preview shows it, so
+    neither is made twice. `compiled` carries what the table patterns match now
+    (portal.flows.tablesets), which the stored plan leaves out."""
+
+    resolution: Resolution
+    compiled: CompiledFlow
+
+
+def validate_flow(flow: FlowConfig, *, loader: Any = None) -> ValidatedFlow:
     """Everything a save refuses, checked before anything is written, for the form, the API
     and Rest.li alike: the model's field rules, the data nodes, the templates (readable by the
     owner, their required attributes set), the secrets (keys app) and every property value and
@@ -96,22 +114,31 @@ def validate_flow(flow: FlowConfig, *, loader: Any = None) -> CompiledFlow:
 
     ValidationError({field: [...]}) under model field names; a missing required template
     attribute has code "required_attribute" and params {"name": ...} so the form can put it
-    beside the attribute's input. Returns the compiled flow (COMPILED or PENDING)."""
+    beside the attribute's input. One TemplateLoader (`loader`, else the owner's) reads each
+    template once for the whole check."""
     errors: dict[str, list[Any]] = {}
     try:
         flow.full_clean(validate_unique=False, validate_constraints=False)
     except ValidationError as error:
         _merge(errors, error)
     owner = flow.owner if flow.owner_id else None
+    loader = loader if loader is not None else TemplateLoader(owner)
     kinds = _node_errors(flow, errors) if "source" not in errors and "destinations" not in errors else {}
     if "template_uris" not in errors:
         try:
-            validate_template_uris_for(owner, flow.template_uri_list)
+            validate_template_uris_for(owner, flow.template_uri_list, loader)
         except ValidationError as error:
             _merge(errors, error, "template_uris")
+    resolution: Resolution | None = None
     if "properties" not in errors:
+        if "template_uris" not in errors:
+            # Independent of the nodes and the schedule, so reported with their problems.
+            resolution = resolve_flow_templates(flow, owner, loader)
+            declared = set(resolution.encrypted_attributes)
+        else:  # what the readable templates declare still holds
+            declared = declared_encrypted_attributes(flow, owner, loader)
         try:
-            validate_flow_secrets(flow)
+            validate_flow_secrets(flow, declared)
         except ValidationError as error:
             _merge(errors, error, "properties")
     if "properties" not in errors and owner is not None:
@@ -119,18 +146,15 @@ def validate_flow(flow: FlowConfig, *, loader: Any = None) -> CompiledFlow:
             quotas.validate_flow(quotas.tenant_for(owner, flow.owning_group), flow.properties or {})
         except ValidationError as error:
             errors["properties"] = [f"{key}: {' '.join(msgs)}" for key, msgs in error.message_dict.items()]
-    loader = loader if loader is not None else TemplateLoader(owner)
-    if "template_uris" in errors or "properties" in errors:
+    if resolution is None or "properties" in errors:
         raise ValidationError(errors)
-    # Independent of the nodes and the schedule, so reported with their problems.
-    resolution = resolve_flow_templates(flow, owner, loader)
     for name in missing_attributes(resolution, resolution.properties, set_later=supplied_by_compiler):
         errors.setdefault("properties", []).append(
             ValidationError(required_message(name), code=REQUIRED_ATTRIBUTE, params={"name": name})
         )
     if errors:
         raise ValidationError(errors)
-    compiled = compile_flow(flow, user=owner, loader=loader)
+    compiled = compile_flow(flow, user=owner, loader=loader, resolution=resolution)
     problems = compile_problems(compiled)
     if not compiled.jobs:
         # No path yet (PENDING): the first hop's properties are still known, and judged.
@@ -141,7 +165,7 @@ def validate_flow(flow: FlowConfig, *, loader: Any = None) -> CompiledFlow:
         errors.setdefault(_field_of(message, flow), []).append(ValidationError(message))
     if errors:
         raise ValidationError(errors)
-    return compiled
+    return ValidatedFlow(resolution, compiled)
 
 
 # Keys the flow catalog reads itself (run policies, Gobblin's endpoint names, the wrapped key).
@@ -181,11 +205,13 @@ def compile_problems(compiled: CompiledFlow) -> list[str]:
     """What makes a compiled flow unable to run: the compiler's errors and, job by job, what the
     pipeline's property schema refuses. The compile preview shows the same list."""
     problems = [*compiled.errors]
+    names = {name for job in compiled.jobs for name in (job.source_node, job.destination_node)}
+    nodes = DataNode.objects.in_bulk(list(names), field_name="name") if names else {}
     for job in compiled.jobs:
         problems += job.errors
         problems += job_property_problems(job.properties, first_hop=not job.parents)
         problems += table_pattern_problems(job)  # whole schemas: a pattern must match a table now
-        problems += database_reach_problems(job)  # a MySQL/MariaDB node: its own database only
+        problems += database_reach_problems(job, nodes)  # a MySQL/MariaDB node: its own database only
     return problems
 
 
@@ -195,7 +221,7 @@ def preview(flow: FlowConfig, *, user: Any) -> CompiledFlow:
     beside the jobs the flow would make. The form's preview is the same validate_flow, run by the
     form, so page and API never disagree on what is "compiled"."""
     try:
-        return validate_flow(flow)
+        return validate_flow(flow).compiled
     except ValidationError as error:
         refusal = error.messages
     compiled = compile_flow(flow, user=user)
@@ -244,12 +270,13 @@ def create_flow(*, owner: User, data: dict[str, Any]) -> FlowConfig:
         flow.paused, flow.paused_at, flow.paused_by = True, timezone.now(), owner.get_username()
     groups.check(owner, flow.flow_group)  # who may create here comes before what is created
     flow.properties = with_column_rules_key(owner, flow.properties or {})
-    validate_flow(flow)
+    checked = validate_flow(flow)
     try:
         with transaction.atomic():
             groups.claim(owner, flow.flow_group)
             flow.save()
             versions.record(flow, by=owner.get_username())
+            record.store(flow, checked.compiled)
             flow_catalog_changed.send(sender=FlowConfig, action="add", flow=flow)
     except IntegrityError:
         if FlowConfig.objects.filter(flow_group=flow.flow_group, flow_name=flow.flow_name).exists():
@@ -295,10 +322,11 @@ def update_flow(flow: FlowConfig, *, data: dict[str, Any], by: str = "") -> Flow
         if field in data:
             setattr(flow, field, data[field])
     flow.properties = with_column_rules_key(flow.owner, flow.properties or {}, stored)
-    validate_flow(flow)
+    checked = validate_flow(flow)
     with transaction.atomic():
         flow.save()
         versions.record(flow, by=by)
+        record.store(flow, checked.compiled)
         flow_catalog_changed.send(sender=FlowConfig, action="update", flow=flow)
     logger.info("flow %s updated", flow)
     return FlowConfig.objects.get(pk=flow.pk)
@@ -318,6 +346,7 @@ def replace_secrets(flow: FlowConfig, properties: dict[str, Any]) -> FlowConfig:
         flow.properties = properties
         flow.save(update_fields=["properties", "updated"])
         versions.record(flow, by="")  # the same meaning stored anew: the latest version stays the flow's spec
+        record.compile_and_record(flow)
         flow_catalog_changed.send(sender=FlowConfig, action="secrets", flow=flow)
     logger.info("flow %s: secrets stored anew", flow)
     return FlowConfig.objects.get(pk=flow.pk)
@@ -328,9 +357,3 @@ def delete_flow(flow: FlowConfig) -> None:
         flow_catalog_changed.send(sender=FlowConfig, action="delete", flow=flow)
         flow.delete()
     logger.info("flow %s deleted", flow)
-
-
-def set_compilation(flow: FlowConfig, status: str, message: str) -> None:
-    """Record the compiler's verdict without firing catalog events again."""
-    FlowConfig.objects.filter(pk=flow.pk).update(compilation_status=status, compilation_message=message)
-    flow.compilation_status, flow.compilation_message = status, message

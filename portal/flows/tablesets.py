@@ -66,15 +66,17 @@ def table_pattern_problems(job: JobSpecPlan) -> list[str]:
     return problems
 
 
-def database_reach_problems(job: JobSpecPlan) -> list[str]:
+def database_reach_problems(job: JobSpecPlan, nodes: dict[str, DataNode] | None = None) -> list[str]:
     """A MySQL/MariaDB node reaches only its own database (one connection there reads any database
     of the server by qualified names): the job's table names and patterns naming another database
     than the one its node's URL names are refused at save; the worker asks the open connection
-    (portal.pipeline.landing). A later hop's source is its parent's output, so only its writer."""
+    (portal.pipeline.landing). A later hop's source is its parent's output, so only its writer.
+    `nodes`: the data nodes by name, when the caller read them for several jobs."""
     roles = [(job.destination_node, landing.WRITER_NAMES)]
     if not job.parents:
         roles.insert(0, (job.source_node, landing.SOURCE_NAMES))
-    nodes = DataNode.objects.in_bulk([name for name, _ in roles], field_name="name")
+    if nodes is None:  # else the nodes of every job, read at once by the caller
+        nodes = DataNode.objects.in_bulk([name for name, _ in roles], field_name="name")
     problems = []
     for name, keys in roles:
         node = nodes.get(name)

@@ -29,6 +29,7 @@ from portal.accounts.requests import AuthenticatedRequest
 from portal.flows import capture, refresh, schedule_text, schedules, services, trigger_services
 from portal.flows import policies as run_policies
 from portal.flows.filters import FlowConfigFilterSet
+from portal.flows.formpage import FlowFormPage
 from portal.flows.forms import FlowConfigForm
 from portal.flows.models import FlowConfig, FlowRefresh
 from portal.flows.packflows import flows_using_pack
@@ -100,8 +101,10 @@ def _save(
     flow: FlowConfig | None,
     triggers: TriggersForm | None = None,
 ) -> HttpResponse | None:
-    valid = form.is_valid()
-    if not (valid and (triggers is None or triggers.is_valid())):
+    if not form.is_valid():
+        FlowFormPage(form).check()  # the save's own problems too, so all are shown at once
+        return None
+    if triggers is not None and not triggers.is_valid():
         return None
     try:
         with transaction.atomic():  # the flow and its triggers together, or neither
@@ -158,6 +161,7 @@ def flow_form(
         return response
     context = {
         "form": form,
+        "page": FlowFormPage(form),
         "flow": flow,
         "schedule": schedule_text.schedule_preview(_schedule_of(form)),
         "triggers_form": triggers,
@@ -184,18 +188,18 @@ def _form_part(request: HttpRequest, flow: FlowConfig | None, owner, part: str) 
         return render(request, "flows/partials/schedule_part.html", context)
     if part not in ("field", "attributes", "compile"):
         return HttpResponseBadRequest("Unknown part; use field, schedule, attributes or compile.")
-    valid = form.is_valid()
+    page = FlowFormPage(form)
+    # The save's own check: the preview says "compiled" only for a flow the save accepts.
+    compiled = page.check()
     if part == "field":
         name = request.GET.get("field", "")
         if name not in form.fields and not name.startswith("attr:"):
             return HttpResponseBadRequest("Unknown field.")
-        return render(request, "flows/partials/errors.html", {"errors": form.errors_for(name)})
+        return render(request, "flows/partials/errors.html", {"errors": page.errors_for(name)})
     if part == "attributes":
         form.attribute_errors = {}  # just chosen: nothing typed yet, nothing to blame
-        return render(request, "flows/partials/template_part.html", {"form": form})
-    # validate_flow's own compile: the preview says "compiled" only for a flow the save accepts.
-    compiled = form.compiled if valid else None
-    errors = [f"{label}: {message}" if label else message for _id, label, message in form.error_summary()]
+        return render(request, "flows/partials/template_part.html", {"form": form, "page": page})
+    errors = [f"{label}: {message}" if label else message for _id, label, message in page.error_summary()]
     context = {"compiled": compiled, "errors": errors}
     return render(request, "flows/partials/compile_preview.html", context)
 

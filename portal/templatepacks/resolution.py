@@ -10,9 +10,10 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from django.core.exceptions import ValidationError
-from django.db.models import F
+from django.db.models import F, QuerySet
 from pyhocon import ConfigTree
 
 from portal.templatepacks import hocon
@@ -138,14 +139,16 @@ class TemplateLoader:
     _located: dict[tuple[str, str | None], tuple[str, str]] = field(default_factory=dict)
     _stored_missing: set[tuple[str, str]] = field(default_factory=set)
 
+    @cached_property
+    def _readable(self) -> QuerySet[TemplatePack]:
+        """The packs `user` may read: their access rule (the user's groups) is read once per loader."""
+        return TemplatePack.objects.restrict(self.user)
+
     def _stored(self, pack_name: str, path: str) -> tuple[int, int] | None:
         """(JobTemplate id, version number) of the pack's current version, if
         `user` may read the pack. The text is read only when not yet parsed."""
         version_id = (
-            TemplatePack.objects.restrict(self.user)
-            .filter(name=pack_name)
-            .values_list("current_version_id", flat=True)
-            .first()
+            self._readable.filter(name=pack_name).values_list("current_version_id", flat=True).first()
         )
         if version_id is None:
             return None
@@ -177,7 +180,7 @@ class TemplateLoader:
             return pack_name, path
         stored = JobTemplate.objects.filter(
             path=path,
-            version__pack__in=TemplatePack.objects.restrict(self.user),
+            version__pack__in=self._readable,
             version__pack__current_version=F("version"),
         )
         if self.pending is not None:
@@ -328,10 +331,11 @@ def resolve_templates(template_uris: list[str], flow_properties: dict[str, str],
     return resolve_with(TemplateLoader(user), template_uris, flow_properties)
 
 
-def validate_template_uris_for(user, template_uris: list[str]) -> None:
+def validate_template_uris_for(user, template_uris: list[str], loader: TemplateLoader | None = None) -> None:
     """ValidationError({"template_uris": [...]}) naming each URI `user`
-    cannot use (unknown, unreadable, or broken)."""
-    loader = TemplateLoader(user)
+    cannot use (unknown, unreadable, or broken). `loader`, one for `user`, is
+    shared with what follows the check (a flow's save resolves the same templates)."""
+    loader = loader if loader is not None else TemplateLoader(user)
     problems = []
     for uri in template_uris:
         try:

@@ -18,7 +18,12 @@ from typing import Any
 from portal.flows.compiler import scoped
 from portal.flows.compiler.paths import Hop, search
 from portal.flows.compiler.plans import COMPILED, FAILED, PENDING, CompiledFlow, JobSpecPlan
-from portal.flows.compiler.templates import missing_attributes, required_message, resolve_flow_templates
+from portal.flows.compiler.templates import (
+    Resolution,
+    missing_attributes,
+    required_message,
+    resolve_flow_templates,
+)
 from portal.topology.access import READ, WRITE, NodeAccess
 from portal.topology.graph import TopologySnapshot, current_snapshot, with_user_nodes
 
@@ -79,11 +84,13 @@ def compile_flow(
     user: Any = None,
     loader: Any = None,
     access: Any = None,
+    resolution: Resolution | None = None,
 ) -> CompiledFlow:
     """Compile a (saved or unsaved) FlowConfig. `user` is whose pack access
     counts for templates; the flow's owner by default. `loader`, a
     TemplateLoader for that user, and `access`, the owner's NodeAccess, are
-    shared by a batch of compiles."""
+    shared by a batch of compiles. `resolution` is the flow's templates as
+    already resolved for `user` (the save's check resolved them): not resolved again."""
     snapshot = topology if topology is not None else current_snapshot()
     compiled = CompiledFlow(
         flow_group=flow.flow_group,
@@ -100,9 +107,10 @@ def compile_flow(
     if compiled.errors:
         return compiled
 
-    resolution = resolve_flow_templates(
-        flow, user if user is not None else getattr(flow, "owner", None), loader
-    )
+    if resolution is None:
+        resolution = resolve_flow_templates(
+            flow, user if user is not None else getattr(flow, "owner", None), loader
+        )
     compiled.pinned_versions = resolution.pinned_versions
 
     # The user-made nodes the flow names join the search for this compile only (topology.graph).

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 COMPILED, PENDING, FAILED = "COMPILED", "PENDING", "FAILED"
@@ -53,6 +53,28 @@ class JobSpecPlan:
             **({"datasets": list(self.datasets)} if self.datasets else {}),
             **({"datasetsNote": self.datasets_note} if self.datasets_note else {}),
         }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> JobSpecPlan:
+        """A plan read back from its `to_dict()` (a stored DAG)."""
+        return cls(
+            job_name=data["jobName"],
+            hop_index=data["hopIndex"],
+            source_node=data["sourceNode"],
+            destination_node=data["destinationNode"],
+            executor=data["executor"],
+            technology=data["technology"],
+            location=data["location"],
+            queue=data["queue"],
+            spark_master=data["sparkMaster"],
+            spark_conf=dict(data.get("sparkConf") or {}),
+            parents=list(data.get("parents") or []),
+            properties=dict(data.get("properties") or {}),
+            serves_destinations=list(data.get("servesDestinations") or []),
+            errors=list(data.get("errors") or []),
+            datasets=list(data.get("datasets") or []),
+            datasets_note=data.get("datasetsNote", ""),
+        )
 
 
 @dataclass
@@ -106,6 +128,28 @@ class CompiledFlow:
         values are in it as stored (ENC(...)), never in plaintext."""
         plan = {"jobs": [job.to_dict() for job in self.jobs], "pinnedVersions": self.pinned_versions}
         return hashlib.sha256(json.dumps(plan, sort_keys=True, default=str).encode()).hexdigest()
+
+    def without_matches(self) -> CompiledFlow:
+        """The plan as the compiler alone makes it: what a save or preview looked up for the table
+        patterns (portal.flows.tablesets) is what they matched then, shown with it but no part of the
+        stored plan, which a recompile against the same topology makes again unchanged."""
+        return replace(self, jobs=[replace(job, datasets=[], datasets_note="") for job in self.jobs])
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], *, topology_revision: int = 0) -> CompiledFlow:
+        """A compile read back from its `to_dict()` (a stored DAG; the verdict follows from it)."""
+        return cls(
+            flow_group=data["flowGroup"],
+            flow_name=data["flowName"],
+            source=data["source"],
+            destinations=list(data.get("destinations") or []),
+            jobs=[JobSpecPlan.from_dict(job) for job in data.get("jobs") or []],
+            pinned_versions=dict(data.get("pinnedVersions") or {}),
+            pending_reasons=list(data.get("pendingReasons") or []),
+            errors=list(data.get("errors") or []),
+            topology_token=data.get("topologyToken"),
+            topology_revision=topology_revision,
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -1,7 +1,10 @@
 """Compile saved flows and record the verdicts: each flow's compilation
-status/message (via flows.services.set_compilation; the one place a verdict
-is stored), its job DAG and the indexed hops that let a topology change find
-the flows it can affect.
+status/message (`set_compilation`, the one place a verdict is stored), its job
+DAG and the indexed hops that let a topology change find the flows it can affect.
+
+A save stores the compile its check made (`store`, called by flows.services
+inside the saving transaction); a launch takes the stored plan back while it is
+current (`current_plan`) instead of compiling again.
 
 Every stored verdict carries the topology revision number it was compiled
 against; a write never replaces a verdict of a newer revision, so a slow
@@ -18,16 +21,13 @@ from django.db import transaction
 from django.utils import timezone
 
 from portal.bulk import any_of, insert_rows, update_rows
-from portal.flows.compiler import (
-    FAILED,
-    CompiledFlow,
-    compile_flow,
-    usernodes,  # noqa: F401  # connects its receivers: the flows over a node
-)
+from portal.flows.compiler import COMPILED, FAILED, CompiledFlow, compile_flow
 from portal.flows.compiler.templates import BatchTemplates
-from portal.flows.models import CompiledHop, CompiledJobDag, FlowConfig
-from portal.flows.services import set_compilation
+from portal.flows.models import CompiledHop, CompiledJobDag, FlowConfig, FlowRefresh
+from portal.templatepacks.models import TemplatePack
+from portal.templatepacks.uris import parse_template_uri
 from portal.topology.graph import TopologySnapshot, current_snapshot
+from portal.topology.services import current_revision_number
 
 logger = logging.getLogger(__name__)
 
@@ -35,6 +35,12 @@ INTERNAL_ERROR = "Internal compiler error; the portal log has the details."
 
 
 VERDICT = ("status", "message")  # stored on the flow, not in its DAG
+
+
+def set_compilation(flow: FlowConfig, status: str, message: str) -> None:
+    """Record the compiler's verdict without firing catalog events again."""
+    FlowConfig.objects.filter(pk=flow.pk).update(compilation_status=status, compilation_message=message)
+    flow.compilation_status, flow.compilation_message = status, message
 
 
 def stored_dag(compiled: CompiledFlow) -> dict[str, Any]:
@@ -69,35 +75,79 @@ def _compile(
         return None
 
 
+def _write(flow: FlowConfig, compiled: CompiledFlow) -> bool:
+    """Store `compiled` as the flow's verdict and DAG, unless a verdict of a newer topology
+    revision is stored (then False: the caller compiles against that one)."""
+    compiled = compiled.without_matches()
+    dag = stored_dag(compiled)
+    with transaction.atomic(savepoint=False):  # a save's own transaction when there is one
+        stored = CompiledJobDag.objects.select_for_update().filter(flow=flow).first()
+        if stored is not None and stored.revision > compiled.topology_revision:
+            return False
+        old_route = route_of(stored.dag) if stored else set()
+        if stored is None:
+            stored = CompiledJobDag(flow=flow)
+        stored.dag, stored.topology_token, stored.revision = (
+            dag,
+            compiled.topology_token,
+            compiled.topology_revision,
+        )
+        stored.save()
+        _write_hops(flow.pk, old_route, route_of(dag))
+        set_compilation(flow, compiled.status, compiled.message)
+    return True
+
+
+def store(flow: FlowConfig, compiled: CompiledFlow) -> None:
+    """A save's own compile (flows.services.validate_flow's), stored inside the saving
+    transaction after the flow's row: the verdict and DAG the check accepted, not a second
+    compile. Compiled again only when the topology moved since the check."""
+    if compiled.topology_revision != current_revision_number() or not _write(flow, compiled):
+        compile_and_record(flow)
+
+
 def compile_and_record(flow: FlowConfig, *, topology: TopologySnapshot | None = None) -> CompiledFlow | None:
-    """On a flow's save, inside its transaction (the flow row is locked by
-    the save). Never raises: a compiler bug must not roll back the user's
-    save, so it is recorded as FAILED with a short message and logged."""
+    """Compile a saved flow and store the verdict (its secrets stored anew, a topology that moved
+    under a save). Never raises: a compiler bug must not roll back the user's save, so it is
+    recorded as FAILED with a short message and logged."""
     snapshot = topology if topology is not None else current_snapshot()
     compiled = _compile(flow, snapshot)
     if compiled is None:
         set_compilation(flow, FAILED, INTERNAL_ERROR)
         return None
-    with transaction.atomic():
-        stored = CompiledJobDag.objects.select_for_update().filter(flow=flow).first()
-        if stored is not None and stored.revision > snapshot.number:
-            # The topology moved between reading it and locking the verdict,
-            # and a newer verdict is stored: this older one must not win.
-            if topology is None:
-                return compile_and_record(flow)
-            return compiled
-        dag = stored_dag(compiled)
-        CompiledJobDag.objects.update_or_create(
-            flow=flow,
-            defaults={
-                "dag": dag,
-                "topology_token": compiled.topology_token,
-                "revision": snapshot.number,
-            },
-        )
-        _write_hops(flow.pk, route_of(stored.dag) if stored else set(), route_of(dag))
-        set_compilation(flow, compiled.status, compiled.message)
+    if not _write(flow, compiled) and topology is None:
+        # The topology moved between reading it and locking the verdict,
+        # and a newer verdict is stored: this older one must not win.
+        return compile_and_record(flow)
     return compiled
+
+
+def current_plan(flow: FlowConfig) -> CompiledFlow | None:
+    """The flow's stored plan when compiling again would make the same one, for a launch: a
+    COMPILED verdict of the flow as last saved (nothing changed it since, no background recompile
+    queued for it), against the current topology revision, with the template pack versions it
+    used still current. Otherwise None: compile anew. (Grants and group rights are checked again
+    by the worker, whatever plan it runs.)"""
+    if flow.compilation_status != COMPILED:
+        return None
+    stored = CompiledJobDag.objects.filter(flow=flow).first()
+    if stored is None or stored.compiled_at < flow.updated or stored.revision != current_revision_number():
+        return None
+    if FlowRefresh.objects.filter(flow=flow).exists():
+        return None
+    pinned: dict[str, int] = {}
+    for uri, number in (stored.dag.get("pinnedVersions") or {}).items():
+        pack, _path = parse_template_uri(uri)
+        if pack is not None:
+            pinned[pack] = number
+    if pinned:
+        current = dict(
+            TemplatePack.objects.filter(name__in=list(pinned)).values_list("name", "current_version__number")
+        )
+        if current != pinned:
+            return None
+    compiled = CompiledFlow.from_dict(stored.dag, topology_revision=stored.revision)
+    return compiled if compiled.status == COMPILED else None
 
 
 def record_batch(flows: Iterable[FlowConfig], snapshot: TopologySnapshot) -> dict[str, int]:

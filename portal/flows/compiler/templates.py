@@ -147,7 +147,9 @@ def template_problems(resolved: dict[str, Any], flow_properties: dict[str, Any])
 
 
 def resolve_flow_templates(flow: Any, user: Any, loader: Any = None) -> Resolution:
-    """A flow without templates compiles with just its own properties."""
+    """The flow's templates resolved for `user`, with the attributes they declare encrypted (also
+    when the templates do not resolve: what the readable ones declare still holds). A flow without
+    templates compiles with just its own properties."""
     uris = flow.template_uri_list
     if not uris:
         declared = encrypted_attributes(flow.properties)
@@ -156,14 +158,18 @@ def resolve_flow_templates(flow: Any, user: Any, loader: Any = None) -> Resoluti
             errors=sealed_value_problems(flow.properties, declared),
             encrypted_attributes=sorted(declared),
         )
+    loader = loader if loader is not None else TemplateLoader(user)
+    declared = declared_encrypted_attributes(flow, user, loader)
     try:
-        loader = loader if loader is not None else TemplateLoader(user)
         resolved = resolve_with(loader, uris, dict(flow.properties))
     except TemplateResolutionError as error:
         uri = getattr(error, "uri", "")
         message = getattr(error, "message", str(error))
-        return Resolution(properties=dict(flow.properties), errors=[f"template {uri}: {message}"])
-    declared = declared_encrypted_attributes(flow, user, loader)
+        return Resolution(
+            properties=dict(flow.properties),
+            errors=[f"template {uri}: {message}"],
+            encrypted_attributes=sorted(declared),
+        )
     return Resolution(
         properties=dict(resolved.properties),
         pinned_versions=dict(resolved.pinned_versions),

@@ -23,6 +23,7 @@ from portal.events import outcomes
 from portal.events.services import raise_event
 from portal.flows import versions
 from portal.flows.compiler import COMPILED, PENDING, compile_flow
+from portal.flows.compiler.record import current_plan
 from portal.flows.models import FlowConfig, FlowVersion
 from portal.flows.policies import (
     flow_sla_seconds,
@@ -220,7 +221,10 @@ def launch(action: Action) -> None:
         if pinned is None:
             _finish(execution, ExecutionStatus.FAILED, f"The flow has no version {execution.pinned_version}.")
             return
-    compiled = compile_flow(versions.as_flow(flow, pinned) if pinned else flow)
+    # The plan the flow's save stored, while nothing it depends on has moved; else compiled now.
+    compiled = (None if pinned else current_plan(flow)) or compile_flow(
+        versions.as_flow(flow, pinned) if pinned else flow
+    )
     if compiled.status == PENDING:
         # Waits for a topology change (see receivers), recorded, not dropped.
         execution.message = "Waiting for the topology: " + "; ".join(compiled.pending_reasons)
