@@ -438,7 +438,8 @@ if not 0 < MONITORING_SLA_AT_RISK_FRACTION <= 1:
 MONITORING_SLA_GRACE_SECONDS = env_int("MONITORING_SLA_GRACE_SECONDS", 60)
 # Change data capture slots (portal.monitoring.slots): alert thresholds (a flow's
 # source.cdc.alert.* properties override them; 0 = off), how often the monitor reads each slot,
-# how long a reading is reused by the flow page, and the timeout of one reading.
+# how long a reading is reused by the flow page, the timeout of one reading, and how many flows and
+# seconds one pass of the scheduler's monitor may spend (the next pass goes on from there).
 CDC_ALERT_LAG_BYTES = env_int("CDC_ALERT_LAG_BYTES", 1024**3)
 CDC_ALERT_LAG_SECONDS = env_int("CDC_ALERT_LAG_SECONDS", 0)
 CDC_ALERT_INACTIVE_SECONDS = env_int("CDC_ALERT_INACTIVE_SECONDS", 86400)
@@ -446,6 +447,7 @@ CDC_SLOT_INTERVAL_SECONDS = env_int("CDC_SLOT_INTERVAL_SECONDS", 60)
 CDC_SLOT_CACHE_SECONDS = env_int("CDC_SLOT_CACHE_SECONDS", 15)
 CDC_SLOT_TIMEOUT_SECONDS = env_int("CDC_SLOT_TIMEOUT_SECONDS", 3)
 CDC_SLOT_MAX_FLOWS = env_int("CDC_SLOT_MAX_FLOWS", 500)
+CDC_SLOT_BUDGET_SECONDS = env_int("CDC_SLOT_BUDGET_SECONDS", 10)
 # Event sinks: email through Django's mail settings below, and/or a webhook
 # that receives each event as a JSON POST. Empty = the dashboard only.
 MONITORING_EMAIL_TO = env_list("MONITORING_EMAIL_TO")

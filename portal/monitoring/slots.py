@@ -299,22 +299,36 @@ def judge(flow: FlowConfig, report: SlotReport) -> int:
 
 
 _next_check = 0.0
+_after_pk = 0
 
 
 def check_slots(now: datetime | None = None, *, force: bool = False) -> int:
-    """Read every capturing flow's slot (at most every ``CDC_SLOT_INTERVAL_SECONDS`` per process)
-    and raise what it calls for; how many events were raised."""
-    global _next_check
+    """Read capturing flows' slots and raise what they call for; how many events were raised. At
+    most every ``CDC_SLOT_INTERVAL_SECONDS`` per process, and for at most ``CDC_SLOT_BUDGET_SECONDS``
+    a pass (a source that does not answer costs its timeout): the next pass goes on after the last
+    flow read, so every flow comes round however many there are."""
+    global _next_check, _after_pk
     clock = time.monotonic()
     if not force and clock < _next_check:
         return 0
     _next_check = clock + settings.CDC_SLOT_INTERVAL_SECONDS
+    deadline = clock + settings.CDC_SLOT_BUDGET_SECONDS
+    flows = list(capturing_flows().filter(pk__gt=_after_pk).order_by("pk")[: settings.CDC_SLOT_MAX_FLOWS])
+    if not flows and _after_pk:
+        _after_pk = 0
+        flows = list(capturing_flows().order_by("pk")[: settings.CDC_SLOT_MAX_FLOWS])
     raised = 0
-    for flow in capturing_flows()[: settings.CDC_SLOT_MAX_FLOWS]:
+    for index, flow in enumerate(flows):
+        if index and time.monotonic() > deadline and not force:  # at least one flow a pass
+            break
+        _after_pk = flow.pk
         try:
             report = read(flow, fresh=True, now=now)
             if report is not None:
                 raised += judge(flow, report)
         except Exception:
             logger.exception("could not judge the replication slot of flow %s", flow)
+    else:
+        if len(flows) < settings.CDC_SLOT_MAX_FLOWS:
+            _after_pk = 0  # the last flow was read: the next pass starts again from the first
     return raised

@@ -186,7 +186,7 @@ def test_a_slot_the_server_gave_up_is_shown_lost(capture):
         db.execute("SELECT pg_reload_conf()")
 
 
-def test_an_unreachable_source_is_said_and_alerts_nothing(capture, settings):
+def test_an_unreachable_source_is_said_and_alerts_nothing(capture, settings, monkeypatch):
     settings.CDC_SLOT_TIMEOUT_SECONDS = 1
     nowhere = "jdbc:postgresql://127.0.0.1:1/nowhere"  # nothing listens on port 1
     topology.create_data_node({"name": "gonedb", "kind": "jdbc", "properties": {"url": nowhere}})
@@ -213,6 +213,16 @@ def test_an_unreachable_source_is_said_and_alerts_nothing(capture, settings):
     assert report.message.startswith("The source server could not be read") and report.lag_bytes is None
     assert slots.judge(flow, report) == 0 and not Event.objects.filter(kind__startswith="cdc.").exists()
     assert {f.flow_name for f in slots.capturing_flows()} == {"customers-log", "gone-log"}
+
+    # A pass that runs out of its time budget stops; the next goes on with the following flow.
+    settings.CDC_SLOT_INTERVAL_SECONDS, settings.CDC_SLOT_BUDGET_SECONDS = 0, 0
+    monkeypatch.setattr(slots, "_after_pk", 0)
+    monkeypatch.setattr(slots, "_next_check", 0.0)
+    cache.clear()
+    slots.check_slots()
+    assert [cache.get(slots._cache_key(f)) is not None for f in (capture["flow"], flow)] == [True, False]
+    slots.check_slots()
+    assert cache.get(slots._cache_key(flow)).status == "unreachable"
 
 
 def test_a_lost_slot_is_taken_again_only_when_the_owner_asks(capture, client):
