@@ -11,22 +11,18 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 
+from portal.crypto.secretnames import ENCRYPTED_ATTRIBUTES_KEY, listed, names_secret
+from portal.crypto.secretnames import secret_keys as hidden_keys
 from portal.keys import client, wrapping
 from portal.keys.errors import DecryptionError, MasterKeyError, WrappedKeyError
 from portal.keys.master import MasterKeyRing, get_ring
 
 WRAPPED_KEY_PROPERTY = "encrypt.wrapped.key"
-ENCRYPTED_ATTRIBUTES_KEY = "gobblin.template.encrypted_attributes"
 ENCRYPTED_MASK = "ENC(…)"
 REDACTED = "********"
-# Property names that hold secrets whatever a template says (the same words
-# the topology app refuses in clear in data node properties).
-SECRET_NAME = re.compile(r"(pass(word|wd)?|secret|token|credential|private[._-]?key|api[._-]?key)", re.I)
-# Where the worker decrypts an ENC(...) value (`holds_secret`): a key named like a secret, as
-# SECRET_NAME and the property schema's `names_secret` say (the keys app may not import the
-# pipeline, which imports it), or the user half of a credential (`source.conn.username`, a node's
+# Where the worker decrypts an ENC(...) value (`holds_secret`): a key named like a secret
+# (`names_secret`), or the user half of a credential (`source.conn.username`, a node's
 # `sasl.username`), which Gobblin encrypts like the password.
-_SECRET_KEY = re.compile(r"(pass(word|wd)?|pwd|secret|token|credential|(private|api|access)[._-]?key)", re.I)
 CREDENTIAL_USER_WORDS = frozenset({"user", "username", "login"})
 # The pipeline's own key families (portal/pipeline/schema.py): declared encrypted or not, a key
 # there is a setting or a name that the job's progress, events or pages may show.
@@ -62,11 +58,6 @@ _VALUE_ERRORS = {
 }
 
 
-def listed(value: str | None) -> list[str]:
-    """A comma list property (`a, b,c`) as names."""
-    return [item.strip() for item in (value or "").split(",") if item.strip()]
-
-
 def holds_secret(key: str, declared: Iterable[str] = ()) -> bool:
     """Whether `key` may carry an ENC(...) value that the worker decrypts: a key named like a
     secret, the user half of a credential, or one `declared` encrypted
@@ -77,7 +68,7 @@ def holds_secret(key: str, declared: Iterable[str] = ()) -> bool:
     events and pages, a setting in its log. Decrypted there, another's secret (a group's ENC
     value that a member may use but not read) would be read back in clear, so it stays sealed."""
     base = _BRANCH.sub("", key)
-    if _SECRET_KEY.search(base) or _WORDS.split(base.lower())[-1] in CREDENTIAL_USER_WORDS:
+    if names_secret(base) or _WORDS.split(base.lower())[-1] in CREDENTIAL_USER_WORDS:
         return True
     return key in set(declared) and not base.startswith(PIPELINE_FAMILIES)
 
@@ -85,7 +76,7 @@ def holds_secret(key: str, declared: Iterable[str] = ()) -> bool:
 def sealed_keys(properties: Mapping[str, object]) -> list[str]:
     """The keys holding ENC(...) values that hold no secret (`holds_secret`, with the keys the
     properties declare encrypted): refused at save, left sealed by `decrypt_properties`."""
-    declared = listed(str(properties.get(ENCRYPTED_ATTRIBUTES_KEY) or ""))
+    declared = listed(properties.get(ENCRYPTED_ATTRIBUTES_KEY))
     return [key for key in encrypted_keys(properties) if not holds_secret(key, declared)]
 
 
@@ -198,17 +189,17 @@ def _unwrap_for(properties: Mapping[str, str], wrapped_property: str, first_key:
 def redact(properties: Mapping[str, str], secret_keys: Iterable[str] = ()) -> dict[str, str]:
     """A copy safe to show or log: ENC(...) values become `ENC(…)`; values of
     `secret_keys`, of the keys listed in `gobblin.template.encrypted_attributes`
-    and of keys named like secrets (password, token, …) become `********`.
+    and of keys named like secrets (`names_secret`) become `********`.
 
     Redact the properties as stored (before `decrypt_properties`): afterwards
     a decrypted value no longer looks encrypted — or pass
     `secret_keys=encrypted_keys(original)`."""
-    secret = set(secret_keys) | set(listed(properties.get(ENCRYPTED_ATTRIBUTES_KEY)))
+    secret = hidden_keys(properties, secret_keys)
     redacted = {}
     for key, value in properties.items():
         if looks_encrypted(value):
             redacted[key] = ENCRYPTED_MASK
-        elif value and (key in secret or SECRET_NAME.search(key)):
+        elif value and key in secret:
             redacted[key] = REDACTED
         else:
             redacted[key] = value

@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import difflib
 import functools
-import itertools
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from portal.crypto.secretnames import names_secret
 from portal.pipeline import node_relative
 from portal.pipeline.loader import ClassLoadError, check_class_path
 
@@ -61,13 +61,6 @@ CLASS_LIST_KEYS = frozenset(
     {"converter.classes", "qualitychecker.row.policies", "qualitychecker.task.policies"}
 )
 
-# A key names a secret when one of its words is one of these (``fork.one.pass`` is not a secret).
-_SECRET_WORDS = frozenset(
-    {"password", "passwd", "pwd", "secret", "secrets", "token", "credential", "credentials"}
-)
-_SECRET_PAIRS = frozenset({("private", "key"), ("api", "key"), ("access", "key"), ("secret", "key")})
-_SECRET_JOINED = frozenset({"privatekey", "apikey", "accesskey", "secretkey", "accesstoken"})
-
 MAX_KEY_LENGTH = 256
 MAX_VALUE_LENGTH = 64 * 1024
 # C0 controls and DEL; tab, newline and carriage return are allowed in values (SQL, lists).
@@ -89,15 +82,6 @@ def owner_of(key: str) -> str:
     if key.startswith(NODE_PREFIXES):
         return NODE
     return NODE if base_key(key) in NODE_KEYS else USER
-
-
-@functools.lru_cache(maxsize=8192)  # pure; a recompile batch asks it of the same keys per flow
-def names_secret(key: str) -> bool:
-    """True when the key's name says it holds a secret (its value must be ``ENC(...)``)."""
-    words = [w for w in re.split(r"[._\-\s]+", key.lower()) if w]
-    if any(w in _SECRET_WORDS or w in _SECRET_JOINED for w in words):
-        return True
-    return any(pair in _SECRET_PAIRS for pair in itertools.pairwise(words))
 
 
 def control_problems(properties: Mapping[str, object]) -> list[str]:
@@ -150,7 +134,8 @@ def class_problems(properties: Mapping[str, object]) -> list[str]:
 def clear_secret_keys(
     properties: Mapping[str, object], looks_encrypted: Callable[[object], bool]
 ) -> list[str]:
-    """Keys named like a secret whose non-empty value is not ``ENC(...)``."""
+    """Keys named like a secret (:func:`portal.crypto.secretnames.names_secret`) whose non-empty
+    value is not ``ENC(...)``."""
     return sorted(
         key
         for key, value in properties.items()
@@ -177,7 +162,7 @@ def urn_problems(properties: Mapping[str, object]) -> list[str]:
 
 def clear_secret_message(key: str) -> str:
     return (
-        f"{key!r} names a secret (password, secret, token, credential, private/api key) but is given "
+        f"{key!r} names a secret (password, secret, token, credential, private/api/access key) but is given "
         "in clear; give it as ENC(...) (docs/keys.md)"
     )
 

@@ -31,6 +31,7 @@ from typing import Any
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
+from portal.crypto.secretnames import secret_keys
 from portal.pipeline import badrows, columns, fs, onepass, progress, schema_evolution
 from portal.pipeline.converters import Converter, ConverterContext, apply_converters, build_converters
 from portal.pipeline.destinations import badtables, directwrite
@@ -58,7 +59,6 @@ from portal.pipeline.workunits import WorkUnit
 
 log = logging.getLogger(__name__)
 
-SECRET_MARKERS = ("password", "secret", "token", "credential")
 TRACEBACK_CHARS = 12_000
 
 
@@ -76,8 +76,11 @@ class JobContext:
 
 
 def _mask_secrets(text: str, props: Properties) -> str:
-    for key, value in props.items():
-        if value and len(value) >= 3 and any(marker in key.lower() for marker in SECRET_MARKERS):
+    """`text` with the value of every secret of the job (`crypto.secretnames.secret_keys`, the
+    rule the pages and the API mask by) replaced by ``***``."""
+    for key in secret_keys(props):
+        value = props[key]
+        if value and len(value) >= 3:
             text = text.replace(value, "***")
     return text
 

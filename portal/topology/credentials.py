@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import re
 
+from portal.crypto.secretnames import names_secret
+
 MASK = "********"
 
 # scheme://userinfo@ — userinfo runs to the last '@' before the path, as urllib.parse splits it.
@@ -21,16 +23,6 @@ _PARAM = re.compile(
     r"(?P<value>\"[^\"]*\"|'[^']*'|[^&;,\s#\"']*)"
 )
 _ENCRYPTED = re.compile(r"^ENC\(.+\)\Z", re.S)
-# A parameter is a secret when its name ends with one of these words (and perhaps digits:
-# MySQL's password1..3): `sslpassword`, `trustStorePassword`, `access_token`, `api-key`. Names
-# that only contain one (`passwordCharacterEncoding`, `sslpasswordcallback`) say how or where.
-_SECRET_NAME = re.compile(
-    r"(?:.*(?:password|passwd|pwd|secret|secretkey|token|credentials?|apikey|privatekey|accesskey)|pass)\d*"
-)
-
-
-def _secret_name(name: str) -> bool:
-    return _SECRET_NAME.fullmatch(re.sub(r"[^a-z0-9]", "", name.lower())) is not None
 
 
 def _unquoted(value: str) -> str:
@@ -48,7 +40,7 @@ def secrets_in(value: str) -> list[str]:
     (`user:password@`, `password=`); empty when nothing does."""
     found = []
     for match in _PARAM.finditer(value):
-        if _secret_name(match["name"]) and _clear(match["value"]):
+        if names_secret(match["name"]) and _clear(match["value"]):
             found.append(f"{match['name']}=")
     for match in _USERINFO.finditer(_mask_params(value)):
         _user, colon, password = match["userinfo"].partition(":")
@@ -59,7 +51,7 @@ def secrets_in(value: str) -> list[str]:
 
 def _mask_params(value: str) -> str:
     def hide(match: re.Match[str]) -> str:
-        if not (_secret_name(match["name"]) and _clear(match["value"])):
+        if not (names_secret(match["name"]) and _clear(match["value"])):
             return match[0]
         quote = match["value"][0] if _unquoted(match["value"]) != match["value"] else ""
         return f"{match['head']}{quote}{MASK}{quote}"

@@ -2,7 +2,7 @@
 node property each field is, and which pipeline keys of the property schema
 (`portal.pipeline.schema`, all node-owned) the compiler binds from it, so the
 form's help says where a value ends up. A key the schema calls a secret
-(`schema.names_secret`) is a password field whose value must be ENC(...).
+(`crypto.secretnames.names_secret`) is a password field whose value must be ENC(...).
 And what of a node's connection the pages and API show to whom
 (`CredentialView`): everything to staff and the node's owners, credentials
 masked to everyone else."""
@@ -15,6 +15,7 @@ from typing import Any
 
 from django.db.models import Q
 
+from portal.crypto.secretnames import names_secret
 from portal.pipeline import schema
 from portal.topology import credentials
 from portal.topology.models import DataNode, DataNodeGrant
@@ -31,7 +32,7 @@ class NodeField:
 
     @property
     def secret(self) -> bool:
-        return schema.names_secret(self.key)
+        return names_secret(self.key)
 
     @property
     def help_text(self) -> str:
@@ -141,7 +142,7 @@ def masked_properties(properties: dict[str, Any]) -> dict[str, Any]:
     for key, value in properties.items():
         if not isinstance(value, str):
             shown[key] = value
-        elif schema.names_secret(key) or key.endswith("encrypt.wrapped.key"):
+        elif names_secret(key) or key.endswith("encrypt.wrapped.key"):
             shown[key] = "ENC(…)" if _ENCRYPTED.match(value) else credentials.MASK
         else:
             shown[key] = credentials.masked(value)

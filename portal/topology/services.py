@@ -34,11 +34,11 @@ from django.db.models import F, ProtectedError, Q
 from django.utils import timezone
 
 from portal.accounts import access as account_access
+from portal.crypto.secretnames import names_secret
 from portal.keys.errors import EncryptionError, MasterKeyError
 from portal.keys.models import CustomerKey
 from portal.keys.properties import WRAPPED_KEY_PROPERTY, looks_encrypted
 from portal.keys.services import binding_for, encrypt_value, holds_key, owner_problems, wrap_customer_key
-from portal.pipeline import schema
 from portal.topology import access, nodefields, policy, sharing
 from portal.topology.loader import sync_topology_file
 from portal.topology.models import (
@@ -378,7 +378,7 @@ def _sealed(data: dict[str, Any], user: Any, group: Group | None) -> dict[str, A
         return data
     kind = data.get("kind") or DataNode.Kind.FILES
     secret_keys = {spec.key for spec in nodefields.fields_of(kind) if spec.secret}
-    unknown = sorted(key for key in typed if key not in secret_keys and not schema.names_secret(key))
+    unknown = sorted(key for key in typed if key not in secret_keys and not names_secret(key))
     if unknown:
         raise ValidationError({"secrets": [f"{key}: not a secret of a {kind} node" for key in unknown]})
     if user is None:

@@ -8,6 +8,7 @@ import re
 from django.core.exceptions import ValidationError
 from django.core.validators import RegexValidator
 
+from portal.crypto.secretnames import names_secret
 from portal.topology import credentials
 
 NAME_PATTERN = r"[A-Za-z0-9_.-]{1,128}"
@@ -33,8 +34,7 @@ MASTERS_FOR_TECHNOLOGY = {
 }
 
 # Connection properties are stored in the clear; a value under a key that
-# names a secret must already be ciphertext (ENC(...), the keys app's form).
-_SECRET_KEY = re.compile(r"(pass(word|wd)?|secret|token|credential|private[._-]?key|api[._-]?key)", re.I)
+# names a secret (crypto.secretnames) must already be ciphertext (ENC(...), the keys app's form).
 _ENCRYPTED = re.compile(r"^ENC\(.+\)\Z", re.S)
 MAX_KEY = 256
 MAX_VALUE = 16 * 1024
@@ -75,7 +75,7 @@ def validate_string_map(value: object, *, secrets_allowed: bool = False) -> None
             problems.append(f"{key!r} must be a string, not {type(item).__name__}")
         elif len(item) > MAX_VALUE:
             problems.append(f"{key!r} is longer than {MAX_VALUE} characters")
-        elif not secrets_allowed and item and _SECRET_KEY.search(key) and not _ENCRYPTED.match(item):
+        elif not secrets_allowed and item and names_secret(key) and not _ENCRYPTED.match(item):
             problems.append(f"{key!r} looks like a secret; store it encrypted as ENC(...), not in the clear")
     if problems:
         raise ValidationError("; ".join(problems))

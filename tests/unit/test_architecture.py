@@ -15,7 +15,17 @@ PORTAL = Path(__file__).resolve().parents[2] / "portal"
 # From the bottom up. Apps on one layer may import each other, never in a cycle.
 LAYERS: list[set[str]] = [
     # The Spark runtime (no Django) and the project's shared helpers.
-    {"pipeline", "api_errors", "api_fields", "api_parsers", "broker", "bulk", "celery", "redis_transport"},
+    {
+        "pipeline",
+        "crypto",
+        "api_errors",
+        "api_fields",
+        "api_parsers",
+        "broker",
+        "bulk",
+        "celery",
+        "redis_transport",
+    },
     {"property_lines", "form_errors"},
     {"accounts", "events"},
     {"templatepacks", "topology", "keys", "quotas"},
