@@ -14,12 +14,12 @@ from dataclasses import dataclass, field
 
 from django.core.exceptions import ValidationError
 
+from portal.crypto import client, wrapping
+from portal.crypto.encrypted import WRAPPED_KEY_PROPERTY, encrypted_keys, wrapped_key_property_for
+from portal.crypto.errors import EncryptionError
+from portal.crypto.master import get_ring
 from portal.flows import services as flow_services
 from portal.flows.models import FlowConfig
-from portal.keys import client, wrapping
-from portal.keys.errors import EncryptionError
-from portal.keys.master import get_ring
-from portal.keys.properties import WRAPPED_KEY_PROPERTY, encrypted_keys, wrapped_key_property_for
 from portal.keys.services import binding_for
 
 logger = logging.getLogger(__name__)

@@ -11,6 +11,7 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 
+from portal.crypto.encrypted import WRAPPED_KEY_PROPERTY, looks_encrypted
 from portal.flows import secrets, services
 from portal.flows.compiler import CompiledFlow, scoped
 from portal.flows.formfields import ATTRIBUTE_INPUT, AttributesWidget, Row, attribute_input_id
@@ -23,7 +24,6 @@ from portal.flows.forms import (
     FlowConfigForm,
     destination_mode_field,
 )
-from portal.keys.properties import WRAPPED_KEY_PROPERTY, looks_encrypted
 from portal.pipeline.destinations.write_modes import KEY as WRITE_MODE_KEY
 from portal.pipeline.destinations.write_modes import PRIMARY_KEY
 from portal.pipeline.schema import PropertySpec, spec_for

@@ -25,6 +25,7 @@ from django import forms
 from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 from django.forms.utils import ErrorList
 
+from portal.crypto.encrypted import ENCRYPTED_MASK, WRAPPED_KEY_PROPERTY, looks_encrypted
 from portal.flows import attributes, choices, secrets, services
 from portal.flows.attributes import TemplateAttributes
 from portal.flows.compiler import scoped
@@ -37,7 +38,6 @@ from portal.flows.formfields import (
 from portal.flows.models import FlowConfig
 from portal.flows.secrets import SecretEncrypter, with_column_rules_key
 from portal.flows.services import FlowAlreadyExists
-from portal.keys.properties import ENCRYPTED_MASK, WRAPPED_KEY_PROPERTY, looks_encrypted
 from portal.pipeline.destinations.write_modes import KEY as WRITE_MODE_KEY
 from portal.pipeline.destinations.write_modes import KEYED, PRIMARY_KEY
 from portal.pipeline.destinations.write_modes import MODES as WRITE_MODES

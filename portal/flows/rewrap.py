@@ -9,12 +9,12 @@ from collections.abc import Iterator
 
 from django.core.exceptions import ValidationError
 
+from portal.crypto import wrapping
+from portal.crypto.encrypted import WRAPPED_KEY_PROPERTY
+from portal.crypto.errors import WrappedKeyError
+from portal.crypto.master import MasterKeyRing
 from portal.flows import services as flow_services
 from portal.flows.models import FlowConfig
-from portal.keys import wrapping
-from portal.keys.errors import WrappedKeyError
-from portal.keys.master import MasterKeyRing
-from portal.keys.properties import WRAPPED_KEY_PROPERTY
 from portal.keys.rotation import WrappedKeyHolder
 
 

@@ -18,6 +18,7 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 
+from portal.crypto.encrypted import WRAPPED_KEY_PROPERTY, looks_encrypted
 from portal.flows.compiler.templates import (
     clear_encrypted_attributes,
     clear_message,
@@ -25,7 +26,6 @@ from portal.flows.compiler.templates import (
 )
 from portal.flows.models import FlowConfig
 from portal.keys.models import CustomerKey
-from portal.keys.properties import WRAPPED_KEY_PROPERTY, looks_encrypted
 from portal.keys.services import (
     EncryptionError,
     MasterKeyError,

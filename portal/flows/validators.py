@@ -6,8 +6,8 @@ from __future__ import annotations
 from django.core.exceptions import ValidationError
 from django.core.validators import RegexValidator
 
-from portal.keys.properties import format_problems as encrypted_property_problems
-from portal.keys.properties import looks_encrypted
+from portal.crypto.encrypted import format_problems as encrypted_property_problems
+from portal.crypto.encrypted import looks_encrypted
 from portal.pipeline.schema import user_property_problems
 
 # Template URIs are the template packs' vocabulary (templatepacks.uris); flows

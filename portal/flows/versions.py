@@ -18,8 +18,8 @@ from typing import Any
 
 from django.db.models import Max, QuerySet
 
+from portal.crypto.encrypted import redact
 from portal.flows.models import FlowConfig, FlowVersion
-from portal.keys.properties import redact
 
 # What a flow says: its editable fields (the key and owner never change on a save).
 SPEC_FIELDS = (
@@ -81,7 +81,7 @@ def as_flow(flow: FlowConfig, version: FlowVersion) -> FlowConfig:
 
 def _shown(spec: dict[str, Any], other: dict[str, Any], *, newer: bool) -> list[str]:
     """The spec as lines a person can read and diff, with secrets masked as
-    everywhere (keys.properties.redact). Two different ciphertexts mask the
+    everywhere (crypto.encrypted.redact). Two different ciphertexts mask the
     same, so on the newer side a changed secret is marked as changed, never shown."""
     spec = dict(spec)
     raw = dict(spec.get("properties") or {})

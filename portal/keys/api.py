@@ -12,7 +12,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from portal.api_fields import StrictCharField
-from portal.keys import client, services
+from portal.crypto import client
+from portal.keys import services
 from portal.keys.models import CustomerKey
 
 logger = logging.getLogger(__name__)
@@ -42,12 +43,12 @@ class CustomerKeySerializer(serializers.Serializer):
     fingerprint = serializers.CharField(
         source="short_fingerprint",
         read_only=True,
-        help_text="Identifies the key without revealing it (`python -m portal.keys.client fingerprint`).",
+        help_text="Identifies the key without revealing it (`python -m portal.crypto.client fingerprint`).",
     )
     masterKeyId = serializers.CharField(source="master_key_id", read_only=True)
     binding = serializers.CharField(
         read_only=True,
-        help_text="The owner its ENC(...) values are bound to (`python -m portal.keys.client encrypt "
+        help_text="The owner its ENC(...) values are bound to (`python -m portal.crypto.client encrypt "
         "--owner <binding>`): they decrypt only in flows this owner owns.",
     )
     wrappedKey = serializers.CharField(

@@ -10,8 +10,8 @@ from pathlib import Path
 from django.conf import settings
 from django.core.checks import Error, Tags, Warning, register
 
-from portal.keys.errors import MasterKeyError
-from portal.keys.master import ALLOWED_MODE_BITS, check_mode, key_source, parse_ring, read_ring_file
+from portal.crypto.errors import MasterKeyError
+from portal.crypto.master import ALLOWED_MODE_BITS, check_mode, key_source, parse_ring, read_ring_file
 
 
 @register(Tags.security)

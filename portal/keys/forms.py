@@ -16,7 +16,7 @@ class WrapKeyForm(forms.Form):
         label="Or wrap a key I hold",
         # Never rendered back into the page, not even after an error.
         widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "off"}),
-        help_text="Base64 of 32 bytes (AES-256), e.g. from `python -m portal.keys.client generate-key`.",
+        help_text="Base64 of 32 bytes (AES-256), e.g. from `python -m portal.crypto.client generate-key`.",
     )
     label = forms.CharField(required=False, max_length=128, help_text="e.g. prod-db")
     group = forms.ChoiceField(required=False, label="Owner", help_text="Group keys serve every member.")

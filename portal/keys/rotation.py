@@ -15,9 +15,9 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from portal.keys import wrapping
-from portal.keys.errors import MasterKeyError, WrappedKeyError
-from portal.keys.master import MasterKeyRing, get_ring, key_source, write_ring_file
+from portal.crypto import wrapping
+from portal.crypto.errors import MasterKeyError, WrappedKeyError
+from portal.crypto.master import MasterKeyRing, get_ring, key_source, write_ring_file
 from portal.keys.models import CustomerKey
 
 logger = logging.getLogger(__name__)

@@ -23,16 +23,8 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 
 from portal.accounts import access
-from portal.keys import client, wrapping
-from portal.keys.errors import (
-    DecryptionError,
-    EncryptionError,
-    MasterKeyError,
-    WrappedKeyError,
-)
-from portal.keys.master import get_ring
-from portal.keys.models import CustomerKey
-from portal.keys.properties import (
+from portal.crypto import client, wrapping
+from portal.crypto.encrypted import (
     ENCRYPTED_ATTRIBUTES_KEY,
     REDACTED,
     WRAPPED_KEY_PROPERTY,
@@ -43,6 +35,14 @@ from portal.keys.properties import (
     secret_values,
     wrapped_key_property_for,
 )
+from portal.crypto.errors import (
+    DecryptionError,
+    EncryptionError,
+    MasterKeyError,
+    WrappedKeyError,
+)
+from portal.crypto.master import get_ring
+from portal.keys.models import CustomerKey
 
 __all__ = [
     "ENCRYPTED_ATTRIBUTES_KEY",

@@ -71,11 +71,11 @@ def main(argv: list[str] | None = None) -> int:
 def _decrypted(spec: dict[str, Any], master_key_file: str) -> Any:
     """The JobSpec with its ENC(...) properties decrypted and, for column rules, the flow owner's
     customer key unwrapped into ``column_key`` (this process's memory only)."""
-    # The keys package's crypto is Django-free; imported only on this path.
+    # Only this path decrypts; a run from a plain JobSpec file never loads the crypto.
     from pathlib import Path
 
-    from portal.keys.master import read_ring_file
-    from portal.keys.properties import decrypt_properties, unwrap_flow_key
+    from portal.crypto.encrypted import decrypt_properties, unwrap_flow_key
+    from portal.crypto.master import read_ring_file
     from portal.pipeline.columnrules import needs_key
     from portal.pipeline.jobspec import JobSpec
 

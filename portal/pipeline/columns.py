@@ -16,13 +16,13 @@ The rules run first, on the extract, before converters, checks and the fork, as 
 
 Where the key comes from: the JobSpec carries the customer key only wrapped by the portal's
 master key (``encrypt.wrapped.key``); the worker unwraps it in its memory
-(:func:`portal.keys.properties.column_key`) into ``JobSpec.column_key``, never serialized.  Each
+(:func:`portal.crypto.encrypted.column_key`) into ``JobSpec.column_key``, never serialized.  Each
 task derives its own data key, ``HKDF-SHA256(customer key, salt=16 random bytes, info="flowport/
 column-key/v1")``, so the Spark executors get the data key, never the customer key.
 
 An encrypted value, base64 of::
 
-    0x01 | key check (4 bytes, as portal.keys.client) | key salt (16 bytes) | nonce (12 bytes)
+    0x01 | key check (4 bytes, as portal.crypto.client) | key salt (16 bytes) | nonce (12 bytes)
     | ciphertext + tag (16 bytes)
 
 with GCM associated data ``"flowport/column/v1:" + column name + the 21 header bytes``: a value
@@ -52,7 +52,7 @@ from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from portal.keys import client  # the Django-free key helpers (test_architecture's exception)
+from portal.crypto import client
 from portal.pipeline.columnrules import DROP, ENCRYPT, HASH, SALT, overlaps, wanted
 from portal.pipeline.converters import Converter, ConverterContext
 from portal.pipeline.errors import ConfigError

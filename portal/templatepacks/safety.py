@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from pyhocon import ConfigTree
 
-from portal.keys.client import looks_encrypted
+from portal.crypto.client import looks_encrypted
 from portal.pipeline.schema import user_property_problems
 from portal.templatepacks import hocon
 

@@ -42,8 +42,8 @@ import psycopg
 import pymysql
 from django.conf import settings
 
-from portal.keys.errors import DecryptionError
-from portal.keys.properties import decrypt_properties
+from portal.crypto.encrypted import decrypt_properties
+from portal.crypto.errors import DecryptionError
 from portal.pipeline import landing, pgconn
 from portal.pipeline.confinement import contains
 from portal.topology import reach

@@ -8,8 +8,8 @@ from typing import Any
 from django import forms
 from django.core.exceptions import ValidationError
 
+from portal.crypto.encrypted import WRAPPED_KEY_PROPERTY, looks_encrypted
 from portal.form_errors import ServiceErrorsMixin
-from portal.keys.properties import WRAPPED_KEY_PROPERTY, looks_encrypted
 from portal.property_lines import parse_property_lines
 from portal.topology import nodefields, policy, services
 from portal.topology.models import DataNode, SpecExecutor

@@ -34,10 +34,10 @@ from django.db.models import F, ProtectedError, Q
 from django.utils import timezone
 
 from portal.accounts import access as account_access
+from portal.crypto.encrypted import WRAPPED_KEY_PROPERTY, looks_encrypted
+from portal.crypto.errors import EncryptionError, MasterKeyError
 from portal.crypto.secretnames import names_secret
-from portal.keys.errors import EncryptionError, MasterKeyError
 from portal.keys.models import CustomerKey
-from portal.keys.properties import WRAPPED_KEY_PROPERTY, looks_encrypted
 from portal.keys.services import binding_for, encrypt_value, holds_key, owner_problems, wrap_customer_key
 from portal.topology import access, nodefields, policy, sharing
 from portal.topology.loader import sync_topology_file

@@ -73,7 +73,7 @@ def master_key_file() -> str:
     """The test process's master key file, so workers unwrap what it wrapped."""
     from django.conf import settings
 
-    from portal.keys.master import get_ring
+    from portal.crypto.master import get_ring
 
     get_ring()  # creates the embedded key file on first use
     return settings.FLOWPORT_MASTER_KEY_FILE or str(Path(settings.VAR_DIR) / "master-key")

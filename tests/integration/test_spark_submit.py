@@ -9,8 +9,8 @@ from __future__ import annotations
 import json
 import threading
 
-from portal.keys import client, wrapping
-from portal.keys.master import get_ring
+from portal.crypto import client, wrapping
+from portal.crypto.master import get_ring
 from portal.orchestration.worker import submit
 from tests.integration.stack import master_key_file
 

@@ -16,10 +16,11 @@ from typing import Any
 
 import pytest
 
+from portal.crypto import client
+from portal.crypto.master import create_ring_file
 from portal.flows.compiler import compile_flow
 from portal.flows.models import FlowConfig, FlowGroup
-from portal.keys import client, services
-from portal.keys.master import create_ring_file
+from portal.keys import services
 from portal.orchestration.control.jobspecs import build_jobspec
 from portal.orchestration.models import FlowExecution, JobExecution, JobStatus
 from portal.orchestration.worker import executor

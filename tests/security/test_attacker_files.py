@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import pytest
 
+from portal.crypto.master import create_ring_file
 from portal.flows.models import FlowConfig
 from portal.keys.checks import check_master_key
-from portal.keys.master import create_ring_file
 from tests.conftest import api_client_for
 from tests.factories import UserFactory
 from tests.security.conftest import World, files_under

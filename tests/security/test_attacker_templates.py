@@ -19,10 +19,10 @@ from django.contrib.auth.models import Group
 from django.core.exceptions import ValidationError
 from django.forms.models import model_to_dict
 
+from portal.crypto.encrypted import decrypt_properties
 from portal.flows.compiler import compile_flow
 from portal.flows.models import FlowConfig
 from portal.keys import services as keys
-from portal.keys.properties import decrypt_properties
 from portal.orchestration.state.joblogs import log_path
 from portal.templatepacks.models import PackVersion
 from tests.security.conftest import World, files_under

@@ -12,8 +12,9 @@ import base64
 import pytest
 from django.contrib.auth.models import Group
 
+from portal.crypto import client
 from portal.flows.secrets import validate_flow_secrets
-from portal.keys import client, services
+from portal.keys import services
 from portal.keys.rotation import rotate_master_key
 from tests.security.conftest import SECRET, World, files_under
 

@@ -10,10 +10,10 @@ import pytest
 from django.core.exceptions import ValidationError
 from django.test import Client
 
+from portal.crypto.client import looks_encrypted
+from portal.crypto.encrypted import REDACTED, holds_secret, redact, secret_values
 from portal.crypto.secretnames import names_secret, secret_keys
 from portal.keys import services
-from portal.keys.client import looks_encrypted
-from portal.keys.properties import REDACTED, holds_secret, redact, secret_values
 from portal.pipeline.properties import Properties
 from portal.pipeline.schema import clear_secret_keys
 from portal.pipeline.task import describe_exception, describe_traceback

@@ -37,12 +37,9 @@ LAYERS: list[set[str]] = [
 ]
 LAYER = {unit: number for number, units in enumerate(LAYERS) for unit in units}
 
-# Imports up the stairs that are allowed, each with its reason.
-EXCEPTIONS = {
-    # `python -m portal.pipeline run` decrypts a JobSpec with the keys modules that
-    # need no Django (master, properties, client, wrapping).
-    ("pipeline", "keys"),
-}
+# Imports up the stairs that are allowed, each with its reason: none (the crypto the pipeline
+# needs to decrypt a JobSpec lives beside it, in portal.crypto).
+EXCEPTIONS: set[tuple[str, str]] = set()
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from portal.keys.properties import WRAPPED_KEY_PROPERTY, holds_secret, looks_encrypted
+from portal.crypto.encrypted import WRAPPED_KEY_PROPERTY, holds_secret, looks_encrypted
 from portal.pipeline.schema import user_property_problems
 from portal.templatepacks.resolution import TemplateLoader, TemplateResolutionError, resolve_with
 from portal.topology.access import NodeAccess
@@ -121,7 +121,7 @@ def sealed_message(key: str) -> str:
 
 
 def sealed_value_problems(flow_properties: dict[str, Any], declared: set[str]) -> list[str]:
-    """The flow's ENC(...) values that the worker would leave sealed (`keys.properties.holds_secret`):
+    """The flow's ENC(...) values that the worker would leave sealed (`crypto.encrypted.holds_secret`):
     refused, so another's secret cannot come back in clear as a dataset or table name. (A template
     carries no ENC(...) value at all.)"""
     return [

@@ -21,8 +21,8 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from portal.keys.errors import EncryptionError
-from portal.keys.properties import unwrap_flow_key
+from portal.crypto.encrypted import unwrap_flow_key
+from portal.crypto.errors import EncryptionError
 from portal.keys.services import decrypt_properties, is_encrypted, secret_values
 from portal.orchestration.control.actions import enqueue_for, process_id
 from portal.orchestration.models import (

@@ -16,10 +16,10 @@ from typing import Any
 
 from django.conf import settings
 
+from portal.crypto.encrypted import WRAPPED_KEY_PROPERTY, looks_encrypted
+from portal.crypto.errors import EncryptionError
 from portal.flows import groups as flow_groups
 from portal.flows.models import FlowConfig
-from portal.keys.errors import EncryptionError
-from portal.keys.properties import WRAPPED_KEY_PROPERTY, looks_encrypted
 from portal.keys.services import holds_key, owner_problems
 from portal.pipeline import node_relative
 from portal.pipeline.confinement import ConfinementError, confine, resolve

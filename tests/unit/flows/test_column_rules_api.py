@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
+from portal.crypto.master import create_ring_file
 from portal.flows.models import FlowConfig
 from portal.keys import services as keys
-from portal.keys.master import create_ring_file
 from tests.unit.flows.test_flowconfig_api import RUNNABLE, flow_body, nodes, packs  # noqa: F401 - autouse fixtures
 from tests.unit.restli.conftest import Wire
 

@@ -356,8 +356,8 @@ def test_outsiders_cannot_reach_the_edit_form_or_its_parts(client, owner, outsid
 
 @pytest.fixture
 def customer_key(owner, settings, tmp_path):
+    from portal.crypto.master import create_ring_file
     from portal.keys import services as keys
-    from portal.keys.master import create_ring_file
 
     path = tmp_path / "master-key"
     create_ring_file(path)

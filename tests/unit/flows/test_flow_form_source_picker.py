@@ -121,8 +121,8 @@ def test_a_kept_column_is_hashed_or_encrypted_under_the_owners_customer_key(
         refused.content.decode()
     )
 
+    from portal.crypto.master import create_ring_file
     from portal.keys import services as keys
-    from portal.keys.master import create_ring_file
 
     create_ring_file(tmp_path / "master-key")
     settings.FLOWPORT_MASTER_KEY_FILE, settings.FLOWPORT_MASTER_KEY = str(tmp_path / "master-key"), ""

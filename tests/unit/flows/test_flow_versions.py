@@ -10,12 +10,12 @@ import re
 import pytest
 from django.test import Client
 
+from portal.crypto import client
+from portal.crypto.encrypted import WRAPPED_KEY_PROPERTY
+from portal.crypto.master import create_ring_file
 from portal.flows import services, versions
 from portal.flows.models import FlowVersion
-from portal.keys import client
 from portal.keys import services as keys
-from portal.keys.master import create_ring_file
-from portal.keys.properties import WRAPPED_KEY_PROPERTY
 from portal.orchestration.control.actions import process_actions
 from portal.orchestration.models import FlowExecution
 from portal.topology import services as topology

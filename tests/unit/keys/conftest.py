@@ -7,8 +7,9 @@ import base64
 
 import pytest
 
-from portal.keys import client, services
-from portal.keys.master import create_ring_file, get_ring
+from portal.crypto import client
+from portal.crypto.master import create_ring_file, get_ring
+from portal.keys import services
 
 SECRET = "tr0ub4dor&3 \N{SNOWMAN} s3cret"
 

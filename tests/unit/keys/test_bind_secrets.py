@@ -11,10 +11,11 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
+from portal.crypto import client
+from portal.crypto.encrypted import WRAPPED_KEY_PROPERTY, decrypt_properties
 from portal.flows.models import FlowConfig
-from portal.keys import client, services
+from portal.keys import services
 from portal.keys.models import CustomerKey
-from portal.keys.properties import WRAPPED_KEY_PROPERTY, decrypt_properties
 from tests.unit.keys.conftest import SECRET
 
 pytestmark = pytest.mark.django_db

@@ -7,10 +7,8 @@ import base64
 
 import pytest
 
-from portal.keys import client, wrapping
-from portal.keys.errors import DecryptionError, WrappedKeyError
-from portal.keys.master import MasterKeyRing, new_ring
-from portal.keys.properties import (
+from portal.crypto import client, wrapping
+from portal.crypto.encrypted import (
     REDACTED,
     WRAPPED_KEY_PROPERTY,
     decrypt_properties,
@@ -18,6 +16,8 @@ from portal.keys.properties import (
     is_encrypted,
     redact,
 )
+from portal.crypto.errors import DecryptionError, WrappedKeyError
+from portal.crypto.master import MasterKeyRing, new_ring
 from tests.unit.keys.conftest import SECRET, flip_byte
 
 

@@ -7,12 +7,13 @@ from __future__ import annotations
 import pytest
 from django.core.exceptions import ValidationError
 
+from portal.crypto import client, wrapping
+from portal.crypto.encrypted import WRAPPED_KEY_PROPERTY, decrypt_properties
+from portal.crypto.master import new_ring
 from portal.flows import services as flow_services
 from portal.flows.compiler import compile_flow
 from portal.flows.models import FlowConfig
-from portal.keys import client, services, wrapping
-from portal.keys.master import new_ring
-from portal.keys.properties import WRAPPED_KEY_PROPERTY, decrypt_properties
+from portal.keys import services
 from portal.templatepacks import services as packs
 from tests.conftest import api_client_for
 from tests.factories import FlowConfigFactory

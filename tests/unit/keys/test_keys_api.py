@@ -8,10 +8,10 @@ import logging
 import pytest
 from django.contrib.auth.models import Group
 
-from portal.keys import client, wrapping
-from portal.keys.master import get_ring, new_ring
+from portal.crypto import client, wrapping
+from portal.crypto.encrypted import WRAPPED_KEY_PROPERTY, decrypt_properties
+from portal.crypto.master import get_ring, new_ring
 from portal.keys.models import CustomerKey
-from portal.keys.properties import WRAPPED_KEY_PROPERTY, decrypt_properties
 from tests.conftest import api_client_for
 from tests.factories import UserFactory
 from tests.unit.keys.conftest import SECRET

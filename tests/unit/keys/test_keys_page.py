@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from portal.keys import client
+from portal.crypto import client
 from portal.keys.models import CustomerKey
 
 pytestmark = pytest.mark.django_db

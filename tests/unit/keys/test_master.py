@@ -11,11 +11,11 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from portal.keys import client, wrapping
+from portal.crypto import client, wrapping
+from portal.crypto.encrypted import WRAPPED_KEY_PROPERTY, decrypt_properties
+from portal.crypto.errors import DecryptionError, MasterKeyError
+from portal.crypto.master import BARE_KEY_ID, get_ring, new_ring, read_ring_file, write_ring_file
 from portal.keys.checks import check_master_key
-from portal.keys.errors import DecryptionError, MasterKeyError
-from portal.keys.master import BARE_KEY_ID, get_ring, new_ring, read_ring_file, write_ring_file
-from portal.keys.properties import WRAPPED_KEY_PROPERTY, decrypt_properties
 
 
 def check_ids() -> list[str]:

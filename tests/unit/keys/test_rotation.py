@@ -11,13 +11,14 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
+from portal.crypto import client, wrapping
+from portal.crypto.encrypted import WRAPPED_KEY_PROPERTY, decrypt_properties
+from portal.crypto.master import get_ring, read_ring_file
 from portal.flows import services as flow_services
 from portal.flows.models import FlowConfig
 from portal.flows.signals import flow_catalog_changed
-from portal.keys import client, services, wrapping
-from portal.keys.master import get_ring, read_ring_file
+from portal.keys import services
 from portal.keys.models import CustomerKey
-from portal.keys.properties import WRAPPED_KEY_PROPERTY, decrypt_properties
 from portal.keys.rotation import rotate_master_key
 from tests.factories import FlowConfigFactory
 from tests.unit.keys.conftest import SECRET

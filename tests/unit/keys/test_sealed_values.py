@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from portal.keys import services
-from portal.keys.properties import (
+from portal.crypto.encrypted import (
     ENCRYPTED_ATTRIBUTES_KEY,
     WRAPPED_KEY_PROPERTY,
     decrypt_properties,
@@ -16,6 +15,7 @@ from portal.keys.properties import (
     sealed_keys,
     secret_values,
 )
+from portal.keys import services
 from tests.unit.keys.conftest import SECRET
 
 

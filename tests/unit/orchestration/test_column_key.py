@@ -8,8 +8,8 @@ import threading
 
 import pytest
 
-from portal.keys import client, wrapping
-from portal.keys.master import create_ring_file
+from portal.crypto import client, wrapping
+from portal.crypto.master import create_ring_file
 from portal.orchestration.state import joblogs
 from portal.orchestration.worker.executor import JobRun
 from portal.pipeline.__main__ import _decrypted

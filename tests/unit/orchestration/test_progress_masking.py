@@ -3,7 +3,7 @@ execution API and pages): the heartbeat masks in it the secrets the job decrypte
 
 from __future__ import annotations
 
-from portal.keys.properties import REDACTED
+from portal.crypto.encrypted import REDACTED
 from portal.orchestration.worker.heartbeat import masked
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
-from portal.keys import client
+from portal.crypto import client
 from portal.pipeline import run_job
 from portal.pipeline.columnrules import rule_problems
 from portal.pipeline.columns import ColumnDecryptError, decrypt_value

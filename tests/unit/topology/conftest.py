@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from portal.keys.master import create_ring_file
+from portal.crypto.master import create_ring_file
 
 
 @pytest.fixture

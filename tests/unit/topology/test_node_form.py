@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 from django.conf import settings as django_settings
 
+from portal.crypto.encrypted import decrypt_properties
 from portal.keys.models import CustomerKey
-from portal.keys.properties import decrypt_properties
 from portal.topology import nodefields
 from portal.topology.loader import TopologyFileError, sync_topology_file
 from portal.topology.models import DataNode

@@ -9,7 +9,7 @@ import pytest
 from django.contrib.auth.models import Group
 from django.test import Client
 
-from portal.keys.properties import decrypt_properties
+from portal.crypto.encrypted import decrypt_properties
 from portal.topology import services, sharing
 from portal.topology.models import DataNode
 from tests.factories import FlowConfigFactory, UserFactory

@@ -8,9 +8,9 @@ from __future__ import annotations
 import pytest
 from django.contrib.auth.models import Group
 
-from portal.keys import client
+from portal.crypto import client
+from portal.crypto.encrypted import decrypt_properties
 from portal.keys.models import CustomerKey
-from portal.keys.properties import decrypt_properties
 from portal.topology import services
 from portal.topology.models import DataNode, DataNodeAuditEvent, DataNodeGrant, NodeArea
 from tests.conftest import api_client_for

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
+from portal.crypto.errors import MasterKeyError
 from portal.flows.binding import bind_legacy_values
-from portal.keys.errors import MasterKeyError
 
 
 class Command(BaseCommand):

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
-from portal.keys.errors import MasterKeyError
-from portal.keys.master import create_ring_file, get_ring, key_source, read_ring_file
+from portal.crypto.errors import MasterKeyError
+from portal.crypto.master import create_ring_file, get_ring, key_source, read_ring_file
 
 
 class Command(BaseCommand):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
-from portal.keys.errors import MasterKeyError
+from portal.crypto.errors import MasterKeyError
 from portal.keys.rotation import rotate_master_key
 
 

@@ -11,11 +11,11 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 
+from portal.crypto import client, wrapping
+from portal.crypto.errors import DecryptionError, MasterKeyError, WrappedKeyError
+from portal.crypto.master import MasterKeyRing, get_ring
 from portal.crypto.secretnames import ENCRYPTED_ATTRIBUTES_KEY, listed, names_secret
 from portal.crypto.secretnames import secret_keys as hidden_keys
-from portal.keys import client, wrapping
-from portal.keys.errors import DecryptionError, MasterKeyError, WrappedKeyError
-from portal.keys.master import MasterKeyRing, get_ring
 
 WRAPPED_KEY_PROPERTY = "encrypt.wrapped.key"
 ENCRYPTED_MASK = "ENC(…)"

@@ -30,8 +30,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from portal.keys import client
-from portal.keys.errors import MasterKeyError
+from portal.crypto import client
+from portal.crypto.errors import MasterKeyError
 
 KEY_ID = re.compile(r"[A-Za-z0-9_.-]{1,64}\Z")
 BARE_KEY_ID = "default"

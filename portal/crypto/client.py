@@ -5,10 +5,10 @@ Standalone on purpose: this file needs only the Python standard library and
 their own machine with their own key (copy this one file if you like). The
 portal uses the very same functions, so both sides always agree on the format.
 
-    python -m portal.keys.client generate-key --out my.key     # 32 random bytes, base64, mode 0600
-    printf '%s' "$DB_PASSWORD" | python -m portal.keys.client encrypt --key-file my.key
+    python -m portal.crypto.client generate-key --out my.key     # 32 random bytes, base64, mode 0600
+    printf '%s' "$DB_PASSWORD" | python -m portal.crypto.client encrypt --key-file my.key
     ENC(AQx4...)
-    printf '%s' 'ENC(AQx4...)' | python -m portal.keys.client decrypt --key-file my.key
+    printf '%s' 'ENC(AQx4...)' | python -m portal.crypto.client decrypt --key-file my.key
 
 From Python: `encrypt(load_key(text), "s3cret") -> "ENC(...)"`.
 
@@ -22,7 +22,7 @@ listed with the key): the portal decrypts the value only in a flow that owner
 owns. Everything before the nonce is authenticated (GCM associated data), so
 the owner cannot be changed without the value failing its integrity check.
 
-    printf '%s' "$DB_PASSWORD" | python -m portal.keys.client encrypt --key-file my.key --owner user:17
+    printf '%s' "$DB_PASSWORD" | python -m portal.crypto.client encrypt --key-file my.key --owner user:17
 
 Version 1 (no owner: `0x01 | key check | nonce | ciphertext + tag`) is still
 read; the portal accepts it only in flows whose owner holds the key.
@@ -221,7 +221,7 @@ def _stdin_text() -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m portal.keys.client",
+        prog="python -m portal.crypto.client",
         description="Encrypt job property values with your own key, as Flowport's ENC(...) form.",
     )
     commands = parser.add_subparsers(dest="command", required=True)

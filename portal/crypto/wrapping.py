@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
-from portal.keys import client
-from portal.keys.errors import WrappedKeyError
-from portal.keys.master import KEY_ID, MasterKeyRing
+from portal.crypto import client
+from portal.crypto.errors import WrappedKeyError
+from portal.crypto.master import KEY_ID, MasterKeyRing
 
 VERSION = 1
 _AAD = b"flowport/wrapped-key/v1"
