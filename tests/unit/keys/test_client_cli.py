@@ -63,7 +63,7 @@ def test_cli_round_trip_and_the_portal_decrypts_it(tmp_path, owner, master_key_f
 
 
 def test_the_helper_is_one_file_that_needs_no_django(tmp_path):
-    shutil.copy(ROOT / "portal" / "keys" / "client.py", tmp_path / "flowport_client.py")
+    shutil.copy(ROOT / "portal" / "crypto" / "client.py", tmp_path / "flowport_client.py")
     probe = run(
         "-c",
         "import sys, flowport_client as c; k = c.generate_key(); "
