@@ -9,8 +9,8 @@ class AccountsConfig(AppConfig):
         # the API tokens' access rule (models are ready only now).
         from portal.accounts import (
             backends,  # noqa: F401
+            openapi,  # noqa: F401  (OpenAPI auth descriptions)
             rules,
-            schema,  # noqa: F401  (OpenAPI auth descriptions)
         )
 
         rules.register()

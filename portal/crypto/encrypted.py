@@ -24,7 +24,7 @@ REDACTED = "********"
 # (`names_secret`), or the user half of a credential (`source.conn.username`, a node's
 # `sasl.username`), which Gobblin encrypts like the password.
 CREDENTIAL_USER_WORDS = frozenset({"user", "username", "login"})
-# The pipeline's own key families (portal/pipeline/schema.py): declared encrypted or not, a key
+# The pipeline's own key families (portal/pipeline/propertyrules.py): declared encrypted or not, a key
 # there is a setting or a name that the job's progress, events or pages may show.
 PIPELINE_FAMILIES = (
     "source.",

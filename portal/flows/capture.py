@@ -8,7 +8,7 @@ deleting the flow changes what happens to that log, so the pages say so before a
 from __future__ import annotations
 
 from portal.flows.models import FlowConfig
-from portal.pipeline.schema import CDC_SOURCE_CLASS
+from portal.pipeline.propertyrules import CDC_SOURCE_CLASS
 
 PAUSED = (
     "Its change capture keeps its place: on a PostgreSQL source the replication slot stays and the "

@@ -1,6 +1,6 @@
 """The choices the flow form offers: the data nodes to pick a source from
 (grouped by kind: those the flow's owner may read), the destinations (those
-they may write, topology.access) and the templates of the packs they may read
+they may write, topology.grants) and the templates of the packs they may read
 (accounts.access decides). Read-only; a value the flow already holds stays
 selectable, so editing never loses it."""
 
@@ -11,7 +11,7 @@ from typing import Any
 from django.db.models import F
 
 from portal.templatepacks.models import JobTemplate, TemplatePack
-from portal.topology import access as node_access
+from portal.topology import grants as node_access
 from portal.topology.models import DataNode
 
 Choices = list[Any]  # Django's select choices: (value, label) pairs and (group, [pairs]) groups

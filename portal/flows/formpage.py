@@ -26,7 +26,7 @@ from portal.flows.forms import (
 )
 from portal.pipeline.destinations.write_modes import KEY as WRITE_MODE_KEY
 from portal.pipeline.destinations.write_modes import PRIMARY_KEY
-from portal.pipeline.schema import PropertySpec, spec_for
+from portal.pipeline.propertyrules import PropertySpec, spec_for
 
 
 def schema_help(spec: PropertySpec) -> str:

@@ -177,7 +177,7 @@ class FlowConfigForm(forms.ModelForm):
         self.editing = self.instance.pk is not None
         self.merged_properties: dict[str, str] = {}
         self.attribute_errors: dict[str, list[str]] = {}
-        # Offered: sources the owner may read, destinations they may write (topology.access).
+        # Offered: sources the owner may read, destinations they may write (topology.grants).
         owner = self.instance.owner if self.editing and self.instance.owner_id else user
         self.nodes = choices.destination_nodes(owner)
         source = self.data.get("source", "") if self.is_bound else self.instance.source

@@ -35,7 +35,7 @@ from portal.keys.services import (
     wrapped_key_problems,
 )
 from portal.pipeline.columnrules import needs_key
-from portal.pipeline.schema import clear_secret_keys, clear_secret_message
+from portal.pipeline.propertyrules import clear_secret_keys, clear_secret_message
 
 logger = logging.getLogger(__name__)
 

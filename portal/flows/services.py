@@ -30,7 +30,7 @@ from portal.flows.secrets import validate_flow_secrets, with_column_rules_key
 from portal.flows.signals import flow_catalog_changed
 from portal.flows.tablesets import database_reach_problems, table_pattern_problems
 from portal.pipeline.jobcheck import job_property_problems
-from portal.pipeline.schema import closest_known_key
+from portal.pipeline.propertyrules import closest_known_key
 from portal.quotas import services as quotas
 from portal.templatepacks.resolution import TemplateLoader
 from portal.templatepacks.services import validate_template_uris_for
@@ -109,7 +109,7 @@ def validate_flow(flow: FlowConfig, *, loader: Any = None) -> ValidatedFlow:
     """Everything a save refuses, checked before anything is written, for the form, the API
     and Rest.li alike: the model's field rules, the data nodes, the templates (readable by the
     owner, their required attributes set), the secrets (keys app) and every property value and
-    required property the pipeline would refuse (portal.pipeline.schema), job by job of the
+    required property the pipeline would refuse (portal.pipeline.propertyrules), job by job of the
     compiled flow. A flow that can only wait (no path in today's topology) is accepted, PENDING.
 
     ValidationError({field: [...]}) under model field names; a missing required template

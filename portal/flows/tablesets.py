@@ -10,7 +10,7 @@ from urllib.parse import urlparse
 from portal.flows.compiler import JobSpecPlan
 from portal.pipeline import landing
 from portal.pipeline.properties import Properties
-from portal.pipeline.schema import base_key
+from portal.pipeline.propertyrules import base_key
 from portal.pipeline.sources import jdbc_tables
 from portal.topology import connections
 from portal.topology.models import DataNode

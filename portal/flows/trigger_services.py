@@ -4,7 +4,7 @@ alike: one validation, errors per field, nothing half saved.
 An upstream dataset is named `<flowGroup>/<flowName>` (any destination dataset of that flow) or
 `<flowGroup>/<flowName>/<dataset.urn>` (that one). The flow's owner must be able to read it: the
 upstream flow is their own, or they hold a read grant on every data node it publishes into
-(topology.access) — checked on save here and again when the trigger fires
+(topology.grants) — checked on save here and again when the trigger fires
 (orchestration.control.triggers), as a grant can be revoked in between.
 """
 
@@ -30,7 +30,7 @@ from portal.flows.triggers import (
     next_due,
     parse_goal,
 )
-from portal.topology import access as node_access
+from portal.topology import grants as node_access
 from portal.topology.models import DataNode
 
 MAX_CHAIN = 50  # how far up the cycle check walks

@@ -8,7 +8,7 @@ from django.core.validators import RegexValidator
 
 from portal.crypto.encrypted import format_problems as encrypted_property_problems
 from portal.crypto.encrypted import looks_encrypted
-from portal.pipeline.schema import user_property_problems
+from portal.pipeline.propertyrules import user_property_problems
 
 # Template URIs are the template packs' vocabulary (templatepacks.uris); flows
 # migration 0001 still names the validator here.

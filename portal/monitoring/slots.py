@@ -41,7 +41,7 @@ from portal.orchestration.control.cdc import capture_of
 from portal.orchestration.models import DatasetState, FlowExecution
 from portal.pipeline import cdc_pg
 from portal.pipeline.pgoutput import parse_lsn
-from portal.pipeline.schema import CDC_SOURCE_CLASS
+from portal.pipeline.propertyrules import CDC_SOURCE_CLASS
 from portal.topology.reach import portal_landings
 
 logger = logging.getLogger(__name__)

@@ -25,8 +25,8 @@ from pyspark.sql import Column
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from portal.pipeline.classloading import load_class
 from portal.pipeline.errors import ConfigError, ForkBranchMismatchError
-from portal.pipeline.loader import load_class
 from portal.pipeline.properties import Properties
 
 Decision = TypeVar("Decision")

@@ -2,7 +2,7 @@
 
 The portal asks this at save (a flow's compiled jobs) and in the compile preview, so a value or a
 missing required key the worker would refuse is refused at once with the worker's own message: the
-checks are the property schema's (`portal.pipeline.schema`) and the branch-key rule
+checks are the property schema's (`portal.pipeline.propertyrules`) and the branch-key rule
 (`portal.pipeline.properties`). Node-owned keys are left out: the portal sets them from the data
 nodes when it binds the job (orchestration.control.jobspecs), after this check.
 """
@@ -16,7 +16,7 @@ from portal.pipeline.columnrules import rule_problems
 from portal.pipeline.destinations import table_templates, write_modes
 from portal.pipeline.errors import ConfigError
 from portal.pipeline.properties import Properties, branch_names, check_branch_keys, is_branch_scoped
-from portal.pipeline.schema import (
+from portal.pipeline.propertyrules import (
     CDC_SOURCE_CLASS,
     FILES_SOURCE_CLASS,
     ICEBERG_NAME,

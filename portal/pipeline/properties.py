@@ -24,7 +24,7 @@ import re
 from collections.abc import Iterator, Mapping
 
 from portal.pipeline.errors import ConfigError, MissingPropertyError
-from portal.pipeline.schema import (
+from portal.pipeline.propertyrules import (
     BOOL,
     BRANCH_SCOPED_PREFIXES,
     CHOICE,

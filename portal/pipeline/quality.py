@@ -43,8 +43,8 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from portal.pipeline.classloading import load_class
 from portal.pipeline.errors import ConfigError
-from portal.pipeline.loader import load_class
 from portal.pipeline.properties import Properties
 
 PREFIX = "portal.pipeline.quality."

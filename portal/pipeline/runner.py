@@ -22,9 +22,9 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 from portal.pipeline import progress
+from portal.pipeline.classloading import load_class
 from portal.pipeline.errors import PipelineError
 from portal.pipeline.jobspec import JobSpec
-from portal.pipeline.loader import load_class
 from portal.pipeline.properties import Properties
 from portal.pipeline.sources.base import Source, SourceContext
 from portal.pipeline.task import JobContext, TaskRunner, describe_exception

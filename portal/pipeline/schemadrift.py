@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from portal.pipeline.schema import SCHEMA_EVOLUTION_POLICIES as POLICIES
+from portal.pipeline.propertyrules import SCHEMA_EVOLUTION_POLICIES as POLICIES
 
 POLICY_KEY = "schema.evolution.policy"
 EVOLVE, FREEZE, DISCARD_COLUMNS = POLICIES

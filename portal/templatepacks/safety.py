@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pyhocon import ConfigTree
 
 from portal.crypto.client import looks_encrypted
-from portal.pipeline.schema import user_property_problems
+from portal.pipeline.propertyrules import user_property_problems
 from portal.templatepacks import hocon
 
 WRAPPED_KEY = "encrypt.wrapped.key"

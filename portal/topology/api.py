@@ -27,7 +27,7 @@ from portal.accounts.access import StaffOrReadOnly
 from portal.accounts.requests import api_user
 from portal.api_errors import Conflict
 from portal.api_fields import StrictCharField, StringMapField
-from portal.topology import access, nodefields, services, sharing
+from portal.topology import grants, nodefields, services, sharing
 from portal.topology.models import Capability, DataNode, DataNodeAccessRequest, SpecExecutor
 
 
@@ -93,7 +93,7 @@ class DataNodeSerializer(serializers.Serializer):
         """The node's grants, read once per node for both `acl` and `owners`."""
         read: dict[int, list[dict[str, str]]] = self.__dict__.setdefault("_grant_entries", {})
         if instance.pk not in read:
-            read[instance.pk] = access.grant_entries(instance)
+            read[instance.pk] = grants.grant_entries(instance)
         return read[instance.pk]
 
     def to_representation(self, instance):
@@ -219,7 +219,7 @@ class DataNodeViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.D
     permission_classes = [permissions.IsAuthenticated]
 
     def get_queryset(self):
-        nodes = access.listed_nodes(self.request.user) if self.action == "list" else DataNode.objects.all()
+        nodes = grants.listed_nodes(self.request.user) if self.action == "list" else DataNode.objects.all()
         return nodes.select_related("created_by")
 
     def get_serializer_context(self) -> dict[str, Any]:
@@ -357,8 +357,8 @@ class NodeHistoryView(APIView):
     @extend_schema(responses={200: NodeAuditEventSerializer(many=True)})
     def get(self, request, name: str) -> Response:
         node = _node(name)
-        usable = access.may_use(request.user, name, access.READ) or access.may_use(
-            request.user, name, access.WRITE
+        usable = grants.may_use(request.user, name, grants.READ) or grants.may_use(
+            request.user, name, grants.WRITE
         )
         if not (usable or sharing.may_share(request.user, node)):
             raise exceptions.PermissionDenied(f"Only those granted data node {name} read its history.")

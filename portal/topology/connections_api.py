@@ -14,7 +14,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from portal.api_fields import StrictCharField
-from portal.topology import access, connections
+from portal.topology import connections, grants
 from portal.topology.models import DataNode
 
 
@@ -93,7 +93,7 @@ class DiscoverySerializer(serializers.Serializer):
 def _usable_node(request, name: str) -> DataNode:
     node = get_object_or_404(DataNode, name=name)
     if not (
-        access.may_use(request.user, name, access.READ) or access.may_use(request.user, name, access.WRITE)
+        grants.may_use(request.user, name, grants.READ) or grants.may_use(request.user, name, grants.WRITE)
     ):
         raise exceptions.PermissionDenied(
             f"You hold no grant on data node {name}; ask its owners (POST /api/datanodes/{name}/access-requests)."

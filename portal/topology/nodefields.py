@@ -1,6 +1,6 @@
 """The connection fields of each data node kind, for the node form: which
 node property each field is, and which pipeline keys of the property schema
-(`portal.pipeline.schema`, all node-owned) the compiler binds from it, so the
+(`portal.pipeline.propertyrules`, all node-owned) the compiler binds from it, so the
 form's help says where a value ends up. A key the schema calls a secret
 (`crypto.secretnames.names_secret`) is a password field whose value must be ENC(...).
 And what of a node's connection the pages and API show to whom
@@ -16,7 +16,7 @@ from typing import Any
 from django.db.models import Q
 
 from portal.crypto.secretnames import names_secret
-from portal.pipeline import schema
+from portal.pipeline import propertyrules
 from portal.topology import credentials
 from portal.topology.models import DataNode, DataNodeGrant
 
@@ -128,7 +128,7 @@ def fields_of(kind: str) -> tuple[NodeField, ...]:
 
 def node_owned(field: NodeField) -> bool:
     """Every pipeline key a node field binds belongs to the portal, never to a flow."""
-    return all(schema.owner_of(key) == schema.NODE for key in field.binds)
+    return all(propertyrules.owner_of(key) == propertyrules.NODE for key in field.binds)
 
 
 _ENCRYPTED = re.compile(r"^ENC\(.+\)\Z", re.S)

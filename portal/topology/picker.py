@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from portal.topology import access, connections
+from portal.topology import connections, grants
 from portal.topology.models import DataNode
 
 RULES = {"hash": "columns.hash", "encrypt": "columns.encrypt"}  # a kept column's rule -> its key
@@ -77,7 +77,7 @@ def choices(user, node_name: str, *, connect_as: str = "") -> Choices:
     node = DataNode.objects.filter(name=node_name).first() if node_name else None
     if node is None:
         return Choices(None, "Choose a source first.")
-    if not access.may_use(user, node.name, access.READ):
+    if not grants.may_use(user, node.name, grants.READ):
         return Choices(None, f"You hold no read grant on data node {node.name}.")
     found = connections.discover(node, user=connect_as)
     if not found.ok:

@@ -4,7 +4,7 @@ nodes, executors and capabilities (a node's page too, so they can ask its
 owners for access); staff change them all; the owners of a user-made data
 node (an owner grant to them or one of their groups) change and delete it and
 its grants. (Who may read from or write to a data node when a flow runs is
-topology.access, the nodes' grants.)"""
+topology.grants, the nodes' grants.)"""
 
 from __future__ import annotations
 

@@ -39,8 +39,7 @@ from portal.crypto.errors import EncryptionError, MasterKeyError
 from portal.crypto.secretnames import names_secret
 from portal.keys.models import CustomerKey
 from portal.keys.services import binding_for, encrypt_value, holds_key, owner_problems, wrap_customer_key
-from portal.topology import access, nodefields, policy, sharing
-from portal.topology.loader import sync_topology_file
+from portal.topology import grants, nodefields, policy, sharing
 from portal.topology.models import (
     Capability,
     DataNode,
@@ -56,6 +55,7 @@ from portal.topology.signals import (
     user_node_changed,
     user_routing_changed,
 )
+from portal.topology.topologyfile import sync_topology_file
 
 logger = logging.getLogger(__name__)
 
@@ -141,7 +141,7 @@ def _full_control(user: Any) -> bool:
 def create_data_node(
     data: dict[str, Any], *, origin: str = "", user: Any = None, request: Any = None
 ) -> DataNode:
-    """`data["acl"]`, when given, is the node's grants ([{role, user|group}], topology.access).
+    """`data["acl"]`, when given, is the node's grants ([{role, user|group}], topology.grants).
     Without `user` (the topology file) or by staff: an administrator's node. By any other user:
     a user-made node (`create_user_node`)."""
     if not _full_control(user):
@@ -150,12 +150,12 @@ def create_data_node(
     node = DataNode(origin=origin, **{k: v for k, v in data.items() if k in DATA_NODE_FIELDS})
     node.full_clean()
     if "acl" in data:
-        access.parse_grants(data["acl"])  # validated before anything is saved
+        grants.parse_grants(data["acl"])  # validated before anything is saved
     try:
         with transaction.atomic():
             node.save()
             if "acl" in data:
-                access.set_grants(node, data["acl"])
+                grants.set_grants(node, data["acl"])
             _changed("datanode", "add", node)
             if user is not None:
                 _audit(node, DataNodeAuditEvent.Action.CREATE, user, request, "created")
@@ -191,11 +191,11 @@ def create_user_node(user: Any, data: dict[str, Any], *, request: Any = None) ->
         **({"group": group.name} if group else {"user": user.username}),
     }
     entries = [owner, *[e for e in data.get("acl") or [] if e != owner]]
-    access.parse_grants(entries)
+    grants.parse_grants(entries)
     try:
         with transaction.atomic():
             node.save()
-            access.set_grants(node, entries)
+            grants.set_grants(node, entries)
             _audit(
                 node,
                 DataNodeAuditEvent.Action.CREATE,
@@ -238,14 +238,14 @@ def update_data_node(
     node.full_clean()
     entries = data.get("acl")
     if entries is not None:
-        rows = access.parse_grants(entries)
+        rows = grants.parse_grants(entries)
         if node.user_made and not any(row.role == DataNodeGrant.Role.OWNER for row in rows):
             raise ValidationError({"acl": ["A user-made data node needs at least one owner."]})
     with transaction.atomic():
-        old_grants = access.grant_entries(node)
+        old_grants = grants.grant_entries(node)
         node.save()
         if entries is not None:
-            access.set_grants(node, entries)
+            grants.set_grants(node, entries)
         if node.user_made:
             if connection_changed:
                 user_node_changed.send(sender=DataNode, node=node, action="update")
@@ -623,7 +623,7 @@ def record_health(name: str, status: str, message: str = "", *, heartbeat: bool 
 
 
 def load_topology_file(path: str | Path) -> dict[str, int]:
-    """Sync the topology from a YAML/HOCON file (idempotent); see topology.loader."""
+    """Sync the topology from a YAML/HOCON file (idempotent); see topology.topologyfile."""
 
     return sync_topology_file(Path(path))
 

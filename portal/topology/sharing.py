@@ -19,7 +19,7 @@ from django.utils import timezone
 
 from portal.accounts.grants import describe_grants, grants_diff
 from portal.accounts.proxy import actor_and_subject
-from portal.topology import access
+from portal.topology import grants
 from portal.topology.models import DataNode, DataNodeAccessRequest, DataNodeAuditEvent, DataNodeGrant
 from portal.topology.signals import data_node_usage, user_node_changed
 
@@ -81,7 +81,7 @@ def grants_changed(
 ) -> None:
     """Audit a change of the node's grants (inside its transaction) and, for a user-made node,
     have the flows over it recompiled."""
-    old, new = describe_grants(before), describe_grants(access.grant_entries(node))
+    old, new = describe_grants(before), describe_grants(grants.grant_entries(node))
     if old == new:
         return
     record(
@@ -105,14 +105,14 @@ def grant(
     if role not in SHARED_ROLES:
         raise ValidationError({"role": [f"Grant read or write, not {role!r}."]})
     try:
-        (row,) = access.parse_grants([{"role": role, **principal}])
+        (row,) = grants.parse_grants([{"role": role, **principal}])
     except ValidationError as error:
         raise ValidationError(
             {"principal": [message.removeprefix("entry 1: ") for message in error.messages]}
         ) from None
     with transaction.atomic():
         node = DataNode.objects.select_for_update().get(pk=node.pk)
-        before = access.grant_entries(node)
+        before = grants.grant_entries(node)
         row.node = node
         exists = node.grants.filter(role=role, user=row.user, group=row.group).exists()
         if exists:
@@ -134,7 +134,7 @@ def revoke(node: DataNode, grant_id: int, *, user: Any, request: Any = None) -> 
             raise ValidationError(
                 {"grant": ["An owner is changed through the node's access list, not revoked here."]}
             )
-        before = access.grant_entries(node)
+        before = grants.grant_entries(node)
         row.delete()
         grants_changed(
             node, before, user=user, request=request, summary=f"{row.role} revoked from {row.principal}"
@@ -151,7 +151,7 @@ def request_access(
     """Ask the node's owners for a read or write grant."""
     if role not in SHARED_ROLES:
         raise ValidationError({"role": [f"Ask for read or write, not {role!r}."]})
-    if access.may_use(user, node.name, role):
+    if grants.may_use(user, node.name, role):
         raise ValidationError({"role": [f"You may already {role} data node {node.name}."]})
     try:
         with transaction.atomic():

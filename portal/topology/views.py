@@ -18,8 +18,8 @@ from django.views.decorators.vary import vary_on_headers
 
 from portal.accounts import access
 from portal.accounts.requests import AuthenticatedRequest
-from portal.topology import access as node_access
 from portal.topology import connections, nodefields, picker, services, sharing
+from portal.topology import grants as node_access
 from portal.topology.forms import CapabilityForm, DataNodeForm, SpecExecutorForm
 from portal.topology.models import Capability, DataNode, DataNodeGrant, SpecExecutor
 from portal.topology.svg import topology_svg

@@ -12,7 +12,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from playwright.sync_api import expect
 
-from portal.topology import access
+from portal.topology import grants
 from portal.topology import services as topology
 from portal.topology.models import DataNode
 from tests.e2e import ui
@@ -26,9 +26,9 @@ def test_a_granted_user_tests_a_node_and_discovers_its_files(page, logged_in, la
     ghost = DataNode.objects.create(name="ghost", kind="files", properties={"path": str(lake / "gone")})
     alice = logged_in("alice")
     for name in ("landing", "ghost"):
-        access.set_grants(DataNode.objects.get(name=name), [{"role": "read", "user": alice.username}])
+        grants.set_grants(DataNode.objects.get(name=name), [{"role": "read", "user": alice.username}])
     someone = get_user_model().objects.create_user("someone-else")
-    access.set_grants(DataNode.objects.get(name="cold"), [{"role": "read", "user": someone.username}])
+    grants.set_grants(DataNode.objects.get(name="cold"), [{"role": "read", "user": someone.username}])
 
     page.goto("/topology/")
     page.get_by_role("link", name="landing", exact=True).click()

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from portal.pipeline.schema import NODE, SPECS
+from portal.pipeline.propertyrules import NODE, SPECS
 
 # A key says where data goes when one of its words is one of these.
 REACHING_WORDS = frozenset(

@@ -15,8 +15,8 @@ from portal.flows.compiler import compile_flow
 from portal.flows.models import FlowConfig
 from portal.keys import services
 from portal.orchestration.worker import guard
-from portal.pipeline.loader import PACKAGES_ENV, ClassLoadError, load_class
-from portal.pipeline.schema import NODE_KEYS
+from portal.pipeline.classloading import PACKAGES_ENV, ClassLoadError, load_class
+from portal.pipeline.propertyrules import NODE_KEYS
 from portal.topology.models import DataNode
 from tests.conftest import api_client_for
 from tests.factories import UserFactory
@@ -447,14 +447,14 @@ def test_a_node_without_grants_is_closed_to_all_but_staff(world: World):
 def test_a_group_grant_lets_its_members_in(world: World):
     from django.contrib.auth.models import Group
 
-    from portal.topology import access
+    from portal.topology import grants
 
     _ungrant(world, "landing", "mallory", "read")
     assert compile_flow(world.mallory_flow).status == "FAILED"
     team = Group.objects.create(name="team-m")
     world.mallory.groups.add(team)
     node = DataNode.objects.get(name="landing")
-    access.set_grants(node, [*access.grant_entries(node), {"role": "read", "group": "team-m"}])
+    grants.set_grants(node, [*grants.grant_entries(node), {"role": "read", "group": "team-m"}])
     assert compile_flow(world.mallory_flow).status == "COMPILED"
 
 

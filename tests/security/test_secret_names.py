@@ -15,7 +15,7 @@ from portal.crypto.encrypted import REDACTED, holds_secret, redact, secret_value
 from portal.crypto.secretnames import names_secret, secret_keys
 from portal.keys import services
 from portal.pipeline.properties import Properties
-from portal.pipeline.schema import clear_secret_keys
+from portal.pipeline.propertyrules import clear_secret_keys
 from portal.pipeline.task import describe_exception, describe_traceback
 from portal.topology.credentials import secrets_in
 from portal.topology.validators import validate_connection_properties

@@ -24,7 +24,7 @@ from portal.flows.compiler.templates import (
     required_message,
     resolve_flow_templates,
 )
-from portal.topology.access import READ, WRITE, NodeAccess
+from portal.topology.grants import READ, WRITE, NodeAccess
 from portal.topology.graph import TopologySnapshot, current_snapshot, with_user_nodes
 
 __all__ = ["COMPILED", "FAILED", "PENDING", "CompiledFlow", "JobSpecPlan", "compile_flow", "job_name"]
@@ -64,7 +64,7 @@ def _owner(flow: Any) -> Any:
 
 def _check_grants(jobs: list[JobSpecPlan], owner: Any, access: Any = None) -> None:
     """The owner reads the source and writes every node the flow publishes into (grants,
-    topology.access); each refusal is an error of the job. A compile with no owner at all (a bare
+    topology.grants); each refusal is an error of the job. A compile with no owner at all (a bare
     FlowConfig in code) is left to the worker, which checks the grants of the saved flow's owner."""
     if owner is None:
         return

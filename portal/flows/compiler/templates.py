@@ -9,9 +9,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from portal.crypto.encrypted import WRAPPED_KEY_PROPERTY, holds_secret, looks_encrypted
-from portal.pipeline.schema import user_property_problems
+from portal.pipeline.propertyrules import user_property_problems
 from portal.templatepacks.resolution import TemplateLoader, TemplateResolutionError, resolve_with
-from portal.topology.access import NodeAccess
+from portal.topology.grants import NodeAccess
 
 REQUIRED_KEY = "gobblin.template.required_attributes"
 # Attributes a template declares secret: the flow must give them as ENC(...).

@@ -22,7 +22,7 @@ paths:
   `writer.iceberg.catalog.uri` and `writer.iceberg.warehouse`.
 
 Relative node paths are relative to FLOWPORT_DATA_DIR. Node-owned keys
-(`portal.pipeline.schema`: paths, JDBC URLs and drivers) are always taken
+(`portal.pipeline.propertyrules`: paths, JDBC URLs and drivers) are always taken
 from the nodes here, whatever the properties say: the flow save refuses them,
 this drops them again, and the worker (`orchestration.worker.guard`) checks the
 result against the nodes in the database before it reads or writes anything.
@@ -37,7 +37,7 @@ from django.conf import settings
 
 from portal.orchestration.control import replays
 from portal.pipeline.properties import is_branch_scoped
-from portal.pipeline.schema import NODE, base_key, owner_of
+from portal.pipeline.propertyrules import NODE, base_key, owner_of
 from portal.topology.reach import catalog_uri
 
 FILES_SOURCE = "portal.pipeline.sources.files.FileSource"

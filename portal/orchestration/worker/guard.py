@@ -23,7 +23,7 @@ from portal.flows.models import FlowConfig
 from portal.keys.services import holds_key, owner_problems
 from portal.pipeline import node_relative
 from portal.pipeline.confinement import ConfinementError, confine, resolve
-from portal.pipeline.schema import (
+from portal.pipeline.propertyrules import (
     NODE,
     base_key,
     class_problems,
@@ -32,8 +32,8 @@ from portal.pipeline.schema import (
     owner_of,
     urn_problems,
 )
-from portal.topology.access import READ, WRITE
-from portal.topology.access import refusal as access_refusal
+from portal.topology.grants import READ, WRITE
+from portal.topology.grants import refusal as access_refusal
 from portal.topology.models import DataNode, SpecExecutor
 from portal.topology.reach import catalog_uri, node_problems, node_root, portal_secrets_problems
 

@@ -9,12 +9,12 @@
 
 from __future__ import annotations
 
+from portal.pipeline.classloading import load_class
 from portal.pipeline.destinations.base import DataWriter, WriterContext
 from portal.pipeline.destinations.files import AVRO_FILE_FORMAT, FILE_FORMATS, FileDataWriter, avro_available
 from portal.pipeline.destinations.iceberg import IcebergDataWriter
 from portal.pipeline.destinations.jdbc import JdbcDataWriter
 from portal.pipeline.errors import ConfigError
-from portal.pipeline.loader import load_class
 from portal.pipeline.properties import Properties
 
 ALL_FORMATS = (*FILE_FORMATS, "JDBC", "ICEBERG")

@@ -57,7 +57,7 @@ from portal.pipeline.destinations.files import FileDataWriter
 from portal.pipeline.errors import CommitConflictError, ConfigError
 from portal.pipeline.jobspec import JobSpec
 from portal.pipeline.properties import Properties
-from portal.pipeline.schema import ICEBERG_NAME
+from portal.pipeline.propertyrules import ICEBERG_NAME
 
 log = logging.getLogger(__name__)
 _CATALOG_LOCK = threading.Lock()

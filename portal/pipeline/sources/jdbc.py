@@ -53,7 +53,7 @@ from pyspark.sql import types as T
 from portal.pipeline import landing, watermarks
 from portal.pipeline.dialects import Dialect, dialect_for, root_cause
 from portal.pipeline.errors import ConfigError, MissingPropertyError, PipelineError
-from portal.pipeline.schema import missing_message, spec_for
+from portal.pipeline.propertyrules import missing_message, spec_for
 from portal.pipeline.sources import arrow_pg, jdbc_tables
 from portal.pipeline.sources.base import Extraction, Source
 from portal.pipeline.workunits import WorkUnit

@@ -1,5 +1,5 @@
 """Refusals that name a data node's page become links to it: the compiler's "ask its owners
-… Request access on /topology/datanodes/<name>/" (topology.access.NodeAccess.refusal) is text,
+… Request access on /topology/datanodes/<name>/" (topology.grants.NodeAccess.refusal) is text,
 so the API and logs read it as it is, and the flow form shows it as a link to the page where
 the owners are named and access is asked for."""
 

@@ -13,7 +13,7 @@ from portal.pipeline import run_job
 from portal.pipeline.badrows import Limits
 from portal.pipeline.errors import ConfigError
 from portal.pipeline.properties import Properties
-from portal.pipeline.schema import value_problems
+from portal.pipeline.propertyrules import value_problems
 from portal.pipeline.sources.files import foreign
 
 from .helpers import NOW, read, run_and_publish, spec, write_csv

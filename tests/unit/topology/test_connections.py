@@ -17,7 +17,7 @@ import pymysql
 import pytest
 from django.db import connection
 
-from portal.topology import access, services
+from portal.topology import grants, services
 from portal.topology.models import DataNode
 from tests.factories import UserFactory
 
@@ -34,7 +34,7 @@ def granted(owner):
 def node(granted):
     def make(name: str, kind: str, **properties: str) -> DataNode:
         made = services.create_data_node({"name": name, "kind": kind, "properties": properties})
-        access.set_grants(made, [{"role": "read", "user": granted.username}])
+        grants.set_grants(made, [{"role": "read", "user": granted.username}])
         return made
 
     return make
@@ -121,7 +121,7 @@ def test_a_node_reaching_the_portals_own_database_is_never_connected_to(client, 
     url = f"jdbc:postgresql://{own['HOST'] or 'localhost'}:{own['PORT'] or 5432}/{own['NAME']}"
     # Saved behind the checks' back (as by an old release): DataNode.clean would refuse it.
     sneaky = DataNode.objects.create(name="sneaky", kind="jdbc", properties={"url": url})
-    access.set_grants(sneaky, [{"role": "read", "user": granted.username}])
+    grants.set_grants(sneaky, [{"role": "read", "user": granted.username}])
     client.force_login(granted)
     for action in ("test", "discover"):
         body = client.post(
@@ -224,7 +224,7 @@ def test_a_sqlite_node_is_discovered_read_only(client, granted, node, tmp_path):
     missing = DataNode.objects.create(
         name="missing", kind="jdbc", properties={"url": "jdbc:sqlite:/nope/x.db"}
     )
-    access.set_grants(missing, [{"role": "read", "user": granted.username}])
+    grants.set_grants(missing, [{"role": "read", "user": granted.username}])
     assert "unable to open database file" in client.post("/topology/datanodes/missing/test/").content.decode()
 
 

@@ -11,8 +11,8 @@ from django.conf import settings as django_settings
 from portal.crypto.encrypted import decrypt_properties
 from portal.keys.models import CustomerKey
 from portal.topology import nodefields
-from portal.topology.loader import TopologyFileError, sync_topology_file
 from portal.topology.models import DataNode
+from portal.topology.topologyfile import TopologyFileError, sync_topology_file
 from tests.conftest import api_client_for
 
 pytestmark = pytest.mark.django_db

@@ -11,7 +11,7 @@ from django.test import Client
 from portal.flows import refresh
 from portal.flows import services as flow_services
 from portal.flows.models import FlowConfig
-from portal.topology import access, services, sharing
+from portal.topology import grants, services, sharing
 from portal.topology.models import DataNode, DataNodeAccessRequest, DataNodeAuditEvent
 from tests.conftest import api_client_for
 from tests.factories import UserFactory
@@ -60,7 +60,7 @@ def test_the_owner_grants_and_revokes_from_the_page_and_each_change_is_audited(a
         ).status_code
         == 302
     )
-    assert access.may_use(bob, "exports", "read") and not access.may_use(bob, "exports", "write")
+    assert grants.may_use(bob, "exports", "read") and not grants.may_use(bob, "exports", "write")
     team = Group.objects.create(name="analysts")
     page.post(
         "/topology/datanodes/exports/grants/",
@@ -70,7 +70,7 @@ def test_the_owner_grants_and_revokes_from_the_page_and_each_change_is_audited(a
     assert "user <code>bob</code>" in html and "group <code>analysts</code>" in html
     grant = exports.grants.get(role="read")
     assert page.post(f"/topology/datanodes/exports/grants/{grant.pk}/revoke/").status_code == 302
-    assert not access.may_use(bob, "exports", "read")
+    assert not grants.may_use(bob, "exports", "read")
     assert events("exports")[1:] == [
         ("grants", "alice", "read granted to user:bob"),
         ("grants", "alice", "write granted to group:analysts"),
@@ -82,7 +82,7 @@ def test_the_owner_grants_and_revokes_from_the_page_and_each_change_is_audited(a
     assert first is not None and "+read user:bob" in first.diff and first.on_behalf_of is None
     analyst = UserFactory(username="ana")
     analyst.groups.add(team)
-    assert access.may_use(analyst, "exports", "write")
+    assert grants.may_use(analyst, "exports", "write")
 
 
 def test_nobody_but_the_owners_and_staff_changes_who_uses_a_node(alice, bob, exports, staff):
@@ -90,11 +90,11 @@ def test_nobody_but_the_owners_and_staff_changes_who_uses_a_node(alice, bob, exp
         "/topology/datanodes/exports/grants/", {"role": "read", "principal_kind": "user", "principal": "bob"}
     )
     assert refused.status_code == 403
-    assert not access.may_use(bob, "exports", "read")
+    assert not grants.may_use(bob, "exports", "read")
     answer = browser(staff).post(
         "/topology/datanodes/exports/grants/", {"role": "read", "principal_kind": "user", "principal": "bob"}
     )
-    assert answer.status_code == 302 and access.may_use(bob, "exports", "read")
+    assert answer.status_code == 302 and grants.may_use(bob, "exports", "read")
 
 
 def test_a_mistake_in_a_grant_is_said_on_the_page(alice, exports):
@@ -133,7 +133,7 @@ def test_a_user_asks_for_access_and_the_owner_grants_it_on_the_page(alice, bob, 
     answered = browser(alice).post(
         f"/topology/datanodes/exports/access-requests/{request.pk}/", {"decision": "grant"}
     )
-    assert answered.status_code == 302 and access.may_use(bob, "exports", "read")
+    assert answered.status_code == 302 and grants.may_use(bob, "exports", "read")
     request.refresh_from_db()
     assert (request.granted, request.decided_by) == (True, alice)
     assert [action for action, _who, _what in events("exports")] == ["create", "request", "grants", "answer"]
@@ -148,7 +148,7 @@ def test_a_user_asks_for_access_and_the_owner_grants_it_on_the_page(alice, bob, 
 def test_an_owner_declines_and_the_user_may_ask_again(alice, bob, exports):
     asked = sharing.request_access(exports, user=bob, role="write")
     sharing.decide(exports, asked.pk, user=alice, grant_it=False)
-    assert not access.may_use(bob, "exports", "write")
+    assert not grants.may_use(bob, "exports", "write")
     assert events("exports")[-1] == ("answer", "alice", "declined bob's request to write")
     sharing.request_access(exports, user=bob, role="write")  # a new request, the old one answered
 
@@ -187,9 +187,9 @@ def test_the_owner_replaces_the_whole_list_through_the_api_and_it_is_audited(ali
 
 def test_the_flow_forms_hint_names_the_owners_and_links_the_node_page(alice, bob, exports):
     nodes("landing", "lake")
-    access.set_grants(DataNode.objects.get(name="lake"), [{"role": "write", "user": "bob"}])
+    grants.set_grants(DataNode.objects.get(name="lake"), [{"role": "write", "user": "bob"}])
     executor("ingest", "landing>lake", user_sources="files")
-    reason = access.NodeAccess(bob).refusal("exports", "read")
+    reason = grants.NodeAccess(bob).refusal("exports", "read")
     assert reason == (
         "the flow's owner 'bob' may not read from data node 'exports' (ask its owners for a read grant: alice; "
         "Request access on /topology/datanodes/exports/)"

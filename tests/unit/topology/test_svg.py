@@ -13,7 +13,7 @@ from django.test import Client
 
 import portal.topology
 from portal.topology import svg, svg_geometry, svg_layout
-from portal.topology.loader import sync_topology_file
+from portal.topology.topologyfile import sync_topology_file
 from tests.unit.topology.helpers import executor, nodes
 
 pytestmark = pytest.mark.django_db

@@ -5,8 +5,8 @@ from __future__ import annotations
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from portal.topology.loader import TopologyFileError
 from portal.topology.services import load_topology_file
+from portal.topology.topologyfile import TopologyFileError
 
 
 class Command(BaseCommand):

@@ -8,9 +8,9 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from portal.flows.compiler import compile_flow
-from portal.topology.loader import TopologyFileError
 from portal.topology.models import DataNode, SpecExecutor
 from portal.topology.services import load_topology_file
+from portal.topology.topologyfile import TopologyFileError
 from tests.factories import FlowConfigFactory
 
 pytestmark = pytest.mark.django_db

@@ -1,7 +1,7 @@
-"""docs/properties.md, generated from the property schema (portal.pipeline.schema), so the
+"""docs/properties.md, generated from the property schema (portal.pipeline.propertyrules), so the
 reference never drifts from what the pipeline reads and the portal checks.
 
-    .venv/bin/python -m portal.pipeline.schemadoc docs/properties.md
+    .venv/bin/python -m portal.pipeline.propertydoc docs/properties.md
 
 tests/unit/pipeline/test_schema.py fails when the committed page is not what this writes.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from portal.pipeline.schema import NODE, SPECS, PropertySpec
+from portal.pipeline.propertyrules import NODE, SPECS, PropertySpec
 
 GROUPS = (
     (
@@ -60,8 +60,8 @@ def render() -> str:
     lines = [
         "# Job properties",
         "",
-        "<!-- Generated from portal/pipeline/schema.py by "
-        "`python -m portal.pipeline.schemadoc docs/properties.md`; do not edit. -->",
+        "<!-- Generated from portal/pipeline/propertyrules.py by "
+        "`python -m portal.pipeline.propertydoc docs/properties.md`; do not edit. -->",
         "",
         "Every key the pipeline reads, as its property schema declares it. The same schema checks a",
         "flow when it is saved (API, form, Rest.li) and in the compile preview, so a value the",

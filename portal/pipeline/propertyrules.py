@@ -21,7 +21,7 @@ from typing import Any
 
 from portal.crypto.secretnames import names_secret
 from portal.pipeline import node_relative
-from portal.pipeline.loader import ClassLoadError, check_class_path
+from portal.pipeline.classloading import ClassLoadError, check_class_path
 
 USER, NODE = "user", "node"
 
@@ -192,7 +192,7 @@ def user_property_problems(
 # Every key the pipeline reads is declared here once; `Properties` parses typed values with
 # `parse_value` (so the worker's message is this module's), the portal checks the same values and
 # required keys at save (`portal.pipeline.jobcheck`), the flow form shows the descriptions, and
-# docs/properties.md is generated from this table (`python -m portal.pipeline.schema`).
+# docs/properties.md is generated from this table (`python -m portal.pipeline.propertyrules`).
 
 STRING, INT, NUMBER, BOOL, LIST, MAPPING, CHOICE, CLASS, CLASSES = (
     "string",

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from portal.pipeline import schema, schemadoc
+from portal.pipeline import propertydoc, propertyrules
 from portal.pipeline.destinations.builder import ALL_FORMATS
 from portal.pipeline.errors import ConfigError, MissingPropertyError
 from portal.pipeline.jobcheck import job_property_problems
 from portal.pipeline.properties import Properties
-from portal.pipeline.schema import SPECS, spec_for
+from portal.pipeline.propertyrules import SPECS, spec_for
 from portal.pipeline.sources.files import FORMATS
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -46,8 +46,8 @@ def test_the_declared_values_are_the_ones_the_pipeline_knows():
 
 def test_the_reference_page_is_generated_from_the_schema():
     committed = (ROOT / "docs" / "properties.md").read_text()
-    assert committed == schemadoc.render(), (
-        "docs/properties.md is stale: run `.venv/bin/python -m portal.pipeline.schemadoc docs/properties.md`"
+    assert committed == propertydoc.render(), (
+        "docs/properties.md is stale: run `.venv/bin/python -m portal.pipeline.propertydoc docs/properties.md`"
     )
     for spec in SPECS:
         assert f"| `{spec.key}` |" in committed
@@ -129,16 +129,18 @@ def test_a_bare_writer_key_with_two_branches_is_refused_before_the_run():
     ],
 )
 def test_a_misspelt_key_is_matched_to_the_closest_known_one(typed, closest):
-    assert schema.closest_known_key(typed) == closest
+    assert propertyrules.closest_known_key(typed) == closest
 
 
 @pytest.mark.parametrize(
     "key", ["source.files.format", "writer.output.format.1", "source.files.option.header", "team.cost.centre"]
 )
 def test_known_keys_and_custom_keys_unlike_any_known_one_are_not_misspellings(key):
-    assert schema.closest_known_key(key) is None
+    assert propertyrules.closest_known_key(key) is None
 
 
 def test_the_callers_own_keys_count_as_known():
-    assert schema.closest_known_key("flow.catchupPolicy", {"flow.catchUpPolicy"}) == "flow.catchUpPolicy"
-    assert schema.closest_known_key("flow.catchUpPolicy", {"flow.catchUpPolicy"}) is None
+    assert (
+        propertyrules.closest_known_key("flow.catchupPolicy", {"flow.catchUpPolicy"}) == "flow.catchUpPolicy"
+    )
+    assert propertyrules.closest_known_key("flow.catchUpPolicy", {"flow.catchUpPolicy"}) is None
