@@ -340,7 +340,14 @@ SPECS: tuple[PropertySpec, ...] = (
     _s("source.cdc.max.changes", INT, "PostgreSQL: at most about this many log messages one run reads (whole "
        "transactions); the rest waits for the next run. Unset: everything up to the run's start.", minimum=1),
     _s("source.cdc.resnapshot", BOOL, "Drop the flow's replication slot and read the tables again from a "
-       "new snapshot (after the server lost the slot).", default="false"),
+       "new snapshot at every run while set (once: the flow page's 'Take a new snapshot').", default="false"),
+    _s("source.cdc.alert.lag.bytes", INT, "Raise cdc.slot_lagging when the destination is more than this many "
+       "bytes of log behind the server (default CDC_ALERT_LAG_BYTES, 1 GiB; 0: never).", minimum=0),
+    _s("source.cdc.alert.lag.seconds", INT, "Raise cdc.slot_lagging when the destination is more than this "
+       "many seconds behind the server (default CDC_ALERT_LAG_SECONDS; 0: never).", minimum=0),
+    _s("source.cdc.alert.inactive.seconds", INT, "Raise cdc.slot_inactive when no run read the slot for this "
+       "long while the server keeps log for it (default CDC_ALERT_INACTIVE_SECONDS, a day; 0: never).",
+       minimum=0),
     _s("source.conn.username", STRING, "Database user."),
     _s("source.conn.password", STRING, "Database password; give it as ENC(...)."),
     _s("extract.is.full", BOOL, "Read whole tables each run (no watermark).", default="false"),
