@@ -8,8 +8,12 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("flows", "0005_merge_20261124_2029"),
-        ("topology", "0003_merge_0002_data_node_grants_0002_scale_refresh"),
+        # The merges of parallel branches that stood here were empty; their parents directly.
+        ("flows", "0002_flow_group_owners"),
+        ("flows", "0003_flow_pause"),
+        ("flows", "0003_scale_refresh"),
+        ("topology", "0002_data_node_grants"),
+        ("topology", "0002_scale_refresh"),
     ]
 
     operations = [

@@ -35,7 +35,9 @@ def name_by_flow(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("orchestration", "0008_merge_0005_scale_indexes_0007_state_per_flow"),
+        # The merges of parallel branches that stood here were empty; their parents directly.
+        ("orchestration", "0005_scale_indexes"),
+        ("orchestration", "0007_state_per_flow"),
         ("flows", "0001_initial"),
     ]
 

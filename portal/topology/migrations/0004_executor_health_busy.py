@@ -5,7 +5,9 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("topology", "0003_merge_0002_data_node_grants_0002_scale_refresh"),
+        # The merges of parallel branches that stood here were empty; their parents directly.
+        ("topology", "0002_data_node_grants"),
+        ("topology", "0002_scale_refresh"),
     ]
 
     operations = [

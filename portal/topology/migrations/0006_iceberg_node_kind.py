@@ -5,7 +5,9 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("topology", "0005_merge_20261124_2244"),
+        # The merges of parallel branches that stood here were empty; their parents directly.
+        ("topology", "0004_compiled_dag_moves_to_flows"),
+        ("topology", "0004_executor_health_busy"),
     ]
 
     operations = [
