@@ -1,7 +1,7 @@
 """kombu's Redis transport, with the channel able to settle its messages
 after the broker connection it came from has been closed.
 
-Why (issue #24): when Redis goes away while an `acks_late` job runs, the
+Why: when Redis goes away while an `acks_late` job runs, the
 Celery consumer calls `Connection.collect()` and then `Connection.close()`.
 `collect()` closes the default channel, but the channel's `close()` stops at
 its first step (reading the pending BRPOP fails: the server is gone), so the

@@ -1,6 +1,6 @@
 """Acting as another user on an API call (`X-Flowport-Proxy-User`).
 
-The seed asks that authorization can tell "whether a user can proxy": here,
+GaaS asks that authorization can tell "whether a user can proxy": here,
 members of the `FLOWPORT_PROXY_GROUP` group may, everyone else gets 403, and
 every proxied call leaves a ProxyAuditEvent row.
 """

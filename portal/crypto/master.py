@@ -1,4 +1,4 @@
-"""The portal's master keys (the seed's "Gobblin's Master Key").
+"""The portal's master keys (Gobblin's "Master Key").
 
 Where they come from (docs/keys.md):
 

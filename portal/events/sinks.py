@@ -42,7 +42,7 @@ SEVERITY_RANK: dict[str, int] = {Event.Severity.INFO: 0, Event.Severity.WARNING:
 
 
 def event_payload(event: Event) -> dict:
-    """The webhook body; the seed's camelCase names, like the REST API."""
+    """The webhook body; GaaS's camelCase names, like the REST API."""
     url = ""
     if event.flow_group and event.flow_name and event.execution_id is not None:
         url = settings.SITE_URL.rstrip("/") + execution_path(

@@ -1,4 +1,4 @@
-"""REST API for the flow catalog: `/api/flowconfigs`, with the seed's camelCase
+"""REST API for the flow catalog: `/api/flowconfigs`, with GaaS's camelCase
 names and its Rest.li key form `(flowGroup:g,flowName:n)`."""
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ class FlowConfigSerializer(serializers.Serializer):
         help_text="Comma-separated template URIs: pack://<pack>/<path>.template or FS:///<path>.template.",
     )
     templateNames = StrictCharField(
-        write_only=True, required=False, help_text="Alias of templateUris used by the seed's examples."
+        write_only=True, required=False, help_text="Alias of templateUris used by GaaS's examples."
     )
     templateName = StrictCharField(write_only=True, required=False, help_text="Alias of templateUris.")
     properties = StringMapField(required=False, default=dict)
@@ -319,7 +319,7 @@ class FlowConfigViewSet(
 
 @extend_schema(exclude=True)
 class RestLiFlowConfigViewSet(FlowConfigViewSet):
-    """The seed's `/flowconfigs/(flowGroup:g,flowName:n)` form; same behaviour."""
+    """GaaS's `/flowconfigs/(flowGroup:g,flowName:n)` form; same behaviour."""
 
 
 DETAIL_ACTIONS: dict[str, str | ViewSetAction[Any]] = {

@@ -1,4 +1,4 @@
-"""Compile endpoints of the flow catalog: the seed's "logical flow → Gobblin
+"""Compile endpoints of the flow catalog: GaaS's "logical flow → Gobblin
 jobs mapping" (`GET /api/flowconfigs/{group}/{name}/jobs`) and a dry-run
 compile (`POST /api/flowconfigs/compile`) that saves nothing."""
 

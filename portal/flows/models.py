@@ -1,4 +1,4 @@
-"""The flow catalog: FlowConfig is the seed's FlowSpec, keyed by (flowGroup, flowName)."""
+"""The flow catalog: FlowConfig is GaaS's FlowSpec, keyed by (flowGroup, flowName)."""
 
 from __future__ import annotations
 
@@ -272,5 +272,5 @@ class FlowVersion(models.Model):
         return f"{self.flow_id} v{self.number}"
 
 
-# Data triggers and freshness goals (issue #37): their own module, registered with the app here.
+# Data triggers and freshness goals: their own module, registered with the app here.
 from portal.flows.triggers import FlowTrigger, FreshnessGoal, UpstreamDataset  # noqa: E402, F401

@@ -1,4 +1,4 @@
-"""The flow catalog (the seed's FlowCatalog + FlowStore): the only way flows
+"""The flow catalog (GaaS's FlowCatalog + FlowStore): the only way flows
 are created, changed and removed, for pages and API alike."""
 
 from __future__ import annotations

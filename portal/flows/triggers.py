@@ -1,5 +1,5 @@
 """Data triggers and freshness goals: what starts a flow besides its cron schedule, and how
-fresh its destination datasets must be (issue #37).
+fresh its destination datasets must be.
 
 A flow may start when upstream datasets commit (another flow's destination datasets, `any` or
 `all` of them, after a debounce), when files arrive in its source folder, or on a webhook

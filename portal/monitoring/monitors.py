@@ -7,7 +7,7 @@ ENFORCE_FLOW_FINISH_DEADLINE action) and, from the flow's recent committed
 runs, when it will probably finish — and raises `sla.flow_finish_at_risk`
 once per execution when it will probably miss, and `sla.flow_finish_missed`
 when the deadline passed and the orchestrator has not already said so. A
-failed execution raises `execution.failed` once (the seed's SLAMonitor also
+failed execution raises `execution.failed` once (Gobblin's SLA monitor also
 alerts on failed flows): the orchestrator raises it as the execution ends
 (events.outcomes), this check under the same key is the backstop. The job
 start deadline is enforced, and its event raised, by the orchestrator itself.

@@ -1,4 +1,4 @@
-"""REST API of the orchestration app: the seed's `/flowstatuses` (last known
+"""REST API of the orchestration app: GaaS's `/flowstatuses` (last known
 status of a flow, also in its Rest.li key form), execution history and
 detail (`/flowexecutions`), kill and resume, and run-now
 (`/flowconfigs/{flowGroup}/{flowName}/run`).
@@ -74,7 +74,7 @@ class FlowStatusView(APIView):
 
 @extend_schema(exclude=True)
 class RestLiFlowStatusView(FlowStatusView):
-    """The seed's `/FlowStatuses/(flowGroup:g,flowName:n)` form; same answer."""
+    """GaaS's `/FlowStatuses/(flowGroup:g,flowName:n)` form; same answer."""
 
 
 @extend_schema_view(

@@ -170,7 +170,7 @@ RESUMABLE_STATUSES = {ExecutionStatus.FAILED, ExecutionStatus.CANCELLED}
 
 
 class JobExecution(models.Model):
-    """One job of an execution's DAG: the seed's JobStatus, plus what the
+    """One job of an execution's DAG: GaaS's JobStatus, plus what the
     orchestrator needs to dispatch, deduplicate and retry it."""
 
     execution = models.ForeignKey(FlowExecution, on_delete=models.CASCADE, related_name="jobs")
@@ -402,10 +402,10 @@ class DatasetStateHistory(models.Model):
 
 
 class CommitStore(models.Model):
-    """A named CommitStepStore (the exactly-once seed's `storeName`): one per
+    """A named CommitStepStore (`storeName` in Gobblin's exactly-once design): one per
     job of a flow, `<flow_group>/<flow_name>/<job_name>#<flow id>`. The id
     keeps a deleted flow's unfinished steps its own: a flow re-created under
-    the same name never finishes (publishes) them (issue #24)."""
+    the same name never finishes (publishes) them."""
 
     name = models.CharField(max_length=600, unique=True)
     created = models.DateTimeField(auto_now_add=True)
@@ -463,7 +463,7 @@ class CommitStepRecord(models.Model):
 
 
 class JobState(models.Model):
-    """The seed's JobState of one run (one attempt of a JobExecution): when
+    """Gobblin's JobState of one run (one attempt of a JobExecution): when
     it ran, where, how it ended, and what became of each dataset — committed,
     recovered from an earlier run's leftover steps, or skipped. The attempt
     of a worker that died is ended FAILED by the sweep that redelivers it."""

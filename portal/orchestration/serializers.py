@@ -1,4 +1,4 @@
-"""The seed's FlowStatus and JobStatus records (camelCase, times in epoch
+"""GaaS's FlowStatus and JobStatus records (camelCase, times in epoch
 milliseconds), plus what Flowport adds: executor, attempt, Spark UI, progress
 and log excerpt per job; trigger and pending requests per execution.
 
@@ -240,7 +240,7 @@ class FlowExecutionSerializer(serializers.Serializer):
 
 
 class FlowStatusSerializer(FlowExecutionSerializer):
-    """The seed's FlowStatus: an execution with its JobStatuses."""
+    """GaaS's FlowStatus: an execution with its JobStatuses."""
 
     jobStatuses = JobStatusSerializer(source="jobs", many=True, read_only=True)
     pendingRequests = serializers.SerializerMethodField(

@@ -158,7 +158,7 @@ def flow_execution(user, flow_group: str, flow_name: str, execution_id: int) -> 
 
 
 def last_status(user, flow_group: str, flow_name: str) -> FlowExecution:
-    """The flow's last execution (the seed's "last known status of a flow")."""
+    """The flow's last execution (GaaS's "last known status of a flow")."""
     if not (_is_name(flow_group) and _is_name(flow_name)):
         raise Http404(f"No flow {flow_group}/{flow_name}.")
     execution = (
@@ -361,7 +361,7 @@ class Unconsumed:
 
 def waiting_without_worker(hops: list[DagHop]) -> list[Unconsumed]:
     """The dispatched jobs (ORCHESTRATED: sent, not claimed) whose queue no
-    live worker consumes: they would wait in silence (issue #19)."""
+    live worker consumes: they would wait in silence."""
     from portal.orchestration.control.liveness import unconsumed
 
     waiting: dict[str, list[str]] = {}

@@ -1,4 +1,4 @@
-"""The fork-operator seed's example, ported: route records with sensitive data to branch 0.
+"""Gobblin's fork-operator example, ported: route records with sensitive data to branch 0.
 
 ``SensitiveDataAwareForkOperator`` has two branches: branch 0 gets the records in which any field
 listed in ``fork.sensitive.fields`` is non-null (they are then purged by ``PurgeFieldsConverter`` and

@@ -8,12 +8,12 @@ is made per record by Spark, natively.  Lists of the wrong length fail the task 
 :class:`~portal.pipeline.errors.ForkBranchMismatchError`.
 
 Copies: each branch gets its own lazy DataFrame derived from the same bounded extract, so a branch
-can never alter another's records (the seed's Copyable requirement is free here).
+can never alter another's records (Gobblin's Copyable requirement is free here).
 
 Built-ins: :class:`IdentityForkOperator` (default; every record to all ``fork.branches`` branches)
 and :class:`RouteByFieldForkOperator` (``fork.route.field`` and ``fork.route.values.N`` — a record
 goes to the branches listing its value; ``*`` in a branch's list takes the records no other branch
-listed).  The seed's sensitive-data example is :mod:`portal.pipeline.examples`.
+listed).  Gobblin's sensitive-data example is :mod:`portal.pipeline.examples`.
 """
 
 from __future__ import annotations

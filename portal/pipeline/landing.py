@@ -3,7 +3,7 @@
 A data node's URL is text that every driver reads its own way: pgJDBC takes the database from
 ``?PGDBNAME=`` or ``?dbname=``, from a host-less ``jdbc:postgresql:name``, after percent-decoding,
 or from a service file; ``0.0.0.0`` and ``[::ffff:127.0.0.1]`` are this machine. Each spelling a
-text check missed reached the portal's own database (issue 29). So the decision is taken on the
+text check missed reached the portal's own database. So the decision is taken on the
 open connection: right after it opens, before the job's first query, the server is asked which
 database this is and which server it is (:func:`identify`), and a connection that landed in one of
 the portal's own databases is refused with a plain reason (:func:`refuse_portal`). JDBC connections

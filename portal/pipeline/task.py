@@ -12,7 +12,7 @@ and counting costs no extra pass; which read counts is the feed's business
 (:mod:`portal.pipeline.feed`, :mod:`portal.pipeline.observe`), so the steps below read in order.  Configuration of every branch (writer format, required keys,
 class paths) is validated before any data is read.
 
-Failure semantics (the fork seed's): a failing branch does not stop the others; the task succeeds
+Failure semantics (Gobblin's fork): a failing branch does not stop the others; the task succeeds
 only if every branch does; a failed task's task output is removed, so nothing of it can be
 published, and its actual high watermark is its low watermark.
 """

@@ -1,4 +1,4 @@
-"""WorkUnits and MultiWorkUnits (the seed's load-balancing unit).
+"""WorkUnits and MultiWorkUnits (Gobblin's load-balancing unit).
 
 A :class:`WorkUnit` is one watermark range of one dataset: ``low_watermark`` (exclusive, the
 previous run's actual high) to ``expected_high_watermark`` (inclusive).  A large dataset is split

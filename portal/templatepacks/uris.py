@@ -1,4 +1,4 @@
-"""Template URIs: `pack://<pack>/<path>.template`, or the seed's
+"""Template URIs: `pack://<pack>/<path>.template`, or GaaS's
 `FS:///<path>.template` form. The packs own their addresses; flows name them
 in `templateUris` (a comma-separated list)."""
 
@@ -8,7 +8,7 @@ import re
 
 from django.core.exceptions import ValidationError
 
-# pack://<pack>/<path>.template, or the seed's FS:///<path>.template form.
+# pack://<pack>/<path>.template, or GaaS's FS:///<path>.template form.
 _TEMPLATE_URI = re.compile(
     r"^(?:pack://(?P<pack>[A-Za-z0-9_.-]{1,128})/(?P<path>[^\s,]+\.template)"
     r"|[Ff][Ss]:///(?P<fspath>[^\s,]+\.template))\Z"

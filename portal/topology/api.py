@@ -373,7 +373,7 @@ class NodeHistoryView(APIView):
 class SpecExecutorViewSet(
     mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.DestroyModelMixin, _ByName
 ):
-    """SpecExecutors (the seed's TopologySpecs) with their capabilities."""
+    """SpecExecutors (GaaS's TopologySpecs) with their capabilities."""
 
     serializer_class = SpecExecutorSerializer
     queryset = SpecExecutor.objects.prefetch_related(

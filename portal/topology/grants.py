@@ -30,7 +30,7 @@ class NodeAccess:
     """One user's data-node access, read once: the user's groups on first use and each node's
     grants on first check of that node. A recompile batch compiles hundreds of flows of one
     owner against a handful of nodes; checking grants with fresh queries per flow and node
-    made a background recompile run at tens of flows per second (issue #18)."""
+    made a background recompile run at tens of flows per second."""
 
     def __init__(self, user: Any) -> None:
         self.user = user

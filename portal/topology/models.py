@@ -214,7 +214,7 @@ class SpecExecutor(models.Model):
     class Health(models.TextChoices):
         """BUSY: consumed, but every job thread runs a live job, so new jobs
         wait. It routes as HEALTHY (busy is no fault), so a flip between the
-        two is no topology change and recompiles no flow (issue #18)."""
+        two is no topology change and recompiles no flow."""
 
         UNKNOWN = "UNKNOWN", "unknown"
         HEALTHY = "HEALTHY", "healthy"

@@ -1,4 +1,4 @@
-"""Topology catalog events, the seed's TopologyCatalogListener: one Django
+"""Topology catalog events, GaaS's TopologyCatalogListener: one Django
 signal, the same mechanism as `flows.signals`.
 
 Sent by `topology.services` inside the saving transaction with `action`

@@ -1,4 +1,4 @@
-"""The topology file (the seed's immutable TopologyCatalog, loaded at start-up).
+"""The topology file (GaaS's immutable TopologyCatalog, loaded at start-up).
 
 YAML (`.yaml`/`.yml`) or HOCON (`.conf`/`.hocon`/`.json`):
 

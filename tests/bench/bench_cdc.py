@@ -12,7 +12,7 @@ transactions), captured by two slots made before the changes: one read by ``pg_r
   log, planning (peek, decode, staging) to publish;
 * ``into PostgreSQL``: the same run merged by key into a table of ``BENCH_PG_SERVER``'s PostgreSQL.
 
-Goal (issue #36): >= 20,000 changes/s and within 3x of the floor.
+Goal: >= 20,000 changes/s and within 3x of the floor.
 
     .venv/bin/python tests/bench/bench_cdc.py [--changes N]
 """

@@ -1,4 +1,4 @@
-"""Commit + recovery of one dataset with 10,000 output files (issue 6).
+"""Commit + recovery of one dataset with 10,000 output files.
 
 Standalone (not a pytest test). For each database — a throw-away SQLite file
 (the embedded mode) and, when a PostgreSQL server answers, a throw-away

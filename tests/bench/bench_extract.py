@@ -1,4 +1,4 @@
-"""Benchmark of database extraction (issue 23): a PostgreSQL table into Parquet files.  A standalone
+"""Benchmark of database extraction: a PostgreSQL table into Parquet files.  A standalone
 script, not a test.
 
     python tests/bench/bench_extract.py                     # BENCH_EXTRACT_ROWS rows (default 5,000,000)
@@ -311,7 +311,7 @@ def main() -> int:
     print(f"  {'contender':<44} {'full load':>10} {'x COPY':>8} {'incr. 1 %':>10}")
     for name in chosen:
         print(f"  {LABELS[name]:<44} {med[name]:9.2f}s {med[name] / med['copy']:7.2f}x {inc[name]:9.2f}s")
-    print("  ratios (goals of issue 23):")
+    print("  ratios (the goals):")
     print(
         f"    Flowport (arrow=false) / plain PySpark, full       {med['flowport_jdbc'] / med['spark']:6.2f}x  (<= 1.10)"
     )

@@ -1,4 +1,4 @@
-"""An Iceberg destination against a files destination, on the same run (issue 21, point 9).
+"""An Iceberg destination against a files destination, on the same run.
 
 Standalone (not a pytest test). Generates a Parquet landing of N rows (bigint id, text, decimal,
 UTC timestamp), then with the real pipeline on Spark ``local[2]`` times, each a fresh execution:

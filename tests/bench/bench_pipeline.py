@@ -1,4 +1,4 @@
-"""Benchmark of the pipeline runtime (issue 9).  A standalone script, not a test.
+"""Benchmark of the pipeline runtime.  A standalone script, not a test.
 
     python tests/bench/bench_pipeline.py --rows 10000000      # default; --rows 200000 for a quick try
     BENCH_PIPELINE_ROWS=2000000 make bench                    # the same, reduced, through make

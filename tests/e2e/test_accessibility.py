@@ -78,7 +78,7 @@ def test_the_main_pages_have_no_serious_accessibility_violations(axe_source, pag
     check("topology-overview")
     _ready(page, "/topology/executors/ingest/")
     check("executor")
-    # Connect and discover, and subscriptions (#22).
+    # Connect and discover, and subscriptions.
     (lake / "landing" / "orders").mkdir()
     (lake / "landing" / "orders" / "a.csv").write_text("id,customer_name_that_is_rather_long\n1,ann\n")
     _ready(page, "/topology/datanodes/landing/")
@@ -114,7 +114,7 @@ def test_the_main_pages_have_no_serious_accessibility_violations(axe_source, pag
     page.evaluate("document.querySelectorAll('details.diff').forEach(d => d.open = true)")
     expect(page.locator("pre.diff .diff-add").first).to_be_visible()
     check("pack-history-diffs")
-    # A version's page, two versions compared, and the flows using the pack (#22).
+    # A version's page, two versions compared, and the flows using the pack.
     flows.update_flow(flow, data={"template_uris": "pack://a11y-pack/ingest/wide.template"})
     _ready(page, "/packs/a11y-pack/versions/1/")
     check("pack-version")
@@ -123,12 +123,12 @@ def test_the_main_pages_have_no_serious_accessibility_violations(axe_source, pag
     check("pack-compare")
     _ready(page, "/packs/a11y-pack/flows/")
     check("pack-flows")
-    # A paused flow: its badge, note and Resume button (#22).
+    # A paused flow: its badge, note and Resume button.
     flows.set_paused(flow, True, by="dana")
     _ready(page, "/flows/e2e/a11y/")
     expect(page.locator("#paused-note")).to_be_visible()
     check("flow-paused")
-    if width < 800:  # the folded menu, opened (#22)
+    if width < 800:  # the folded menu, opened
         page.get_by_role("button", name="Menu").click()
         expect(page.get_by_role("navigation", name="Main")).to_be_visible()
         check("menu-open")

@@ -1,4 +1,4 @@
-"""What a user coming from Airflow or Airbyte looks for (#22): a flow's
+"""What a user coming from Airflow or Airbyte looks for: a flow's
 on/off switch, a pack's versions side by side with the flows that use it,
 and a menu that folds away on a phone."""
 

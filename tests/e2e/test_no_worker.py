@@ -1,4 +1,4 @@
-"""A job sent to an executor no worker consumes (issue #19 point 6): the
+"""A job sent to an executor no worker consumes: the
 execution page says so at once, with the command that starts a worker, and
 the executor's health says it too. Killed and resumed, the page follows the
 execution on its own (no reload) and says it again."""

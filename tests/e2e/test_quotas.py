@@ -1,4 +1,4 @@
-"""Quotas in the browser (issue #38): staff give alice one concurrent job and two
+"""Quotas in the browser: staff give alice one concurrent job and two
 executions an hour on the /quotas/ page. Alice's first run takes her one slot
 (its job sits on an executor no worker consumes), her second run's job waits and
 its page says why, her third run now is refused with the page saying which

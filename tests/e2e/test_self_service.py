@@ -1,4 +1,4 @@
-"""Self-service data nodes in a real browser (issue 30): a user an administrator has just
+"""Self-service data nodes in a real browser: a user an administrator has just
 created signs in, registers their own PostgreSQL database, tests and discovers it, registers a
 folder in their own area, makes a flow from one into the other, runs it, watches it commit and
 reads the result, without anyone else doing anything. Another user sees the node but not its

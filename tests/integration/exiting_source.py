@@ -1,5 +1,5 @@
 """A source whose module calls sys.exit() on import: a job's code that would
-end the process running it (issue #24). Loaded by the worker by dotted path."""
+end the process running it. Loaded by the worker by dotted path."""
 
 import sys
 

@@ -1,4 +1,4 @@
-"""A cdc flow's worker is killed (SIGKILL) at each commit step (issue #36, point 5): real Celery
+"""A cdc flow's worker is killed (SIGKILL) at each commit step: real Celery
 workers run the flow on Spark from a private ``wal_level=logical`` PostgreSQL into a change log of
 Parquet files, a real scheduler redelivers the attempt of the dead worker, and another worker
 recovers. After every scenario the change log holds each change once (0 duplicates: no log position

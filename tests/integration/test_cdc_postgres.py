@@ -1,4 +1,4 @@
-"""A data team follows a PostgreSQL table by its log (issue #36), through the portal: the source is a
+"""A data team follows a PostgreSQL table by its log, through the portal: the source is a
 private server with ``wal_level=logical``; a real worker runs the cdc flow on Spark into a PostgreSQL
 table merged by key. Inserts, updates and deletes between runs reach the destination, which matches
 the source row by row after every run; a run whose worker died before the commit reads its changes

@@ -1,4 +1,4 @@
-"""The lineage of a two-hop fork, on the real stack (#37 points 3 and 5): a CSV folder forked
+"""The lineage of a two-hop fork, on the real stack: a CSV folder forked
 into two formats on the first hop (landing → lake, the column rule dropping `ssn`), copied on
 to the archive by the second hop, through a real scheduler, Celery worker and Spark. The worker
 and the scheduler append their OpenLineage events to one file; each is checked with the

@@ -1,4 +1,4 @@
-"""A job run as its own application is sized by its quota (issue #38): a real
+"""A job run as its own application is sized by its quota: a real
 spark-submit (client mode, a local master: no YARN here) of a job whose owner
 may hold 1 core and 600 MiB starts an application whose executors Spark profiles
 at 1 core and 600 MiB (its driver is given 600 MiB too), though the executor's

@@ -1,4 +1,4 @@
-"""A re-created flow starts fresh (issue #24), run by a real worker on Spark:
+"""A re-created flow starts fresh, run by a real worker on Spark:
 olivia's flow reads ids 1-10 and checks in watermark 10; she deletes it,
 oscar, her teammate in the group that owns the flow group, creates a flow of
 the same group/name, and its first run reads from the start again instead of

@@ -1,4 +1,4 @@
-"""`make run` under supervisord (deploy/supervisord.conf, issue #24): a
+"""`make run` under supervisord (deploy/supervisord.conf): a
 process that dies is started again, and Ctrl-C stops all three."""
 
 from __future__ import annotations

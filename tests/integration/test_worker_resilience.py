@@ -1,4 +1,4 @@
-"""Workers that never die and never wedge (issue #24): a worker rides out a
+"""Workers that never die and never wedge: a worker rides out a
 broker outage and consumes again; whatever a job raises fails that job and
 leaves the worker whole; a job that kills every worker it meets fails as a
 poison job instead of being redelivered for ever."""
@@ -114,7 +114,7 @@ def test_a_job_that_exits_or_is_interrupted_fails_and_the_worker_stays_whole(
     job = exited.jobs.get()
     assert (exited.status, job.status, job.attempt) == (ExecutionStatus.FAILED, JobStatus.FAILED, 1)
     assert "SystemExit" in job.message and "exiting_source refuses to load" in job.message, job.message
-    # Its log holds the message and the traceback, and its log page shows them first (#19 point 4).
+    # Its log holds the message and the traceback, and its log page shows them first.
     assert "exiting_source.py" in job.log_excerpt, job.log_excerpt  # a frame of the traceback
     assert job.log_excerpt.rstrip().endswith("SystemExit: exiting_source refuses to load"), job.log_excerpt
     client.force_login(exited.flow.owner)

@@ -1,4 +1,4 @@
-"""Mallory tries change data capture on the portal's own database (issue #36 with issue #29's rule):
+"""Mallory tries change data capture on the portal's own database:
 a replication slot there would pin the portal's log and a publication would stream its tables (users,
 sessions, keys) to her. Her cdc flow over a node spelling the portal's database in a way no text check
 knows is refused where the connection lands: the job FAILED before any statement, no slot and no

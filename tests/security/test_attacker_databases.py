@@ -1,5 +1,5 @@
 """Mallory, granted read on one data node and write on another, points them at databases she may
-not reach (issue 29, point 2): the portal's own database under every spelling that once walked
+not reach: the portal's own database under every spelling that once walked
 around the URL's text check, an Iceberg catalog on the any-address, and, on a MySQL/MariaDB server,
 another team's database through qualified names. Each is refused at save where the save can tell
 (400 naming the field), by Test connection and discovery, and on the worker, where the connection

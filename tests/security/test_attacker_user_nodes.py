@@ -1,4 +1,4 @@
-"""Mallory makes data nodes of her own now (issue 30): every URL and path trick is first-class.
+"""Mallory makes data nodes of her own now: every URL and path trick is first-class.
 
 Her node cannot point at another user's area (by name, by absolute path, through a symlink in
 her own area, through a user or group name that is not a plain folder), at the portal's own

@@ -1,4 +1,4 @@
-"""Attacker stories of flow versions and lineage (#37): mallory reads the catalog like everyone
+"""Attacker stories of flow versions and lineage: mallory reads the catalog like everyone
 (flows.rules), so she may read victor's versions page, but never a secret in it, plain or as
 ciphertext; she cannot run his flow again with any version; the lineage she could see names
 datasets without credentials."""

@@ -1,5 +1,5 @@
 """ENC(...) values are bound to their customer key's owner (AEAD associated
-data, issue #15 point 4): victor shares a key with his team, mallory among
+data): victor shares a key with his team, mallory among
 them, and keeps a personal secret under the same key. Mallory can use the
 team's secrets, never victor's own: refused at save, sealed on the worker,
 and tampering with the binding breaks the value. A master key rotation

@@ -1,6 +1,6 @@
 """The process definitions agree: `make run` (deploy/supervisord.conf), the
 systemd units (deploy/systemd/) and the Procfile run the same three commands,
-and each supervisor restarts a process that dies (issue #24)."""
+and each supervisor restarts a process that dies."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The FlowCompiler (the seed's SpecCompiler): a FlowConfig → a job DAG of
+"""The FlowCompiler (GaaS's SpecCompiler): a FlowConfig → a job DAG of
 JobSpecs, each bound to one SpecExecutor.
 
 `compile_flow` is pure: it reads the topology snapshot and the template

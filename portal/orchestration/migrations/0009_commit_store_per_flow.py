@@ -1,4 +1,4 @@
-"""Commit-step stores are named per flow (`…#<flow id>`, issue #24): each
+"""Commit-step stores are named per flow (`…#<flow id>`, so a re-created flow starts fresh): each
 existing store gets the id of the flow whose executions wrote its steps, or
 else of the flow that has its group/name now; a store of no known flow keeps
 its name (staff see it on the dataset pages)."""

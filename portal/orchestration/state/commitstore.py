@@ -1,4 +1,4 @@
-"""The CommitStepStore (the exactly-once seed), in the portal DB.
+"""Gobblin's CommitStepStore (its exactly-once design), in the portal DB.
 
 Publishing a dataset is a list of CommitSteps (`fs_rename`, `jdbc_publish`,
 `high_watermark`), each with `verify()` ("already done?") and `execute()`.
@@ -10,7 +10,7 @@ the same data again) or the full list, which the next run finishes before it
 pulls anything new for that dataset (see `recovery`).
 
 The store is keyed by `(store name, dataset URN)`; the store name of a job
-is `<flow_group>/<flow_name>/<job_name>#<flow id>` (CommitStore.name_for). The interface is the seed's:
+is `<flow_group>/<flow_name>/<job_name>#<flow id>` (CommitStore.name_for). The interface is Gobblin's:
 `create`, `exists`, `put`, `get_commit_sequence`, `remove`, plus `put_all`
 (the one-transaction write) and `pending` (what recovery looks at).
 
@@ -204,10 +204,10 @@ def _as_dict(step: CommitStep | Mapping[str, Any]) -> dict[str, Any]:
 
 
 class CommitStepStore:
-    """The seed's CommitStepStore interface over the portal DB (stateless:
+    """Gobblin's CommitStepStore interface over the portal DB (stateless:
     every method is one short transaction, safe from any thread)."""
 
-    # seed: create(storeName), create(storeName, datasetUrn)
+    # Gobblin: create(storeName), create(storeName, datasetUrn)
     def create(self, store_name: str, dataset_urn: str | None = None) -> bool:
         """Create the store (or a dataset URN in it); False if it existed."""
         store, created = CommitStore.objects.get_or_create(name=store_name)
@@ -223,7 +223,7 @@ class CommitStepStore:
     def exists(self, store_name: str, dataset_urn: str) -> bool:
         return CommitStoreDataset.objects.filter(store__name=store_name, dataset_urn=dataset_urn).exists()
 
-    # seed: remove(storeName), remove(storeName, datasetUrn)
+    # Gobblin: remove(storeName), remove(storeName, datasetUrn)
     def remove(self, store_name: str, dataset_urn: str | None = None, *, token: int | None = None) -> bool:
         """Remove the store, or a dataset's steps. With `token` (the id
         `put_all` returned) only those steps go, never another run's."""
@@ -331,7 +331,7 @@ class CommitStepStore:
 
 
 class CommitSequence:
-    """The seed's CommitSequence: a dataset's steps, run in order — for each
+    """Gobblin's CommitSequence: a dataset's steps, run in order — for each
     step `if not verify(): execute()` — then removed from the store. Running
     it again after a crash finishes what is left; a second complete run
     changes nothing.
@@ -377,7 +377,7 @@ class CommitSequence:
         return executed
 
     def commit(self) -> bool:
-        """The seed's `commit()`: True when every step is done and removed."""
+        """Gobblin's `commit()`: True when every step is done and removed."""
         try:
             self.run()
             return True

@@ -1,5 +1,5 @@
 """Recovery: a run finishes the commit steps an earlier run left behind
-before it pulls new data (the exactly-once seed's "next run").
+before it pulls new data (the "next run" of Gobblin's exactly-once design).
 
 For each dataset of the job's store with unfinished steps — in parallel,
 `commit.step.parallelism` threads — the sequence is run again (each step

@@ -6,7 +6,7 @@ commit step writes here, verified like every other step.
 State belongs to the FlowConfig that made it (by id): a flow deleted and
 re-created under the same group/name starts fresh, whoever re-creates it;
 the old rows stay for staff, and the new flow's owner may `adopt_state`
-them when they are their own (issue #24).
+them when they are their own: a re-created flow starts fresh.
 
 Also here: a skipped dataset's status row (`record_skip`), the admins'
 audited watermark reset (`reset_watermark`), and the JobState of each run

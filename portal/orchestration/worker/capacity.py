@@ -4,8 +4,8 @@ are gone (a pool thread that died) and which are wedged (a thread still
 inside a job that finished elsewhere, moved on, or was cancelled and did not
 stop). The heartbeat reports it, and executor health is made from it, so an
 executor is HEALTHY only while some worker consumes its queue with a free
-job thread, and BUSY while every usable thread runs a live job (issue #24: a
-worker whose threads were gone was reported healthy while jobs waited)."""
+job thread, and BUSY while every usable thread runs a live job (otherwise a
+worker whose threads were gone would be reported healthy while jobs waited)."""
 
 from __future__ import annotations
 

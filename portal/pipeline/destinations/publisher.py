@@ -2,7 +2,7 @@
 
 The pipeline only *computes* the commit; the orchestration layer stores the steps in its
 CommitStepStore and executes them (:mod:`portal.pipeline.destinations.commit_steps`), so publish + watermark
-become atomic (the exactly-once seed).
+become atomic (Gobblin's exactly-once design).
 
 ``plan_commit(jobspec, task_states) -> dict[dataset_urn, list[step dict]]``.  Steps, in order:
 ``{"type": "fs_rename", "src", "dst", "size", "dataset_urn", "branch"}`` for every task-output file

@@ -1,4 +1,4 @@
-"""Stories of flow versions (#37): each save that changes a flow keeps a
+"""Stories of flow versions: each save that changes a flow keeps a
 version (who, when, what), the versions page shows what changed between two
 (secrets masked), an execution records what it compiled against, and an old
 execution can run again with the version it ran or with the current one."""

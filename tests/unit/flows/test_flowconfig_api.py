@@ -32,7 +32,7 @@ def nodes(db):
 
 @pytest.fixture(autouse=True)
 def packs(owner):
-    """The packs the owner's flows use: the team's and the seed example's."""
+    """The packs the owner's flows use: the team's and GaaS's example's."""
     make_pack(owner)
     make_pack(owner, "seed", {"mytemplate.template": "a = 1"})
 
@@ -66,14 +66,14 @@ def test_owner_creates_a_flow_and_reads_it_back(api, owner):
     assert fetched["schedule"] == "*/15 * * * *"
 
 
-def test_the_seeds_restli_path_answers_like_the_plain_one(api):
+def test_gaas_restli_path_answers_like_the_plain_one(api):
     FlowConfigFactory(flow_group="mygroup", flow_name="myflow1", owner=api.handler._force_user)
     plain = api.get("/api/flowconfigs/mygroup/myflow1").json()
     restli = api.get("/api/flowconfigs/(flowGroup:mygroup,flowName:myflow1)").json()
     assert restli == plain
 
 
-def test_the_seeds_curl_examples_work(api):
+def test_gaas_curl_examples_work(api):
     """Create with `templateNames`, update and delete through the Rest.li key."""
     create = {
         "flowName": "myflow1",
@@ -82,7 +82,7 @@ def test_the_seeds_curl_examples_work(api):
         "schedule": "",
         "properties": {"prop1": "value1"},
     }
-    # As the seed sends it, the flow names no data nodes: it could never run, so it is refused.
+    # As GaaS's example sends it, the flow names no data nodes: it could never run, so it is refused.
     refused = api.post("/api/flowconfigs", create, format="json")
     assert refused.status_code == 400
     assert refused.json() == {

@@ -1,4 +1,4 @@
-"""An operator watches a change-data-capture flow's replication slot (issue #36, point 4) on a private
+"""An operator watches a change-data-capture flow's replication slot on a private
 PostgreSQL server with ``wal_level=logical``: the flow page's card reads the slot's lag (bytes and
 seconds) and the log the server keeps for it; the monitor raises an alert once when the lag passes
 the flow's threshold, when no run read the slot for too long, and when the slot is gone, and says

@@ -1,4 +1,4 @@
-"""Stories of backfilling a dataset from the flow's pages (#22): pick one of
+"""Stories of backfilling a dataset from the flow's pages: pick one of
 the flow's datasets, give a watermark range, and an execution reads it again."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The CommitStepStore (the seed's interface, in the DB), the CommitSequence
+"""The CommitStepStore (Gobblin's interface, in the DB), the CommitSequence
 (verify, else execute; then remove), failpoints, and idempotence."""
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ def _no_failpoints():
     commitstore.reset_failpoints()
 
 
-# --- the seed's interface ---------------------------------------------------------------
+# --- Gobblin's interface ----------------------------------------------------------------
 
 
 @pytest.mark.django_db

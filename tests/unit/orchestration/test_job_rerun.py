@@ -1,5 +1,5 @@
 """Stories of re-running one failed job of an execution (Airflow's "clear
-task", #22): it runs again with the jobs it kept from running, and nothing
+task"): it runs again with the jobs it kept from running, and nothing
 that committed runs twice."""
 
 from __future__ import annotations

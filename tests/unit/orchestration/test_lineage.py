@@ -1,4 +1,4 @@
-"""Stories of OpenLineage events (#37 point 3): each job attempt is a run with a START and one
+"""Stories of OpenLineage events: each job attempt is a run with a START and one
 end (COMPLETE, FAIL, ABORT), naming the datasets it read and wrote without credentials, with the
 schema read and, for a plain copy, where each delivered column came from (dropped columns
 absent, hashed ones masked). Events go to a file or an HTTP endpoint after the job's commit,

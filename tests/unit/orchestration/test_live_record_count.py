@@ -1,5 +1,5 @@
 """The processed-record count of a running job moves as its tasks finish
-(#22): the worker's heartbeat stores what the finished tasks extracted."""
+: the worker's heartbeat stores what the finished tasks extracted."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Stories of reading one attempt's logs like in Airflow: download them
-whole, search them, keep only the warnings and errors (#22)."""
+whole, search them, keep only the warnings and errors."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """A job sent to a queue that no live worker consumes does not wait in
-silence (issue #19 point 6): its execution page says so at once with the
+silence: its execution page says so at once with the
 command that starts a worker, and so does the executor's health."""
 
 from __future__ import annotations

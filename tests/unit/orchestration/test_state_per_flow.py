@@ -1,4 +1,4 @@
-"""State belongs to the flow that made it (issue #24): a flow deleted and
+"""State belongs to the flow that made it: a flow deleted and
 re-created under the same group/name, by anyone, starts fresh; staff still
 read the old history; the owner of both may adopt it explicitly."""
 

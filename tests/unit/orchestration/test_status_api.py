@@ -133,7 +133,7 @@ def test_the_flow_status_is_the_last_execution_with_its_job_statuses(api, flow, 
         "/api/flowstatuses/(flowName:orders,flowGroup:sales)",
     ],
 )
-def test_the_seeds_restli_key_form_answers_like_the_plain_path(api, running, url):
+def test_gaas_restli_key_form_answers_like_the_plain_path(api, running, url):
     assert api.get(url).json() == api.get("/api/flowstatuses/sales/orders").json()
 
 

@@ -1,4 +1,4 @@
-"""Executor health tells the truth about its workers (issue #24): HEALTHY
+"""Executor health tells the truth about its workers: HEALTHY
 only while a worker consumes the queue with a free job thread, BUSY while
 all its threads run jobs; a worker
 without a broker, with busy, gone or wedged threads says so in its row and

@@ -1,4 +1,4 @@
-"""ForkOperator: per-branch converters/checkers/formats, routing, the seed's sensitive-data example,
+"""ForkOperator: per-branch converters/checkers/formats, routing, Gobblin's sensitive-data example,
 branch-count mismatch, and branch failure semantics under each commit policy."""
 
 from __future__ import annotations
@@ -146,8 +146,8 @@ def test_route_by_field_sends_each_record_to_its_branch(spark: SparkSession, tmp
     assert [r.id for r in read(spark, tmp_path / "other" / "people", "json").collect()] == [3]
 
 
-def test_seed_sensitive_data_example(spark: SparkSession, tmp_path: Path) -> None:
-    """The fork seed's job: records with sensitive data are purged and go to branch 0."""
+def test_gobblins_sensitive_data_example(spark: SparkSession, tmp_path: Path) -> None:
+    """Gobblin's fork example job: records with sensitive data are purged and go to branch 0."""
     _landing(tmp_path)
     out = tmp_path / "job-output"
     props = _props(

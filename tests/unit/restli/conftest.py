@@ -17,7 +17,7 @@ RESTLI_2 = {"HTTP_X_RESTLI_PROTOCOL_VERSION": "2.0.0"}
 
 @pytest.fixture
 def packs(owner):
-    """The seed's FS:///mytemplate.template, and a pack with a Gobblin-style template."""
+    """GaaS's FS:///mytemplate.template, and a pack with a Gobblin-style template."""
     make_pack(owner, "seed", {"mytemplate.template": "a = 1"})
     make_pack(
         owner,

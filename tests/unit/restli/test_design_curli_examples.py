@@ -1,4 +1,4 @@
-"""The design document's four curli examples (seeds/gaas-design.txt, "Manage
+"""The design document's four curli examples ("Manage
 Gobblin Flow"), sent to Flowport exactly as written: same URL, method,
 headers and body. Flowport adds only authentication, which curli leaves to
 the transport."""

@@ -406,7 +406,7 @@ def test_a_name_flowport_does_not_allow_is_a_400_naming_the_record_field(wire):
     assert response.json()["message"].startswith("/id/flowName: Use 1-128 letters")
 
 
-# --- issue 34: what still differed on the wire --------------------------------------------
+# --- what still differed on the wire ----------------------------------------------------
 
 
 def test_the_id_header_carries_the_key_alone_as_rest_li_writes_it(wire):

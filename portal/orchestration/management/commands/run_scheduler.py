@@ -26,7 +26,7 @@ class Command(BaseCommand):
         stop = threading.Event()
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, lambda *_: stop.set())
-        # The immutable TopologyCatalog of the seed: TOPOLOGY_FILE is synced at
+        # As GaaS's immutable TopologyCatalog: TOPOLOGY_FILE is synced at
         # start-up; a bad file stops the scheduler with file:line: reason.
         if summary := load_configured_topology():
             self.stdout.write(f"topology from {settings.TOPOLOGY_FILE}: {summary}")
