@@ -25,6 +25,7 @@ from portal.accounts import access
 from portal.flows.models import FlowConfig
 from portal.flows.validators import NAME_PATTERN
 from portal.orchestration import sparkui
+from portal.orchestration.control.liveness import unconsumed
 from portal.orchestration.models import (
     FINISHED_STATUSES,
     JOB_FINISHED,
@@ -362,8 +363,6 @@ class Unconsumed:
 def waiting_without_worker(hops: list[DagHop]) -> list[Unconsumed]:
     """The dispatched jobs (ORCHESTRATED: sent, not claimed) whose queue no
     live worker consumes: they would wait in silence."""
-    from portal.orchestration.control.liveness import unconsumed
-
     waiting: dict[str, list[str]] = {}
     for hop in hops:
         for node in hop.jobs:
