@@ -36,13 +36,11 @@ from django.utils import timezone
 from portal.events.models import Event
 from portal.events.services import raise_event
 from portal.flows.models import FlowConfig
-from portal.keys.services import decrypt_properties
-from portal.orchestration.control.cdc import capture_of
+from portal.orchestration.control.cdc import capture_of, source_connection
 from portal.orchestration.models import DatasetState, FlowExecution
 from portal.pipeline import cdc_pg
 from portal.pipeline.pgoutput import parse_lsn
 from portal.pipeline.propertyrules import CDC_SOURCE_CLASS
-from portal.topology.reach import portal_landings
 
 logger = logging.getLogger(__name__)
 
@@ -185,15 +183,7 @@ def read(flow: FlowConfig, *, fresh: bool = False, now: datetime | None = None) 
 def _read(flow: FlowConfig, name: str, props: dict[str, str], now: datetime) -> SlotReport:
     position, caught_up_at = _committed(flow, props)
     try:
-        clear = decrypt_properties(props)
-        with cdc_pg.connect(
-            clear["source.jdbc.url"],
-            clear.get("source.conn.username"),
-            clear.get("source.conn.password"),
-            what=f"flow {flow}",
-            portal=portal_landings(),
-            timeout=settings.CDC_SLOT_TIMEOUT_SECONDS,
-        ) as conn:
+        with source_connection(props, str(flow), timeout=settings.CDC_SLOT_TIMEOUT_SECONDS) as conn:
             slot = cdc_pg.state(conn, name)
     except Exception as error:  # a page or a monitor says so; the run itself fails with the details
         reason = str(error).splitlines()[0][:300] if str(error) else type(error).__name__

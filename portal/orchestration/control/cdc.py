@@ -87,17 +87,24 @@ def resnapshot(flow: Any, *, user: Any) -> list[str]:
     return cleared
 
 
+def source_connection(props: dict[str, str], flow_label: str, timeout: int | None = None) -> Any:
+    """A connection to a cdc flow's source server as the flow's owner reaches it (its
+    credentials decrypted here, the portal's own database refused where the connection lands)."""
+    clear = decrypt_properties(props)
+    return cdc_pg.connect(
+        clear["source.jdbc.url"],
+        clear.get("source.conn.username"),
+        clear.get("source.conn.password"),
+        what=f"flow {flow_label}",
+        portal=portal_landings(),
+        timeout=timeout,
+    )
+
+
 def drop_capture(name: str, props: dict[str, str], flow_label: str) -> list[str]:
     """Drop the slot and publication ``name`` on the flow's source server; what was dropped."""
     try:
-        clear = decrypt_properties(props)
-        with cdc_pg.connect(
-            clear["source.jdbc.url"],
-            clear.get("source.conn.username"),
-            clear.get("source.conn.password"),
-            what=f"flow {flow_label}",
-            portal=portal_landings(),
-        ) as conn:
+        with source_connection(props, flow_label) as conn:
             dropped = cdc_pg.drop(conn, name)
     except Exception as error:  # the flow is gone either way: say what is left behind
         logger.warning(
