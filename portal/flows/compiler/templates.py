@@ -9,13 +9,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from portal.crypto.encrypted import WRAPPED_KEY_PROPERTY, holds_secret, looks_encrypted
+from portal.crypto.secretnames import ENCRYPTED_ATTRIBUTES_KEY, listed
 from portal.pipeline.propertyrules import user_property_problems
 from portal.templatepacks.resolution import TemplateLoader, TemplateResolutionError, resolve_with
 from portal.topology.grants import NodeAccess
 
 REQUIRED_KEY = "gobblin.template.required_attributes"
 # Attributes a template declares secret: the flow must give them as ENC(...).
-ENCRYPTED_KEY = "gobblin.template.encrypted_attributes"
+ENCRYPTED_KEY = ENCRYPTED_ATTRIBUTES_KEY
 
 
 @dataclass
@@ -49,7 +50,7 @@ def required_message(name: str) -> str:
 
 
 def encrypted_attributes(properties: dict[str, Any]) -> set[str]:
-    return {key.strip() for key in str(properties.get(ENCRYPTED_KEY) or "").split(",") if key.strip()}
+    return set(listed(properties.get(ENCRYPTED_KEY)))
 
 
 class BatchTemplates:
