@@ -10,6 +10,8 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
+from portal.keys.fields import SealedCharField
+
 
 class HealthCheck(models.Model):
     class Status(models.TextChoices):
@@ -72,8 +74,9 @@ class Subscription(models.Model):
     )
     by_email = models.BooleanField(default=True, help_text="To the email address of your account.")
     # Checked by subscriptions.validate_webhook_url (http(s), allowed hosts),
-    # not URLField's validator, so the error says what is wrong.
-    webhook_url = models.CharField(max_length=500, blank=True, help_text="A POST per event (http or https).")
+    # not URLField's validator, so the error says what is wrong. Its path is often
+    # a chat tool's token: the column holds it sealed under the master key.
+    webhook_url = SealedCharField(max_length=500, blank=True, help_text="A POST per event (http or https).")
 
     class WebhookFormat(models.TextChoices):
         JSON = "json", "JSON (every field of the event)"

@@ -10,8 +10,9 @@ import io
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
+from django.db import connection
 
-from portal.crypto import client, wrapping
+from portal.crypto import atrest, client, wrapping
 from portal.crypto.encrypted import WRAPPED_KEY_PROPERTY, decrypt_properties
 from portal.crypto.master import get_ring, read_ring_file
 from portal.flows import services as flow_services
@@ -19,7 +20,8 @@ from portal.flows.models import FlowConfig
 from portal.flows.signals import flow_catalog_changed
 from portal.keys import services
 from portal.keys.models import CustomerKey
-from portal.keys.rotation import rotate_master_key
+from portal.keys.rotation import master_keys_in_use, rotate_master_key
+from portal.monitoring.models import Subscription
 from tests.factories import FlowConfigFactory
 from tests.unit.keys.conftest import SECRET
 from tests.unit.topology.helpers import nodes
@@ -171,3 +173,26 @@ def test_rotation_report_counts_only_what_needed_rewrapping(owner, stored_key, m
     again = rotate_master_key(rewrap_only=True)
     assert (again.customer_keys_rewrapped, again.flows_rewrapped, again.failures) == (0, 0, [])
     assert CustomerKey.objects.get().master_key_id == again.active_id == first.active_id
+
+
+def test_a_sealed_webhook_url_follows_the_rotation_and_old_keys_can_go(owner, master_key_file):
+    """A subscriber's webhook URL is sealed under a data key of its own (crypto.atrest); rotation
+    re-wraps that data key, so the old master key is no longer needed and the URL still reads back."""
+    flow = FlowConfigFactory(flow_group="sales", flow_name="hooked")
+    hook = "https://hooks.example.org/services/T000/B000/sEcReTtOkEn"
+    subscription = Subscription.objects.create(user=owner, flow=flow, by_email=False, webhook_url=hook)
+    old_id = get_ring().active_id
+    assert master_keys_in_use()[old_id] == 1
+
+    output = rotate("--remove-old")
+
+    ring = read_ring_file(master_key_file)
+    assert set(ring.keys) == {ring.active_id} and f"Removed old master key(s): {old_id}." in output
+    assert atrest.master_key_id(sealed_column(subscription)) == ring.active_id
+    assert Subscription.objects.get(pk=subscription.pk).webhook_url == hook
+
+
+def sealed_column(subscription: Subscription) -> str:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT webhook_url FROM monitoring_subscription WHERE id = %s", [subscription.pk])
+        return cursor.fetchone()[0]

@@ -14,7 +14,7 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
 from django.core import mail
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from portal.events import sinks
@@ -121,6 +121,25 @@ def test_a_webhook_url_is_not_shown_again_and_kept_when_sent_back_masked(client,
     client.post(url, {"on_failure": "on", "on_recovery": "on", "webhook_url": form["webhook_url"].value()})
     subscription = Subscription.objects.get()
     assert subscription.webhook_url == secret_hook and subscription.on_recovery
+
+
+def test_the_database_holds_the_webhook_url_sealed_and_the_sender_reads_it_whole(reader, flow, receiver):
+    """Its path is a chat tool's token: the column, a backup or anyone with SQL sees SEALED:…, the
+    delivery posts to the URL as typed."""
+    token_url = receiver.url + "/T000/B000/sEcReTtOkEn"
+    subscription = Subscription.objects.create(
+        user=reader, flow=flow, on_failure=True, by_email=False, webhook_url=token_url
+    )
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT webhook_url FROM monitoring_subscription WHERE id = %s", [subscription.pk])
+        (stored,) = cursor.fetchone()
+    assert stored.startswith("SEALED:") and "sEcReTtOkEn" not in stored and "127.0.0.1" not in stored
+    assert Subscription.objects.get(pk=subscription.pk).webhook_url == token_url
+    assert Subscription.objects.exclude(webhook_url="").count() == 1
+
+    _event("execution.failed", flow)
+    assert sinks.deliver_pending_events() == 1
+    assert [path for path, _body in receiver.received] == ["/hook/T000/B000/sEcReTtOkEn"]
 
 
 def test_changing_a_subscription_keeps_one_row(client, reader, flow, receiver):
