@@ -6,6 +6,8 @@ anywhere, even one that only runs on a rare path, fails here."""
 from __future__ import annotations
 
 import ast
+import io
+import tokenize
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
@@ -65,7 +67,12 @@ def _module_of(path: Path) -> str:
 
 def _imports(path: Path, source: str | None = None) -> list[Import]:
     source = path.read_text() if source is None else source
-    lines = source.splitlines()
+    # Lines holding a real comment: a '#' inside a string (a docstring's "issue #19") is none.
+    commented = {
+        token.start[0]
+        for token in tokenize.generate_tokens(io.StringIO(source).readline)
+        if token.type == tokenize.COMMENT
+    }
     tree = ast.parse(source)
     found: list[Import] = []
 
@@ -81,8 +88,9 @@ def _imports(path: Path, source: str | None = None) -> list[Import]:
                 else:
                     targets = [child.module or ""]
                 # A reason is a comment on the import's line or the line above it.
-                near = lines[max(0, child.lineno - 2) : child.end_lineno]
-                reason = any("#" in text for text in near)
+                reason = any(
+                    line in commented for line in range(child.lineno - 1, (child.end_lineno or 0) + 1)
+                )
                 ready = (
                     isinstance(function, ast.FunctionDef)
                     and function.name == "ready"
@@ -167,11 +175,17 @@ def test_imports_inside_functions_say_why():
 
 def test_the_checks_see_an_upward_import_and_a_silent_hidden_one():
     probe = PORTAL / "orchestration" / "probe.py"
-    source = "from portal.monitoring import health\n\ndef f():\n    from portal.flows import services\n"
+    source = (
+        "from portal.monitoring import health\n\ndef f():\n    from portal.flows import services\n"
+        '\ndef g():\n    """Not a reason: issue #19."""\n    from portal.flows import forms\n'
+        "\ndef h():\n    # Loaded late: flows imports this module.\n    from portal.flows import views\n"
+    )
     found = _imports(probe, source)
     assert [(item.line, item.target, item.in_function, item.reason_given) for item in found] == [
         (1, "portal.monitoring", False, False),
         (4, "portal.flows", True, False),
+        (8, "portal.flows", True, False),
+        (12, "portal.flows", True, True),
     ]
     assert _upward([("orchestration", "monitoring", found[0])]) != []
 
