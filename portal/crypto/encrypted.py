@@ -167,7 +167,9 @@ def wrapped_key_property_for(key: str, properties: Mapping[str, str]) -> str:
     return WRAPPED_KEY_PROPERTY
 
 
-def _unwrap_for(properties: Mapping[str, str], wrapped_property: str, first_key: str, ring) -> bytes:
+def _unwrap_for(
+    properties: Mapping[str, str], wrapped_property: str, first_key: str, ring: MasterKeyRing | None
+) -> bytes:
     wrapped = properties.get(wrapped_property)
     if not wrapped:
         raise DecryptionError(

@@ -25,7 +25,6 @@ from django.db import IntegrityError, transaction
 from portal.accounts import access
 from portal.crypto import client, wrapping
 from portal.crypto.encrypted import (
-    ENCRYPTED_ATTRIBUTES_KEY,
     REDACTED,
     WRAPPED_KEY_PROPERTY,
     decrypt_properties,
@@ -42,6 +41,7 @@ from portal.crypto.errors import (
     WrappedKeyError,
 )
 from portal.crypto.master import get_ring
+from portal.crypto.secretnames import ENCRYPTED_ATTRIBUTES_KEY
 from portal.keys.models import CustomerKey
 
 __all__ = [
