@@ -25,6 +25,7 @@ from portal.api_root import ApiRoot
 from portal.flows import api as flows_api
 from portal.flows import compile_api as flows_compile_api
 from portal.flows import trigger_api as flows_trigger_api
+from portal.flows import version_api as flows_version_api
 from portal.flows import views as flows_views
 from portal.keys import api as keys_api
 from portal.monitoring import api as monitoring_api
@@ -63,6 +64,7 @@ api_urlpatterns = [
     *flows_compile_api.urlpatterns,
     *flows_api.urlpatterns,
     *flows_trigger_api.urlpatterns,
+    *flows_version_api.urlpatterns,
     *accounts_api.urlpatterns,
     *templatepacks_api.urlpatterns,
     *topology_connections_api.urlpatterns,

@@ -79,6 +79,11 @@ def as_flow(flow: FlowConfig, version: FlowVersion) -> FlowConfig:
     return old
 
 
+def redacted_spec(spec: dict[str, Any]) -> dict[str, Any]:
+    """A version's spec as pages and the API show it: secrets masked (crypto.encrypted.redact)."""
+    return {**spec, "properties": redact(dict(spec.get("properties") or {}))}
+
+
 def _shown(spec: dict[str, Any], other: dict[str, Any], *, newer: bool) -> list[str]:
     """The spec as lines a person can read and diff, with secrets masked as
     everywhere (crypto.encrypted.redact). Two different ciphertexts mask the

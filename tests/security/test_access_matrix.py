@@ -23,6 +23,7 @@ from django.urls import URLPattern, URLResolver, get_resolver
 from portal.accounts import access
 from portal.accounts.models import ApiToken
 from portal.accounts.tokens import create_token
+from portal.flows import versions
 from portal.flows.models import FlowConfig
 from portal.keys.models import CustomerKey
 from portal.monitoring.models import Subscription
@@ -215,6 +216,8 @@ ROUTES: dict[str, Kind] = {
     f"api/flowconfigs/{FA}/resnapshot": FLOW_CHANGE,
     f"api/flowconfigs/{FA}/triggers": FLOW_VIEW,  # changed (PUT) by those who change the flow
     f"api/flowconfigs/{FA}/webhook-token": FLOW_CHANGE,
+    f"api/flowconfigs/{FA}/versions": FLOW_VIEW,  # as the versions page
+    f"api/flowconfigs/{FA}/versions/<int:number>": FLOW_VIEW,
     f"api/hooks/flows/{FA}": WEBHOOK,  # tests/security/test_attacker_webhook.py
     "api/keys": KEYS,
     "api/keys/wrap": KEYS,
@@ -284,6 +287,7 @@ def world(db) -> World:
     outsider = UserFactory(username="oscar")
     staff = UserFactory(username="stella", is_staff=True)
     flow = FlowConfigFactory(owner=owner, flow_group="sales", flow_name="orders", owning_group=team)
+    versions.record(flow, by=owner.username)  # version 1, as a save through the service keeps
     pack = make_pack(owner, name="sales-pack", readers=[reader])
     path = pack.current_version.templates.values_list("path", flat=True).first()
     execution = FlowExecutionFactory(flow=flow)

@@ -111,6 +111,45 @@ def test_versions_follow_the_flow_s_own_visibility(flow, owner):
     assert browser_of(colleague).get("/flows/sales/nothing/versions/").status_code == 404
 
 
+def test_a_script_reads_the_versions_and_a_diff_through_the_api_with_secrets_masked(flow, owner, stored_key):
+    flow = edit(flow, owner.username, **sealed(stored_key, "hunter2"))
+    flow = edit(flow, owner.username, **{"my.note": "second", **sealed(stored_key, "swordfish")})
+    api = browser_of(owner)
+    listed = api.get("/api/flowconfigs/sales/orders/versions").json()
+    assert [(item["number"], item["createdBy"]) for item in listed["versions"]] == [
+        (3, owner.username),
+        (2, owner.username),
+        (1, owner.username),
+    ]
+    latest = api.get("/api/flowconfigs/sales/orders/versions/3")
+    assert latest.status_code == 200
+    body = latest.json()
+    assert body["against"] == 2 and body["spec"]["properties"]["my.note"] == "second"
+    assert "-properties.my.note = first" in body["diff"] and "+properties.my.note = second" in body["diff"]
+    assert "+properties.source.conn.password = ENC(…) (changed)" in body["diff"]
+    assert body["spec"]["properties"]["source.conn.password"] == "ENC(…)"
+    assert "hunter2" not in latest.content.decode() and "swordfish" not in latest.content.decode()
+    assert "ENC(" not in latest.content.decode().replace("ENC(…)", "")
+    against_first = api.get("/api/flowconfigs/sales/orders/versions/3?against=1").json()
+    assert (
+        against_first["against"] == 1 and "+properties.source.conn.password = ENC(…)" in against_first["diff"]
+    )
+    first = api.get("/api/flowconfigs/sales/orders/versions/1").json()
+    assert first["against"] is None and first["diff"] == []
+
+
+def test_the_versions_api_says_what_it_cannot_find_or_read(flow, owner):
+    api = browser_of(owner)
+    missing = api.get("/api/flowconfigs/sales/orders/versions/7")
+    assert missing.status_code == 404 and "no version 7" in missing.json()["detail"]
+    typed = api.get("/api/flowconfigs/sales/orders/versions/1?against=latest")
+    assert typed.status_code == 400 and "against" in typed.json()
+    unknown = api.get("/api/flowconfigs/sales/orders/versions/1?against=9")
+    assert unknown.status_code == 400 and "no version 9" in str(unknown.json()["against"])
+    assert api.get("/api/flowconfigs/sales/nothing/versions").status_code == 404
+    assert Client().get("/api/flowconfigs/sales/orders/versions").status_code in (401, 403)
+
+
 def launched(execution: FlowExecution) -> FlowExecution:
     process_actions()
     execution.refresh_from_db()

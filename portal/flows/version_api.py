@@ -1,0 +1,115 @@
+"""REST API of a flow's versions, beside its page (`/flows/{g}/{n}/versions/`):
+
+    GET /api/flowconfigs/{flowGroup}/{flowName}/versions            newest first (200 at most)
+    GET /api/flowconfigs/{flowGroup}/{flowName}/versions/{number}   its spec and a diff
+
+A version's spec and diff mask secrets as the page does (versions.redacted_spec, versions.diff);
+whoever may see the flow reads its versions, anyone else gets a 404."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.urls import path
+from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from rest_framework import exceptions, serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from portal.accounts import access
+from portal.flows import versions
+from portal.flows.models import FlowConfig, FlowVersion
+from portal.flows.rules import CHANGE_DENIED
+
+LISTED = 200
+
+_SUMMARY: dict[str, serializers.Field] = {
+    "number": serializers.IntegerField(),
+    "createdBy": serializers.CharField(),
+    "created": serializers.DateTimeField(),
+}
+
+
+def _flow(request: Request, flow_group: str, flow_name: str) -> FlowConfig:
+    return access.get_allowed(
+        FlowConfig.objects.select_related("owner"),
+        request.user,
+        access.VIEW,
+        denied=CHANGE_DENIED,
+        flow_group=flow_group,
+        flow_name=flow_name,
+    )
+
+
+def _summary(version: FlowVersion) -> dict[str, Any]:
+    return {"number": version.number, "createdBy": version.created_by, "created": version.created}
+
+
+class FlowVersionsView(APIView):
+    @extend_schema(
+        responses=inline_serializer(
+            "FlowVersions",
+            {"versions": serializers.ListField(child=inline_serializer("FlowVersionSummary", _SUMMARY))},
+        )
+    )
+    def get(self, request: Request, flowGroup: str, flowName: str) -> Response:
+        flow = _flow(request, flowGroup, flowName)
+        return Response({"versions": [_summary(version) for version in versions.versions_of(flow)[:LISTED]]})
+
+
+class FlowVersionView(APIView):
+    @extend_schema(
+        parameters=[
+            OpenApiParameter(
+                "against", int, description="The version to diff with (default: the one before)."
+            )
+        ],
+        responses=inline_serializer(
+            "FlowVersion",
+            {
+                **_SUMMARY,
+                "spec": serializers.DictField(),
+                "against": serializers.IntegerField(allow_null=True),
+                "diff": serializers.ListField(child=serializers.CharField()),
+            },
+        ),
+    )
+    def get(self, request: Request, flowGroup: str, flowName: str, number: int) -> Response:
+        flow = _flow(request, flowGroup, flowName)
+        version = versions.versions_of(flow).filter(number=number).first()
+        if version is None:
+            raise exceptions.NotFound(f"The flow has no version {number}.")
+        against_text = request.query_params.get("against", "").strip()
+        if against_text:
+            if not against_text.isdigit() or len(against_text) > 9:
+                raise exceptions.ValidationError(
+                    {"against": [f"A version number (1, 2, …), not {against_text[:40]!r}."]}
+                )
+            other = versions.versions_of(flow).filter(number=int(against_text)).first()
+            if other is None:
+                raise exceptions.ValidationError({"against": [f"The flow has no version {against_text}."]})
+        else:
+            other = versions.versions_of(flow).filter(number__lt=version.number).first()
+        return Response(
+            {
+                **_summary(version),
+                "spec": versions.redacted_spec(version.spec),
+                "against": other.number if other is not None else None,
+                "diff": versions.diff(other, version).lines if other is not None else [],
+            }
+        )
+
+
+urlpatterns = [
+    path(
+        "flowconfigs/<str:flowGroup>/<str:flowName>/versions",
+        FlowVersionsView.as_view(),
+        name="flow-versions",
+    ),
+    path(
+        "flowconfigs/<str:flowGroup>/<str:flowName>/versions/<int:number>",
+        FlowVersionView.as_view(),
+        name="flow-version",
+    ),
+]
