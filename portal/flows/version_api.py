@@ -23,6 +23,7 @@ from portal.flows.models import FlowConfig, FlowVersion
 from portal.flows.rules import CHANGE_DENIED
 
 LISTED = 200
+LARGEST = 2**31 - 1  # FlowVersion.number is an integer column
 
 _SUMMARY: dict[str, serializers.Field] = {
     "number": serializers.IntegerField(),
@@ -77,12 +78,13 @@ class FlowVersionView(APIView):
     )
     def get(self, request: Request, flowGroup: str, flowName: str, number: int) -> Response:
         flow = _flow(request, flowGroup, flowName)
-        version = versions.versions_of(flow).filter(number=number).first()
+        # A number past the column's range is no version (and would fail in the database).
+        version = versions.versions_of(flow).filter(number=number).first() if number <= LARGEST else None
         if version is None:
             raise exceptions.NotFound(f"The flow has no version {number}.")
         against_text = request.query_params.get("against", "").strip()
         if against_text:
-            if not against_text.isdigit() or len(against_text) > 9:
+            if not against_text.isdigit() or len(against_text) > 9:  # 9 digits fit the column
                 raise exceptions.ValidationError(
                     {"against": [f"A version number (1, 2, …), not {against_text[:40]!r}."]}
                 )

@@ -142,6 +142,7 @@ def test_the_versions_api_says_what_it_cannot_find_or_read(flow, owner):
     api = browser_of(owner)
     missing = api.get("/api/flowconfigs/sales/orders/versions/7")
     assert missing.status_code == 404 and "no version 7" in missing.json()["detail"]
+    assert api.get("/api/flowconfigs/sales/orders/versions/" + "9" * 30).status_code == 404
     typed = api.get("/api/flowconfigs/sales/orders/versions/1?against=latest")
     assert typed.status_code == 400 and "against" in typed.json()
     unknown = api.get("/api/flowconfigs/sales/orders/versions/1?against=9")
