@@ -47,6 +47,22 @@ def flow_id_for(flow_id: int | None, flow_group: str, flow_name: str) -> int | N
     )
 
 
+def _locked_state(
+    flow_id: int | None, flow_group: str, flow_name: str, job_name: str, dataset_urn: str
+) -> DatasetState:
+    """The dataset's state row, locked until the caller's transaction ends (made on first sight)."""
+    state, _ = DatasetState.objects.select_for_update().get_or_create(
+        flow_id=flow_id,
+        flow_group=flow_group,
+        flow_name=flow_name,
+        job_name=job_name,
+        dataset_urn=dataset_urn,
+        # Django calls a callable default only when it creates the row; django-stubs lacks that.
+        defaults={"owner_id": lambda: _owner_of(flow_id)},  # type: ignore[misc]  # see above
+    )
+    return state
+
+
 def _owner_of(flow_id: int | None) -> int | None:
     if flow_id is None:  # no such flow (filter(pk=None) would match nothing too)
         return None
@@ -96,15 +112,7 @@ def check_in(
     """Set a dataset's watermark and add the history row, in one transaction."""
     flow_id = flow_id_for(flow_id, flow_group, flow_name)
     with transaction.atomic():
-        state, _ = DatasetState.objects.select_for_update().get_or_create(
-            flow_id=flow_id,
-            flow_group=flow_group,
-            flow_name=flow_name,
-            job_name=job_name,
-            dataset_urn=dataset_urn,
-            # Django calls a callable default only when it creates the row; django-stubs lacks that.
-            defaults={"owner_id": lambda: _owner_of(flow_id)},  # type: ignore[misc]  # see above
-        )
+        state = _locked_state(flow_id, flow_group, flow_name, job_name, dataset_urn)
         previous = state.watermark
         state.watermark = watermark
         state.last_status = status
@@ -226,15 +234,7 @@ def record_skip(
     the watermark stays, the status and a history row say why."""
     flow_id = flow_id_for(flow_id, flow_group, flow_name)
     with transaction.atomic():
-        state, _ = DatasetState.objects.select_for_update().get_or_create(
-            flow_id=flow_id,
-            flow_group=flow_group,
-            flow_name=flow_name,
-            job_name=job_name,
-            dataset_urn=dataset_urn,
-            # Django calls a callable default only when it creates the row; django-stubs lacks that.
-            defaults={"owner_id": lambda: _owner_of(flow_id)},  # type: ignore[misc]  # see above
-        )
+        state = _locked_state(flow_id, flow_group, flow_name, job_name, dataset_urn)
         state.last_status = SKIPPED
         state.save(update_fields=["last_status", "updated"])
         DatasetStateHistory.objects.create(
