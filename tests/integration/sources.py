@@ -9,7 +9,7 @@ creates the file), later ones succeed — a transient failure.
 whose native code crashes its worker would; `interrupt.message`: the job
 raises KeyboardInterrupt (a BaseException, not an Exception);
 `block.until.file`: the job sits in plain Python, deaf to cancellation, until
-that file exists (a wedged job thread).
+that file exists (a wedged job thread); it creates `block.entered.file` first.
 """
 
 from __future__ import annotations
@@ -31,6 +31,8 @@ class CountingSource(Source):
         if self.props.get("interrupt.message"):
             raise KeyboardInterrupt(self.props.get("interrupt.message"))
         unblock = self.props.get("block.until.file")
+        if unblock and self.props.get("block.entered.file"):  # says when the job is deaf
+            open(self.props.get("block.entered.file"), "w").close()
         while unblock and not os.path.exists(unblock):
             time.sleep(0.2)
         marker = self.props.get("flaky.marker.file")

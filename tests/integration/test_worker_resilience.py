@@ -186,9 +186,14 @@ def test_health_tells_busy_wedged_and_free_threads_apart(tmp_path, stack_env, st
             lambda: _health("ingest")[0] == "HEALTHY", 30, "the idle worker to make its executor healthy"
         )
         assert _health("ingest")[1] == "1 worker(s) consuming it.wedge with 1 free job thread(s)."
-        flow = make_flow(name="deaf", **{"block.until.file": str(unblock)})
+        entered = tmp_path / "entered"
+        flow = make_flow(
+            name="deaf", **{"block.until.file": str(unblock), "block.entered.file": str(entered)}
+        )
         execution = services.run_now(flow, user=flow.owner)
         wait_until(lambda: _health("ingest")[0] == "BUSY", 90, "the executor to say it is busy")
+        # Killed before its deaf code, a job just stops: wait until it is in there.
+        wait_until(entered.exists, 90, "the job to enter the code that ignores cancellation")
         assert _health("ingest") == (
             "BUSY",
             "All 1 usable job thread(s) consuming it.wedge are running jobs; new jobs wait.",
