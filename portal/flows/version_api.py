@@ -49,10 +49,11 @@ def _summary(version: FlowVersion) -> dict[str, Any]:
 
 class FlowVersionsView(APIView):
     @extend_schema(
+        operation_id="flowconfigs_versions_list",
         responses=inline_serializer(
             "FlowVersions",
             {"versions": serializers.ListField(child=inline_serializer("FlowVersionSummary", _SUMMARY))},
-        )
+        ),
     )
     def get(self, request: Request, flowGroup: str, flowName: str) -> Response:
         flow = _flow(request, flowGroup, flowName)
@@ -61,6 +62,7 @@ class FlowVersionsView(APIView):
 
 class FlowVersionView(APIView):
     @extend_schema(
+        operation_id="flowconfigs_version_retrieve",
         parameters=[
             OpenApiParameter(
                 "against", int, description="The version to diff with (default: the one before)."
