@@ -13,45 +13,22 @@ bulk INSERT of the same number of FlowExecution rows.
 
 from __future__ import annotations
 
-import os
 import sys
 import time
-import uuid
 from datetime import timedelta
 from pathlib import Path
-
-import psycopg
 
 ROOT = Path(__file__).resolve().parents[2]
 GOAL_SECONDS = 10.0
 
 
-def setup_django(db_name: str) -> None:
-    sys.path.insert(0, str(ROOT))
-    os.environ["DJANGO_SETTINGS_MODULE"] = "portal.settings"
-    os.environ["DATABASE_URL"] = f"postgres://postgres@127.0.0.1:5432/{db_name}"
-    os.environ["LOG_LEVEL"] = "WARNING"
-    import django
-    from django.core.management import call_command
-
-    django.setup()
-    call_command("migrate", verbosity=0)
+sys.path.insert(0, str(ROOT))
+from tests.bench.benchdb import throwaway_database  # noqa: E402
 
 
 def main(flows: int) -> int:
-    admin_url = os.environ.get("BENCH_DATABASE_ADMIN_URL", "postgres://postgres@127.0.0.1:5432/postgres")
-    db_name = f"flowport_bench_{uuid.uuid4().hex[:8]}"
-    with psycopg.connect(admin_url, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{db_name}"')
-    try:
-        setup_django(db_name)
+    with throwaway_database():
         return run(flows)
-    finally:
-        from django.db import connections
-
-        connections.close_all()
-        with psycopg.connect(admin_url, autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE "{db_name}" WITH (FORCE)')
 
 
 def run(flows: int) -> int:
