@@ -14,6 +14,7 @@ from playwright.sync_api import expect
 from portal.orchestration.models import JobExecution, JobStatus
 from tests import ldap_server
 from tests.e2e import ui
+from tests.integration.stack import wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -53,7 +54,10 @@ def test_staff_set_alices_quota_her_second_job_waits_saying_why_and_her_third_ru
 
     run_now(page, "cold-a")  # her one slot: the job waits for a worker, in flight
     expect(page).to_have_url(re.compile(r"/executions/e2e/cold-a/\d+/$"))
-    first = JobExecution.objects.get(execution__flow_name="cold-a")
+    # The execution's page opens as soon as it exists; the scheduler makes its job a moment later.
+    first = wait_until(
+        lambda: JobExecution.objects.filter(execution__flow_name="cold-a").first(), 30, "cold-a's job"
+    )
     assert first.status == JobStatus.ORCHESTRATED
 
     run_now(page, "cold-b")
