@@ -169,6 +169,22 @@ def peek(conn: psycopg.Connection, name: str, upto: int, limit: int | None) -> I
             yield parse_lsn(lsn), bytes(data)
 
 
+def peek_batches(
+    conn: psycopg.Connection, name: str, upto: int, limit: int | None, size: int = 5000
+) -> Iterator[list[bytes]]:
+    """What :func:`peek` reads, the messages alone in lists of up to ``size`` (in binary form: no
+    position text to parse, no hex to decode), for :mod:`portal.pipeline.pgoutput_batch`."""
+    with conn.transaction(), conn.cursor(name=f"{name}_peek") as cur:
+        cur.execute(
+            "SELECT data FROM pg_logical_slot_peek_binary_changes(%s, %s::pg_lsn, %s,"
+            " 'proto_version', '1', 'publication_names', %s)",
+            (name, format_lsn(upto), limit, name),
+            binary=True,
+        )
+        while rows := cur.fetchmany(size):
+            yield [bytes(r[0]) for r in rows]
+
+
 def advance(conn: psycopg.Connection, name: str, position: int) -> bool:
     """Move the slot to ``position`` when it is behind it (the server then frees the log before
     it); True when it moved. Never backwards: a slot is only ever released, not rewound."""

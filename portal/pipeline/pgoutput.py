@@ -186,9 +186,9 @@ class Decoder:
                 old = r.tuple(relation)
                 marker = r.byte()
             new = r.tuple(relation)
-            for name, value in new.items():  # an unchanged TOAST value: the old row has it, if sent
-                if value is UNCHANGED and old.get(name, UNCHANGED) is not UNCHANGED:
-                    new[name] = old[name]
+            for name, value in new.items():  # an unchanged TOAST value: the old row has it, if it sent
+                if value is UNCHANGED and isinstance(old.get(name), str | bytes):  # it (an old key's
+                    new[name] = old[name]  # other columns come as NULL: not the value)
             self._add(UPDATE, relation, new)
         elif kind == "D":
             relation = self._relation(r.take("!I"))

@@ -38,7 +38,9 @@ import os
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -48,7 +50,8 @@ from portal.pipeline.cdc_pg import ASK_RESNAPSHOT
 from portal.pipeline.dialects import MYSQL, dialect_for
 from portal.pipeline.errors import ConfigError, PipelineError
 from portal.pipeline.jobspec import JobSpec
-from portal.pipeline.pgoutput import DELETE, TRUNCATE, UNCHANGED, Decoder, format_lsn
+from portal.pipeline.pgoutput import DELETE, format_lsn
+from portal.pipeline.pgoutput_batch import BatchDecoder, Decoded
 from portal.pipeline.sources.base import Extraction, Source
 from portal.pipeline.workunits import WorkUnit
 
@@ -142,8 +145,13 @@ class _Table:
             return
         arrays = [pa.array([r[i] for r in rows], pa.string()) for i in range(len(self.names))]
         arrays += [pa.array([m[i] for m in meta], f.type) for i, f in enumerate(_META)]
-        self.writer.write_table(pa.Table.from_arrays(arrays, schema=self.writer.schema))
-        self.rows += len(rows)
+        self.write_arrays(arrays)
+
+    def write_arrays(self, arrays: list[pa.Array]) -> None:
+        """Stage rows given as columns: the table's, then ``_META``'s."""
+        if len(arrays[0]):
+            self.writer.write_table(pa.Table.from_arrays(arrays, schema=self.writer.schema))
+            self.rows += len(arrays[0])
 
     def wants(self, xid: int, end_lsn: int) -> bool:
         if self.snapshot is not None:
@@ -354,37 +362,15 @@ class CdcSource(Source):
         return point
 
     def _changes(self, conn: Any, staged: dict[str, _Table], upto: int, limit: int | None) -> int:
-        """Stage the changes after each table's position, up to ``upto``; the position the run reached."""
-        decoder, seen, last_end = Decoder(), 0, 0
-        for _lsn, message in cdc_pg.peek(conn, self.slot, upto, limit):
-            seen += 1
-            done = decoder.feed(message)
-            if done is None:
-                continue
-            last_end = max(last_end, done.end_lsn)
-            batches: dict[str, tuple[list[tuple[Any, ...]], list[Any]]] = {}
-            for change in done.changes:
-                t = staged.get(change.relation.qualified)
-                if t is None or t.error or not t.wants(done.xid, done.end_lsn):
-                    continue
-                if change.op == TRUNCATE:
-                    t.error = (
-                        f"{t.name} was truncated on the server (at {format_lsn(done.end_lsn)}); a truncate "
-                        f"cannot be applied as row changes. {ASK_RESNAPSHOT}"
-                    )
-                    continue
-                if any(v is UNCHANGED for v in change.values.values()):
-                    t.error = (
-                        f"{t.name}: an update did not send an unchanged large (TOAST) value; give the "
-                        "table REPLICA IDENTITY FULL so the log carries whole rows"
-                    )
-                    continue
-                rows, meta = batches.setdefault(t.name, ([], []))
-                rows.append(tuple(change.values.get(n) for n in t.names))
-                deleted = change.op == DELETE
-                meta.append((change.op, position(done.end_lsn, change.index), done.commit_time, deleted))
-            for name, (rows, meta) in batches.items():
-                staged[name].write(rows, meta)
+        """Stage the changes after each table's position, up to ``upto``; the position the run reached.
+        Messages are decoded a batch at a time into columns (:mod:`portal.pipeline.pgoutput_batch`)."""
+        decoder, seen, last_end = BatchDecoder(), 0, 0
+        for messages in cdc_pg.peek_batches(conn, self.slot, upto, limit):
+            seen += len(messages)
+            done = decoder.feed(messages)
+            if done.committed:
+                last_end = max(last_end, max(c.end_lsn for c in done.committed))
+                _stage(staged, done)
         if limit is not None and seen >= limit:  # stopped early: the next run goes on from here
             return last_end
         return max(upto, last_end)
@@ -395,3 +381,52 @@ class CdcSource(Source):
         picked = [F.col(name).cast(kind).alias(name) for name, kind in p["columns"]]
         picked += [F.col(OP), F.col(POSITION), F.col(COMMIT_TIME), F.col(DELETED)]
         return Extraction(df.select(*picked))
+
+
+def _stage(staged: dict[str, _Table], done: Decoded) -> None:
+    """Stage the rows of a batch's committed transactions that their table wants (each table skips
+    what its position or snapshot already holds), with their meta columns computed in Arrow."""
+    first = done.committed[0].seq
+    wanted = {
+        name: np.array([t.wants(c.xid, c.end_lsn) for c in done.committed], bool)
+        for name, t in staged.items()
+    }
+    at = {c.seq: c for c in done.committed}
+    for seq, relation in done.truncated:
+        t = staged.get(relation.qualified)
+        if t is not None and not t.error and wanted[t.name][seq - first]:
+            t.error = (
+                f"{t.name} was truncated on the server (at {format_lsn(at[seq].end_lsn)}); a truncate "
+                f"cannot be applied as row changes. {ASK_RESNAPSHOT}"
+            )
+    prefixes = pa.array([f"{c.end_lsn:016X}:" for c in done.committed], pa.string())
+    times = pa.array([c.commit_time for c in done.committed], _META.field(COMMIT_TIME).type)
+    for rows in done.rows:
+        t = staged.get(rows.relation.qualified)
+        if t is None or t.error:
+            continue
+        txn = rows.seq - first
+        keep = wanted[t.name][txn]
+        if (rows.unchanged & keep).any():
+            t.error = (
+                f"{t.name}: an update did not send an unchanged large (TOAST) value; give the "
+                "table REPLICA IDENTITY FULL so the log carries whole rows"
+            )
+            continue
+        if not keep.any():
+            continue
+        picked = pa.array(np.flatnonzero(keep))
+        txn_of = pa.array(txn).take(picked)
+        by_name = {c.name: v for c, v in zip(rows.relation.columns, rows.values, strict=True)}
+        arrays = [
+            by_name[n].take(picked) if n in by_name else pa.nulls(len(picked), pa.string()) for n in t.names
+        ]
+        op = rows.op.take(picked)
+        index = pc.utf8_lpad(pc.cast(pa.array(rows.index).take(picked), pa.string()), 8, "0")
+        arrays += [
+            op,
+            pc.binary_join_element_wise(prefixes.take(txn_of), index, ""),
+            times.take(txn_of),
+            pc.equal(op, DELETE),
+        ]
+        t.write_arrays(arrays)
