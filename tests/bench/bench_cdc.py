@@ -6,21 +6,28 @@ gets a table of CHANGES/2 rows inserted and then all updated (CHANGES row change
 transactions), captured by two slots made before the changes: one read by ``pg_recvlogical
 --endpos`` (pgoutput, to /dev/null), one by Flowport:
 
-* ``decode``: the cdc source's read alone: ``pg_logical_slot_peek_binary_changes`` and the pgoutput
-  decoder (:mod:`portal.pipeline.pgoutput`), every change turned into a row;
+* ``decode``: the cdc source's read alone: ``pg_logical_slot_peek_binary_changes`` and the bulk
+  pgoutput decoder (:mod:`portal.pipeline.pgoutput_batch`), every change's values into Arrow columns;
 * ``into Parquet``: a whole cdc run on Spark (``local[2]``) whose changes land in a Parquet change
   log, planning (peek, decode, staging) to publish;
 * ``into PostgreSQL``: the same run merged by key into a table of ``BENCH_PG_SERVER``'s PostgreSQL.
 
+A run has a fixed cost (Spark's job and stages, the destination's checks and commit steps) besides
+its cost per change: before the measured changes come 1,000 more (``SMALL``), and a whole run of
+those alone is reported as the fixed cost beside the rate beyond it. Each round measures the floor,
+the decode, and both destinations (a fresh database each round); the figures are the medians of
+``--rounds`` rounds, with the load average.
+
 Goal: >= 20,000 changes/s and within 3x of the floor.
 
-    .venv/bin/python tests/bench/bench_cdc.py [--changes N]
+    .venv/bin/python tests/bench/bench_cdc.py [--changes N] [--rounds R]
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -34,10 +41,12 @@ sys.path.insert(0, str(ROOT))
 import psycopg  # noqa: E402
 
 from portal.pipeline import cdc_pg  # noqa: E402
-from portal.pipeline.pgoutput import Decoder, format_lsn  # noqa: E402
+from portal.pipeline.pgoutput import format_lsn  # noqa: E402
+from portal.pipeline.pgoutput_batch import BatchDecoder  # noqa: E402
 from tests.pg_logical import _as_postgres, _bin, private_server  # noqa: E402
 
 DEST = os.environ.get("BENCH_PG_SERVER", "postgres://postgres@127.0.0.1:5432")
+SMALL = 1_000  # changes of the run that measures a run's fixed cost
 
 
 def floor(url: str, db: str, slot: str, upto: int) -> float:
@@ -55,40 +64,61 @@ def floor(url: str, db: str, slot: str, upto: int) -> float:
 
 def decode(conn: psycopg.Connection, slot: str, upto: int) -> tuple[float, int]:
     started, count = time.perf_counter(), 0
-    decoder = Decoder()
-    for _, message in cdc_pg.peek(conn, slot, upto, None):
-        done = decoder.feed(message)
-        if done is not None:
-            count += sum(1 for c in done.changes for _ in c.values.items())  # touch every value
+    decoder = BatchDecoder()
+    for messages in cdc_pg.peek_batches(conn, slot, upto, None):
+        count += sum(len(rows) for rows in decoder.feed(messages).rows)
     return time.perf_counter() - started, count
 
 
-def run(spark, work: Path, props: dict[str, str], flow_id: int, snapshot_mark: str) -> float:
+def run(
+    spark, work: Path, props: dict[str, str], flow_id: int, since: str, execution: int
+) -> tuple[float, str]:
+    """A whole cdc run from ``since`` (the table's watermark), published; its time and new watermark."""
     from portal.pipeline import run_job
     from tests.unit.pipeline.helpers import publish, spec
 
-    job = spec(work, props, flow_id=flow_id, execution_id=2)
-    job["previous_watermarks"] = {"bench.items": snapshot_mark}
+    job = spec(work, props, flow_id=flow_id, execution_id=execution)
+    job["previous_watermarks"] = {"bench.items": since}
     started = time.perf_counter()
     states = run_job(spark, job)
     errors = [s.get("error") for s in states if s.get("error")]
     if errors:
         raise SystemExit(f"the cdc run failed: {errors[0]}")
     publish(job, states, {})
-    return time.perf_counter() - started
+    return time.perf_counter() - started, states[0]["actual_high_watermark"]
+
+
+def pg_props(common: dict[str, str], dest_db: str) -> dict[str, str]:
+    return {
+        **common,
+        "writer.output.format": "jdbc",
+        "writer.jdbc.url": f"jdbc:postgresql://{DEST.split('@', 1)[1]}/{dest_db}",
+        "writer.jdbc.username": "postgres",
+        "writer.jdbc.table": "items",
+        "writer.write.mode": "merge",
+        "extract.primary.key.fields": "id",
+        "extract.delta.fields": "_cdc_position",
+        "writer.merge.delete.column": "_cdc_deleted",
+    }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--changes", type=int, default=400_000)
+    parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
-    rows = args.changes // 2
+    rows, small = args.changes // 2, SMALL // 2
+    from portal.pipeline import run_job
     from portal.pipeline.session import get_or_create_spark
+    from tests.unit.pipeline.helpers import spec
 
     spark = get_or_create_spark(
         "local[2]", "bench-cdc", {"spark.ui.enabled": "false", "spark.driver.memory": "2g"}
     )
     spark.sparkContext.setLogLevel("ERROR")
+    took: dict[str, list[float]] = {
+        k: [] for k in ("floor", "decode", "parquet", "parquet_fixed", "pg", "pg_fixed")
+    }
     with private_server() as admin_url, tempfile.TemporaryDirectory() as tmp:
         server = admin_url.rsplit("/", 1)[0]
         with psycopg.connect(admin_url, autocommit=True) as admin:
@@ -105,63 +135,92 @@ def main() -> None:
             "source.conn.username": "postgres",
             "source.cdc.tables": "bench.items",
         }
-        # Flowport's slots (one per destination flow) and the floor's, all before the changes; the
-        # empty snapshot runs create them.
+        # Flowport's slots (one per destination flow) and the floor's (one per round: pg_recvlogical
+        # consumes what it reads), all before the changes; the empty snapshot runs create Flowport's.
         marks = {}
         for flow_id in (1, 2):
-            from portal.pipeline import run_job
-            from tests.unit.pipeline.helpers import spec
-
             job = spec(
                 Path(tmp) / f"s{flow_id}", {**common, "data.publisher.final.dir": f"{tmp}/x"}, flow_id=flow_id
             )
-            states = run_job(spark, job)
-            marks[flow_id] = states[0]["actual_high_watermark"]
-        cdc_pg.ensure(conn, "fp_cdc_floor", ["bench.items"], "bench")
+            marks[flow_id] = run_job(spark, job)[0]["actual_high_watermark"]
+        for r in range(args.rounds):
+            cdc_pg.ensure(conn, f"fp_cdc_floor_{r}", ["bench.items"], "bench")
         ours = cdc_pg.slot_name(1, "tests", "pipeline")
-        conn.execute(
-            "INSERT INTO bench.items SELECT g, 'item ' || g, g %% 1000, 0 FROM generate_series(1, %s) g",
-            (rows,),
-        )
-        conn.execute("UPDATE bench.items SET n = n + 1, price = price + 1")
+        # A small set first (a whole run of it is the fixed cost), then the measured set; each is an
+        # insert of half its rows and an update of them, two transactions.
+        for first, count in ((1, small), (small + 1, rows)):
+            conn.execute(
+                "INSERT INTO bench.items SELECT g, 'item ' || g, g %% 1000, 0 FROM generate_series(%s::bigint, %s::bigint) g",
+                (first, first + count - 1),
+            )
+            conn.execute("UPDATE bench.items SET n = n + 1, price = price + 1 WHERE id >= %s", (first,))
         upto = cdc_pg.flushed(conn)
-        changes = rows * 2
-        print(f"{changes:,} row changes in 2 transactions", flush=True)
-
-        floor_s = floor(server, "bench", "fp_cdc_floor", upto)
-        decode_s, _ = decode(conn, ours, upto)
-        parquet_s = run(spark, Path(tmp) / "p", {**common, "writer.output.format": "parquet",
-                                                 "data.publisher.final.dir": f"{tmp}/out"}, 1, marks[1])  # fmt: skip
-        dest_db = f"flowport_bench_cdc_{uuid.uuid4().hex[:6]}"
-        with psycopg.connect(f"{DEST}/postgres", autocommit=True) as admin:
-            admin.execute(f'CREATE DATABASE "{dest_db}"')
-        try:
-            pg_props = {
-                **common,
-                "writer.output.format": "jdbc",
-                "writer.jdbc.url": f"jdbc:postgresql://127.0.0.1:5432/{dest_db}",
-                "writer.jdbc.username": "postgres",
-                "writer.jdbc.table": "items",
-                "writer.write.mode": "merge",
-                "extract.primary.key.fields": "id",
-                "extract.delta.fields": "_cdc_position",
-                "writer.merge.delete.column": "_cdc_deleted",
-            }
-            postgres_s = run(spark, Path(tmp) / "q", pg_props, 2, marks[2])
-        finally:
-            with psycopg.connect(f"{DEST}/postgres", autocommit=True) as admin:
-                admin.execute(f'DROP DATABASE "{dest_db}" WITH (FORCE)')
-        conn.close()
-    spark.stop()
-    print(
-        f"  {'pg_recvlogical to /dev/null (floor)':<40} {floor_s:7.2f} s {changes / floor_s:>12,.0f} changes/s"
-    )
-    for label, took in (("decode (peek + pgoutput)", decode_s), ("into Parquet (a whole run)", parquet_s),
-                        ("into PostgreSQL, merged (a whole run)", postgres_s)):  # fmt: skip
+        changes, everything = rows * 2, (rows + small) * 2
         print(
-            f"  {label:<40} {took:7.2f} s {changes / took:>12,.0f} changes/s   {took / floor_s:5.1f}x the floor",
+            f"{changes:,} row changes in 2 transactions (after {SMALL:,} in 2 more), {args.rounds} rounds",
             flush=True,
         )
+        limit = {"source.cdc.max.changes": str(SMALL)}  # the small set's two transactions, no more
+
+        for r in range(args.rounds):
+            took["floor"].append(floor(server, "bench", f"fp_cdc_floor_{r}", upto))
+            took["decode"].append(decode(conn, ours, upto)[0])
+            parquet = {
+                **common,
+                "writer.output.format": "parquet",
+                "data.publisher.final.dir": f"{tmp}/out{r}",
+            }
+            t, after_small = run(spark, Path(tmp) / f"ps{r}", {**parquet, **limit}, 1, marks[1], 10 * r + 2)
+            took["parquet_fixed"].append(t)
+            took["parquet"].append(run(spark, Path(tmp) / f"p{r}", parquet, 1, after_small, 10 * r + 3)[0])
+            dest_db = f"flowport_bench_cdc_{uuid.uuid4().hex[:6]}"
+            with psycopg.connect(f"{DEST}/postgres", autocommit=True) as admin:
+                admin.execute(f'CREATE DATABASE "{dest_db}"')
+            try:
+                props = pg_props(common, dest_db)
+                t, after_small = run(spark, Path(tmp) / f"qs{r}", {**props, **limit}, 2, marks[2], 10 * r + 4)
+                took["pg_fixed"].append(t)
+                took["pg"].append(run(spark, Path(tmp) / f"q{r}", props, 2, after_small, 10 * r + 5)[0])
+                with psycopg.connect(f"{DEST}/{dest_db}") as dest:
+                    found = dest.execute("SELECT count(*), sum(n), sum(price) FROM items").fetchone()
+                expected = (rows + small, rows + small, sum(g % 1000 + 1 for g in range(1, rows + small + 1)))
+                if found is None or tuple(int(v) for v in found) != expected:
+                    raise SystemExit(f"the merged table holds {found}, not {expected}")
+            finally:
+                with psycopg.connect(f"{DEST}/postgres", autocommit=True) as admin:
+                    admin.execute(f'DROP DATABASE "{dest_db}" WITH (FORCE)')
+            print(f"  round {r + 1}: " + ", ".join(f"{k} {v[-1]:.2f} s" for k, v in took.items()), flush=True)
+        conn.close()
+    spark.stop()
+    mid = {k: statistics.median(v) for k, v in took.items()}
+    load = os.getloadavg()
+    print(f"medians of {args.rounds}, load average {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f}:")
+    print(
+        f"  {'pg_recvlogical to /dev/null (floor)':<40} {mid['floor']:7.2f} s {everything / mid['floor']:>12,.0f} changes/s"
+    )
+    line = "  {:<40} {:7.2f} s {:>12,.0f} changes/s   {:5.1f}x the floor"
+    per_floor = mid["floor"] / everything  # the floor's time per change
+    print(
+        line.format(
+            "decode (peek + pgoutput)",
+            mid["decode"],
+            everything / mid["decode"],
+            mid["decode"] / everything / per_floor,
+        )
+    )
+    for label, key in (
+        ("into Parquet (a whole run)", "parquet"),
+        ("into PostgreSQL, merged (a whole run)", "pg"),
+    ):
+        whole, fixed = mid[key], mid[f"{key}_fixed"]
+        print(line.format(label, whole, changes / whole, whole / changes / per_floor))
+        net = whole - fixed
+        beyond = (
+            f"{changes / net:,.0f} changes/s = {net / changes / per_floor:.1f}x the floor"
+            if net > 0
+            else "n/a"
+        )
+        print(f"  {'':<4}a run of {SMALL:,} changes (fixed cost): {fixed:.2f} s; beyond it {beyond}")
 
 
 if __name__ == "__main__":
