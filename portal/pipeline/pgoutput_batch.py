@@ -224,8 +224,8 @@ class BatchDecoder:
                 out.rows.append(r.slice(0, cut) if cut < len(r) else r)
             if cut < len(r):
                 self.pending.append(r.slice(cut, len(r)))
-        for seq, relation in truncated:
-            (out.truncated if seq <= released else self.pending_truncated).append((seq, relation))
+        for number, relation in truncated:
+            (out.truncated if number <= released else self.pending_truncated).append((number, relation))
 
     def _known(self, oid: int) -> Relation:
         found = self.relations.get(oid)

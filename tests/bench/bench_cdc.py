@@ -135,17 +135,16 @@ def main() -> None:
             "source.conn.username": "postgres",
             "source.cdc.tables": "bench.items",
         }
-        # Flowport's slots (one per destination flow) and the floor's (one per round: pg_recvlogical
-        # consumes what it reads), all before the changes; the empty snapshot runs create Flowport's.
+        # Flowport's slots (one per destination flow and round: a run moves its slot to where it
+        # starts) and the floor's (one per round: pg_recvlogical consumes what it reads), all before
+        # the changes; the empty snapshot runs create Flowport's.
         marks = {}
-        for flow_id in (1, 2):
-            job = spec(
-                Path(tmp) / f"s{flow_id}", {**common, "data.publisher.final.dir": f"{tmp}/x"}, flow_id=flow_id
-            )
-            marks[flow_id] = run_job(spark, job)[0]["actual_high_watermark"]
         for r in range(args.rounds):
+            for flow_id in (10 * r + 1, 10 * r + 2):
+                props = {**common, "data.publisher.final.dir": f"{tmp}/x"}
+                job = spec(Path(tmp) / f"s{flow_id}", props, flow_id=flow_id)
+                marks[flow_id] = run_job(spark, job)[0]["actual_high_watermark"]
             cdc_pg.ensure(conn, f"fp_cdc_floor_{r}", ["bench.items"], "bench")
-        ours = cdc_pg.slot_name(1, "tests", "pipeline")
         # A small set first (a whole run of it is the fixed cost), then the measured set; each is an
         # insert of half its rows and an update of them, two transactions.
         for first, count in ((1, small), (small + 1, rows)):
@@ -164,23 +163,28 @@ def main() -> None:
 
         for r in range(args.rounds):
             took["floor"].append(floor(server, "bench", f"fp_cdc_floor_{r}", upto))
-            took["decode"].append(decode(conn, ours, upto)[0])
+            parquet_flow, pg_flow = 10 * r + 1, 10 * r + 2
+            took["decode"].append(decode(conn, cdc_pg.slot_name(parquet_flow, "tests", "pipeline"), upto)[0])
             parquet = {
                 **common,
                 "writer.output.format": "parquet",
                 "data.publisher.final.dir": f"{tmp}/out{r}",
             }
-            t, after_small = run(spark, Path(tmp) / f"ps{r}", {**parquet, **limit}, 1, marks[1], 10 * r + 2)
+            t, after_small = run(
+                spark, Path(tmp) / f"ps{r}", {**parquet, **limit}, parquet_flow, marks[parquet_flow], 2
+            )
             took["parquet_fixed"].append(t)
-            took["parquet"].append(run(spark, Path(tmp) / f"p{r}", parquet, 1, after_small, 10 * r + 3)[0])
+            took["parquet"].append(run(spark, Path(tmp) / f"p{r}", parquet, parquet_flow, after_small, 3)[0])
             dest_db = f"flowport_bench_cdc_{uuid.uuid4().hex[:6]}"
             with psycopg.connect(f"{DEST}/postgres", autocommit=True) as admin:
                 admin.execute(f'CREATE DATABASE "{dest_db}"')
             try:
                 props = pg_props(common, dest_db)
-                t, after_small = run(spark, Path(tmp) / f"qs{r}", {**props, **limit}, 2, marks[2], 10 * r + 4)
+                t, after_small = run(
+                    spark, Path(tmp) / f"qs{r}", {**props, **limit}, pg_flow, marks[pg_flow], 4
+                )
                 took["pg_fixed"].append(t)
-                took["pg"].append(run(spark, Path(tmp) / f"q{r}", props, 2, after_small, 10 * r + 5)[0])
+                took["pg"].append(run(spark, Path(tmp) / f"q{r}", props, pg_flow, after_small, 5)[0])
                 with psycopg.connect(f"{DEST}/{dest_db}") as dest:
                     found = dest.execute("SELECT count(*), sum(n), sum(price) FROM items").fetchone()
                 expected = (rows + small, rows + small, sum(g % 1000 + 1 for g in range(1, rows + small + 1)))
