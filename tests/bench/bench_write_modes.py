@@ -5,7 +5,8 @@ Standalone (not a pytest test). What is timed is the commit step the mode change
 and write before it are the same for every mode):
 
 * PostgreSQL (a throw-away database): ``jdbc_publish`` of
-  - append of 1 % new rows into the ROWS-row table, against merge of 1 % changed rows (goal <= 2x);
+  - append of 1 % new rows into the ROWS-row table, against merge of 1 % changed rows (goal <= 2x),
+    and against a merge of 1 % rows read again unchanged (a re-run or a backfill: nothing to rewrite);
   - append of ROWS rows (a full run's rows), against overwrite with the same ROWS rows (goal <= 1.1x):
     into a table that is only its rows (the staging table is renamed to it) and into one with a
     definition of its own (a comment here; its rows are copied after a TRUNCATE).
@@ -13,12 +14,17 @@ and write before it are the same for every mode):
   files and one folder exchange; merge: the stored dataset rewritten with 1 % changed rows, which
   a files destination cannot do in place) — merge is also shown against writing the dataset once.
 
-    .venv/bin/python tests/bench/bench_write_modes.py [--rows N] [--repeat R] [--pg postgres://user@host:port]
+Each timed PostgreSQL step starts from a ``CHECKPOINT``; the rounds (default 3) alternate which of a
+pair runs first, and each figure is the median of its rounds.
+
+    .venv/bin/python tests/bench/bench_write_modes.py [--rows N] [--repeat R] [--only pg|files]
+        [--pg postgres://user@host:port]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import tempfile
@@ -32,7 +38,10 @@ PG_DEFAULT = "postgres://postgres@127.0.0.1:5432"
 DB = "flowport_bench_write_modes"
 
 
-def timed(label: str, run) -> float:
+def timed(label: str, run, before=None) -> float:
+    """``run`` timed (``before`` runs first, untimed)."""
+    if before is not None:
+        before()
     started = time.perf_counter()
     run()
     took = time.perf_counter() - started
@@ -40,7 +49,8 @@ def timed(label: str, run) -> float:
     return took
 
 
-def pg_bench(server: str, rows: int) -> list[tuple[str, float, float, float]]:
+def pg_bench(server: str, rows: int, flip: bool = False) -> list[tuple[str, float, float, float]]:
+    """One round on PostgreSQL; ``flip`` runs each pair the other way round (the rounds alternate)."""
     import psycopg
 
     from portal.pipeline.destinations.commit_steps import CommitSequence
@@ -63,6 +73,12 @@ def pg_bench(server: str, rows: int) -> list[tuple[str, float, float, float]]:
         if key:
             conn.execute(f"CREATE UNIQUE INDEX {name}_fp_key ON {name} (id)")
 
+    def checkpoint() -> None:
+        """Before each timed step: no checkpoint is half done by the tables just made, and a merge
+        pays the full-page images of the pages it changes, as in production (the first change of a
+        page after each checkpoint logs the whole page)."""
+        conn.execute("CHECKPOINT")
+
     def publish(execution: int, mode: str, staging: str, count: int, target: str) -> None:
         step = {
             "type": "jdbc_publish", "dataset_urn": "d", "branch": 0, "url": url, "user": user or None,
@@ -79,31 +95,66 @@ def pg_bench(server: str, rows: int) -> list[tuple[str, float, float, float]]:
     table("t_over", 1, rows, "a")
     conn.execute("VACUUM ANALYZE")
     table("s1", rows + 1, changed, "new")
-    append_small = timed(
-        f"append {changed:,} new rows", lambda: publish(1, "append", "s1", changed, "t_append")
-    )
     table("s2", rows - changed + 1, changed, "changed")  # the last 1 % of the keys, changed
-    merge = timed(f"merge {changed:,} changed rows", lambda: publish(2, "merge", "s2", changed, "t_merge"))
+    table("s6", rows - 2 * changed + 1, changed, "a")  # the 1 % before them, read again unchanged
+    times: dict[str, float] = {}
+
+    def small_append() -> None:
+        times["append"] = timed(
+            f"append {changed:,} new rows",
+            lambda: publish(1, "append", "s1", changed, "t_append"),
+            checkpoint,
+        )
+
+    def small_merges() -> None:
+        times["merge"] = timed(
+            f"merge {changed:,} changed rows",
+            lambda: publish(2, "merge", "s2", changed, "t_merge"),
+            checkpoint,
+        )
+        times["same"] = timed(
+            f"merge {changed:,} rows read again unchanged",
+            lambda: publish(6, "merge", "s6", changed, "t_merge"),
+            checkpoint,
+        )
+
+    for run in (small_merges, small_append) if flip else (small_append, small_merges):
+        run()
+    append_small, merge, same = times["append"], times["merge"], times["same"]
     table("s3", 1, rows, "b")
-    append_all = timed(
-        f"append {rows:,} rows (a full run)", lambda: publish(3, "append", "s3", rows, "t_full")
-    )
     table("s4", 1, rows, "b")
-    overwrite = timed(
-        f"overwrite with {rows:,} rows (staging renamed)",
-        lambda: publish(4, "overwrite", "s4", rows, "t_over"),
-    )
+
+    def full_append() -> None:
+        times["all"] = timed(
+            f"append {rows:,} rows (a full run)",
+            lambda: publish(3, "append", "s3", rows, "t_full"),
+            checkpoint,
+        )
+
+    def full_overwrite() -> None:
+        times["over"] = timed(
+            f"overwrite with {rows:,} rows (staging renamed)",
+            lambda: publish(4, "overwrite", "s4", rows, "t_over"),
+            checkpoint,
+        )
+
+    for run in (full_overwrite, full_append) if flip else (full_append, full_overwrite):
+        run()
+    append_all, overwrite = times["all"], times["over"]
     table("t_kept", 1, rows, "a")
     conn.execute("COMMENT ON TABLE t_kept IS 'a table with a definition of its own: its rows are copied'")
     table("s5", 1, rows, "b")
     copied = timed(
-        f"overwrite with {rows:,} rows (copied)", lambda: publish(5, "overwrite", "s5", rows, "t_kept")
+        f"overwrite with {rows:,} rows (copied)",
+        lambda: publish(5, "overwrite", "s5", rows, "t_kept"),
+        checkpoint,
     )
     conn.close()
     with psycopg.connect(f"{server}/postgres", autocommit=True) as admin:
         admin.execute(f'DROP DATABASE IF EXISTS "{DB}" WITH (FORCE)')
     return [
         ("PostgreSQL merge 1 % vs append 1 %", merge, append_small, 2.0),
+        ("PostgreSQL merge 1 % read again unchanged vs append 1 %", same, append_small, 2.0),
         ("PostgreSQL overwrite vs append, full run", overwrite, append_all, 1.1),
         ("PostgreSQL overwrite of a commented table (copied) vs append", copied, append_all, 1.1),
     ]
@@ -190,15 +241,23 @@ def main() -> int:
     parser.add_argument("--rows", type=int, default=10_000_000)
     parser.add_argument("--pg", default=PG_DEFAULT)
     parser.add_argument(
-        "--repeat", type=int, default=1, help="rounds, interleaved; each figure is the median of its rounds"
+        "--repeat",
+        type=int,
+        default=3,
+        help="rounds (each pair runs the other way round in every other round); each figure is the median",
     )
+    parser.add_argument("--only", choices=("pg", "files"), help="one destination's rows only")
     args = parser.parse_args()
-    rounds = [pg_bench(args.pg, args.rows) + files_bench(args.rows) for _ in range(max(1, args.repeat))]
+    rounds = [
+        (pg_bench(args.pg, args.rows, flip=n % 2 == 1) if args.only != "files" else [])
+        + (files_bench(args.rows) if args.only != "pg" else [])
+        for n in range(max(1, args.repeat))
+    ]
     results = [
         (label, statistics.median(r[i][1] for r in rounds), statistics.median(r[i][2] for r in rounds), goal)
         for i, (label, _, _, goal) in enumerate(rounds[0])
     ]
-    print(f"\n{len(rounds)} round(s), medians:")
+    print(f"\n{len(rounds)} round(s), medians; load average {' '.join(f'{x:.1f}' for x in os.getloadavg())}:")
     print("\n| comparison | mode | reference | ratio | goal |\n|---|---|---|---|---|")
     for label, took, reference, goal in results:
         ratio = took / reference if reference else float("inf")
