@@ -17,10 +17,10 @@ branch) then
   no-op once done, so a retry after a crash finds them there), and
 * makes ONE catalog commit (one pyiceberg transaction) in the branch's write mode
   (:mod:`portal.pipeline.destinations.write_modes`): ``add_files`` for ``append``; for ``overwrite`` a delete of
-  every row and ``add_files``; for ``merge`` an upsert on ``extract.primary.key.fields`` (matched
-  rows replaced, new rows inserted, the latest row of the run per key by the first
-  ``extract.delta.fields`` winning; keys whose row has ``writer.merge.delete.column`` true
-  deleted); for ``history`` the table's rows and the run's computed as SCD type 2
+  every row and ``add_files``; for ``merge`` Iceberg row-level changes on ``extract.primary.key.fields``
+  (the stored rows of the run's keys deleted, the latest row of the run per key by the first
+  ``extract.delta.fields`` appended unless its ``writer.merge.delete.column`` is true: MERGE INTO's
+  update, insert and delete; a change-data-capture flow's changes are applied so); for ``history`` the table's rows and the run's computed as SCD type 2
   (:mod:`portal.pipeline.destinations.tablemerge`) replace the table's. The rows are read into Arrow on the
   committing worker for a merge or a history only. New columns of the run are added to the table
   schema in the same commit; readers see the table before or after it, never between.
