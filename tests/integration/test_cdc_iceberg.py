@@ -7,6 +7,7 @@ the table's last commit carrying the log position the state store holds."""
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Iterator
 from decimal import Decimal
@@ -98,6 +99,7 @@ def test_a_cdc_flow_keeps_an_iceberg_table_equal_to_its_source(shop, tmp_path, w
     db = shop["db"]
     slot = cdc_pg.slot_name(flow.pk, "shop", "customers-ice")
     columns = ["id", "name", "balance"]
+    job = flow.compiled_dag.dag["jobs"][0]["jobName"]
 
     def run_and_compare(expected_rows: int | None = None) -> str:
         execution = finished(services.run_now(flow, user=owner), timeout=300)
@@ -111,6 +113,8 @@ def test_a_cdc_flow_keeps_an_iceberg_table_equal_to_its_source(shop, tmp_path, w
         mark = DatasetState.objects.get(flow_id=flow.pk, dataset_urn="shop.customers").watermark
         summary = table.current_snapshot().summary.additional_properties
         assert summary["flowport.watermark"] == mark  # the position is in the table's own commit
+        committed = json.loads(table.properties[f"flowport.watermark.{job}.shop.customers"])
+        assert committed["watermark"] == mark
         state = cdc_pg.state(db, slot)
         assert state is not None and state.confirmed == cdc_pg.parse_lsn(mark)  # released after it
         return mark
