@@ -6,8 +6,8 @@ connection there: the flow page asks for it in a fragment of its own (never the 
 reading is cached for ``CDC_SLOT_CACHE_SECONDS``, and the monitor reads each capturing flow's slot at
 most every ``CDC_SLOT_INTERVAL_SECONDS`` with a short connect and statement timeout.
 
-*Lag* is measured from what the destination holds, the lowest log position every captured table
-committed (its watermark): bytes of log written since, and seconds since the run that read up to it
+*Lag* is measured from what the destinations hold, the lowest log position every captured table
+of every destination committed (their watermarks; the lagging destination's): bytes of log written since, and seconds since the run that read up to it
 started (0 when the server wrote nothing since). *WAL retained* is what the server keeps for the
 slot (from its restart position), whatever the destination holds. A slot is *inactive* when no run
 of the flow started for ``CDC_SLOT_INACTIVE_SECONDS`` (a paused or stuck flow whose slot keeps log).
@@ -36,7 +36,7 @@ from django.utils import timezone
 from portal.events.models import Event
 from portal.events.services import raise_event
 from portal.flows.models import FlowConfig
-from portal.orchestration.control.cdc import capture_of, source_connection
+from portal.orchestration.control.cdc import capture_of, capturing_hops, source_connection
 from portal.orchestration.models import DatasetState, FlowExecution
 from portal.pipeline import cdc_pg
 from portal.pipeline.pgoutput import parse_lsn
@@ -109,23 +109,27 @@ def capturing_flows():
 
 
 def _committed(flow: FlowConfig, props: dict[str, str]) -> tuple[int | None, datetime | None]:
-    """The lowest log position every captured table committed, and when the run that read up to it
-    started (None, None before every table has one)."""
+    """The lowest log position every captured table of every destination committed (each
+    destination's job keeps its own), and when the run that read up to it started (None, None
+    before every table of every destination has one)."""
     tables = [t.strip() for t in props.get("source.cdc.tables", "").split(",") if t.strip()]
-    states = list(
-        DatasetState.objects.filter(flow_id=flow.pk, dataset_urn__in=tables)
-        .exclude(watermark="")
-        .values_list("dataset_urn", "watermark", "execution_id", "updated")
-    )
-    found: dict[str, tuple[int, int | None, datetime]] = {}
-    for urn, mark, execution_id, updated in states:
+    hops = capturing_hops(flow)
+    wanted = {(job, t) for job, captured in hops for t in captured} or {("", t) for t in tables}
+    states = DatasetState.objects.filter(flow_id=flow.pk, dataset_urn__in={t for _, t in wanted})
+    if hops:
+        states = states.filter(job_name__in={job for job, _ in hops})
+    found: dict[tuple[str, str], tuple[int, int | None, datetime]] = {}
+    for job, urn, mark, execution_id, updated in states.exclude(watermark="").values_list(
+        "job_name", "dataset_urn", "watermark", "execution_id", "updated"
+    ):
         try:
             position = parse_lsn(mark)
         except ValueError:
             continue
-        if urn not in found or position < found[urn][0]:
-            found[urn] = (position, execution_id, updated)
-    if not tables or set(found) != set(tables):
+        where = (job if hops else "", urn)
+        if where not in found or position < found[where][0]:
+            found[where] = (position, execution_id, updated)
+    if not wanted or set(found) != wanted:
         return None, None
     position, execution_id, updated = min(found.values(), key=lambda item: item[0])
     if execution_id is None:

@@ -45,7 +45,7 @@ import pyarrow.parquet as pq
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from portal.pipeline import cdc_mysql, cdc_pg, fs, landing
+from portal.pipeline import cdc_fanout, cdc_mysql, cdc_pg, fs, landing
 from portal.pipeline.cdc_pg import ASK_RESNAPSHOT
 from portal.pipeline.dialects import MYSQL, dialect_for
 from portal.pipeline.errors import ConfigError, PipelineError
@@ -110,9 +110,10 @@ def acknowledge(jobspec: dict[str, Any] | JobSpec, committed: Mapping[str, str |
         return False
     tables = list(dict.fromkeys(props.get_list(TABLES_KEY)))
     marks = {t: committed.get(t) or spec.previous_watermarks.get(t) for t in tables}
-    since = cdc_pg.positions(marks)
-    if not tables or len(since) < len(tables):
-        return False  # a table without a position still needs the log from the slot's start
+    # The lowest over every destination's tables; None while one has no position yet.
+    point = cdc_fanout.release_point(spec, marks, tables)
+    if point is None:
+        return False
     with cdc_pg.connect(
         url,
         props.get("source.conn.username"),
@@ -121,9 +122,9 @@ def acknowledge(jobspec: dict[str, Any] | JobSpec, committed: Mapping[str, str |
         portal=landing.portal_databases(spec.extra),
         timeout=30,
     ) as conn:
-        return cdc_pg.advance(
-            conn, cdc_pg.slot_name(spec.flow_id, spec.flow_group, spec.flow_name), min(since.values())
-        )
+        slot = cdc_pg.slot_name(spec.flow_id, spec.flow_group, spec.flow_name)
+        cdc_fanout.hold(conn, slot)
+        return cdc_pg.advance(conn, slot, point)
 
 
 class _Table:
@@ -210,6 +211,7 @@ class CdcSource(Source):
         since = cdc_pg.positions(stored)
         limit = self.props.get_int("source.cdc.max.changes") or None
         with self._connect() as conn:
+            cdc_fanout.hold(conn, self.slot)  # the other destinations' jobs use the slot too
             found = cdc_pg.state(conn, self.slot)
             if found is not None and found.wal_status == "lost" and since:
                 raise PipelineError(
@@ -222,11 +224,14 @@ class CdcSource(Source):
                     f"positions (dropped on the server?); nothing was read. {ASK_RESNAPSHOT}"
                 )
             # A lost slot is dropped only once no table has a position left (a new snapshot was asked for).
-            if found is not None and (resnapshot or found.wal_status == "lost"):
+            # Another destination reading on from the slot keeps it (a new snapshot needs none).
+            kept = cdc_fanout.others_hold_positions(self.jobspec)
+            if found is not None and ((resnapshot and not kept) or found.wal_status == "lost"):
                 cdc_pg.drop(conn, self.slot)
             cdc_pg.ensure(conn, self.slot, tables, self.what)
-            if since and len(since) == len(tables):  # release the log every table has committed
-                cdc_pg.advance(conn, self.slot, min(since.values()))
+            point = cdc_fanout.release_point(self.jobspec, stored, tables)
+            if point is not None:  # release the log every table of every destination committed
+                cdc_pg.advance(conn, self.slot, point)
             folder = self._stage_dir()
             staged: dict[str, _Table] = {}
             for index, table in enumerate(tables):
