@@ -23,6 +23,8 @@ def _ticks_written_as_they_come_due(settings):
     due; ticks written ahead (SCHEDULER_LOOKAHEAD_SECONDS) have their own stories
     in tests/unit/orchestration/test_ticks_ahead.py."""
     settings.SCHEDULER_LOOKAHEAD_SECONDS = 0
+
+
 T0 = datetime(2026, 3, 1, 12, 0, 30, tzinfo=UTC)
 ON_TIME = timedelta(seconds=32)  # a scheduler polling every few seconds sees 12:01 at 12:01:02
 

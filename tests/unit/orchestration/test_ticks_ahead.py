@@ -47,7 +47,9 @@ def clock(monkeypatch, settings):
 
 
 def _minutely(owner, policy: str = "skip"):
-    return two_hop_flow(owner, schedule="* * * * *", properties={"flow.catchUpPolicy": policy, "source.files.format": "csv"})
+    return two_hop_flow(
+        owner, schedule="* * * * *", properties={"flow.catchUpPolicy": policy, "source.files.format": "csv"}
+    )
 
 
 def _launches() -> int:
@@ -187,6 +189,6 @@ def test_the_pages_show_a_tick_written_ahead_as_upcoming_and_nothing_else_counts
     clock.at = TICK  # its time: a PENDING execution like any other, until it launches
     page = browser.get(f"/executions/{flow.flow_group}/{flow.flow_name}/").content.decode()
     assert "badge upcoming" not in page and "badge pending" in page
-    assert [e["flowExecutionId"] for e in api_client_for(owner).get("/api/flowexecutions").json()["results"]] == [
-        ahead.execution_id
-    ]
+    assert [
+        e["flowExecutionId"] for e in api_client_for(owner).get("/api/flowexecutions").json()["results"]
+    ] == [ahead.execution_id]
