@@ -44,14 +44,17 @@ class ExecutionQuerySet(access.AccessQuerySet):
         return self.exclude(status=ExecutionStatus.PENDING, scheduled_at__gt=now or timezone.now())
 
 
-class ArrivedExecutions(models.Manager.from_queryset(ExecutionQuerySet)):  # type: ignore[misc]
+ExecutionManager = models.Manager.from_queryset(ExecutionQuerySet)
+
+
+class ArrivedExecutions(ExecutionManager):
     """The default manager: an execution written ahead of its tick does not exist
     for anyone until the tick comes — not for lists, pages, counts, /metrics,
     dashboards, the Gobblin APIs, quotas, monitors, retention or recovery. Only
     the scheduler and the orchestrator see it (FlowExecution.with_upcoming)."""
 
     def get_queryset(self) -> ExecutionQuerySet:
-        return super().get_queryset().arrived()
+        return ExecutionQuerySet(self.model, using=self._db).arrived()
 
 
 class FlowExecution(models.Model):
@@ -99,7 +102,7 @@ class FlowExecution(models.Model):
     # restrict(user, action): orchestration.rules. `objects` hides the ticks written ahead
     # (ArrivedExecutions); `with_upcoming` is every row, for the scheduler and orchestrator.
     objects = ArrivedExecutions()
-    with_upcoming = models.Manager.from_queryset(ExecutionQuerySet)()
+    with_upcoming = ExecutionManager()
 
     class Meta:
         ordering = ["-execution_id"]

@@ -103,7 +103,7 @@ def create_execution(
                     backfill=backfill or {},
                     pinned_version=pinned_version,
                 )
-                if ahead:  # auto_now_add wrote now
+                if ahead and scheduled_at is not None:  # auto_now_add wrote now
                     execution.created = scheduled_at
                     FlowExecution.with_upcoming.filter(pk=execution.pk).update(created=scheduled_at)
                 # The orchestrator launches it: the row and its LAUNCH commit together.
@@ -214,6 +214,12 @@ def reconcile_cursors(now: datetime, start: int | None = None) -> int:
         ],
         ignore_conflicts=True,
     )
+    # Ticks written ahead for a flow paused or unscheduled around the catalog go too.
+    stale = FlowExecution.with_upcoming.upcoming(now).filter(Q(flow__paused=True) | Q(flow__schedule=""))
+    if start is not None:
+        stale = stale.filter(flow_id__gte=first, flow_id__lt=after)
+    for flow_id in set(stale.values_list("flow_id", flat=True)):
+        withdraw_upcoming(flow_id, now)
     cursors.filter(flow__schedule="").delete()
     cursors.exclude(schedule=F("flow__schedule")).exclude(next_tick=None).update(next_tick=None)
     return after or 0

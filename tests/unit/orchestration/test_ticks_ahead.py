@@ -15,6 +15,7 @@ from django.test import Client
 from django.utils import timezone
 
 from portal.flows import services as flow_services
+from portal.flows.models import FlowConfig
 from portal.monitoring import dashboard
 from portal.orchestration.control.actions import process_actions
 from portal.orchestration.control.commands import relaunch_waiting
@@ -192,3 +193,13 @@ def test_the_pages_show_a_tick_written_ahead_as_upcoming_and_nothing_else_counts
     assert [
         e["flowExecutionId"] for e in api_client_for(owner).get("/api/flowexecutions").json()["results"]
     ] == [ahead.execution_id]
+
+
+def test_a_flow_paused_around_the_catalog_loses_its_tick_at_the_next_reconciliation(owner, clock):
+    flow = _minutely(owner)
+    schedule_due_ticks(T0)
+    FlowConfig.objects.filter(pk=flow.pk).update(paused=True)  # a restore: no signal
+    clock.at = T0 + timedelta(seconds=5)
+    schedule_due_ticks(clock.at, reconcile=0)
+    assert not FlowExecution.with_upcoming.exists() and _launches() == 0
+    assert ScheduleCursor.objects.get(flow=flow).last_tick == clock.at
