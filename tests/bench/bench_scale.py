@@ -696,7 +696,9 @@ def main() -> int:
         for round_no in range(args.rounds):  # the sizes in turn, so both see the same machine
             for label, (divisor, db_name) in sizes.items():
                 runs[label].append(run_step(args, "measure", divisor, db_name, round_no)["figures"])
-                print(f"round {round_no + 1} {label}: done", file=sys.stderr, flush=True)
+                # Each round's figures as they come, so an interrupted run still shows them.
+                figures = json.dumps(runs[label][-1])
+                print(f"round {round_no + 1} {label}: done {figures}", file=sys.stderr, flush=True)
     finally:
         if not args.keep:
             for _divisor, db_name in sizes.values():
