@@ -194,12 +194,19 @@ def server_of(url: str, user: str | None, password: str | None) -> Server:
 
 
 def connect(
-    server: Server, tables: Sequence[str], *, what: str, portal: Iterable[landing.Landing] | None
+    server: Server,
+    tables: Sequence[str],
+    *,
+    what: str,
+    portal: Iterable[landing.Landing] | None,
+    timeout: int | None = None,
 ) -> Any:
     """A PyMySQL connection, refused before any statement of ours when it landed in the portal's own
-    database or when a captured table lies outside the database it landed in."""
+    database or when a captured table lies outside the database it landed in; ``timeout`` bounds
+    connecting and each read (a page's or a monitor's look at the binlog)."""
     import pymysql  # the MariaDB driver: loaded only by a MariaDB source
 
+    bounds = {} if timeout is None else {"connect_timeout": timeout, "read_timeout": timeout}
     conn = pymysql.connect(
         host=server.host,
         port=server.port,
@@ -207,6 +214,7 @@ def connect(
         user=server.user,
         password=server.password,
         autocommit=True,
+        **bounds,
     )
     try:
         found = landing.check(conn, what, portal=portal)
