@@ -386,10 +386,18 @@ def changes(
         **{k: v for k, v in where.items() if v is not None},
     )
     gtid: Gtid | None = None
+    # The domains whose transactions went past ``upto``: once all have, the run's share is read (a
+    # server written to without pause would otherwise keep the stream from ever reaching its end).
+    past: set[int] = set()
+    ends = {d for d, _, _ in upto.last} if isinstance(upto, Gtids) else set()
     try:
         for event in stream:
             if isinstance(event, MariadbGtidEvent):
                 gtid = Gtid(event.domain_id, event.gtid_seq_no, event.server_id)
+                if isinstance(upto, Gtids) and ends and not upto.covers(gtid):
+                    past.add(gtid.domain)
+                    if past >= ends:
+                        break
                 continue
             position: FilePosition | Gtid
             if isinstance(upto, Gtids):

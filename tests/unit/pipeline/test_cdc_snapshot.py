@@ -45,7 +45,9 @@ def test_a_snapshot_in_progress_is_written_into_the_watermark_and_read_back():
         split("0/1 snapshot {broken")
 
 
-def churn(execute: Callable[[str, tuple[Any, ...]], None], stop: threading.Event, upsert: str) -> int:
+def churn(
+    execute: Callable[[str, tuple[Any, ...]], None], stop: threading.Event, upsert: str, pause: float = 0.002
+) -> int:
     """Random inserts, updates and deletes over the whole key range until told to stop; how many."""
     rnd, done = random.Random(36), 0
     while not stop.is_set():
@@ -57,7 +59,7 @@ def churn(execute: Callable[[str, tuple[Any, ...]], None], stop: threading.Event
         else:
             execute(upsert, (key, f"i{done}"))
         done += 1
-        time.sleep(0.002)
+        time.sleep(pause)
     return done
 
 
@@ -209,7 +211,7 @@ def test_a_mariadb_table_is_snapshotted_in_chunks_over_runs_while_it_changes(
             cur.execute(statement.replace("shop.", f"`{name}`."), params)
 
     upsert = "INSERT INTO shop.items VALUES (%s, %s, 0) ON DUPLICATE KEY UPDATE n = n + 100"
-    worker = threading.Thread(target=churn, args=(execute, stop, upsert))
+    worker = threading.Thread(target=churn, args=(execute, stop, upsert, 0.01))
     worker.start()
     try:
         seen = snapshot_runs(spark, job, table, marks, lambda: None)
