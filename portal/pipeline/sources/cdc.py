@@ -273,6 +273,18 @@ class CdcSource(Source):
                 raise PipelineError(f"{table}: {error}. {ASK_RESNAPSHOT}") from None
         return found
 
+    @staticmethod
+    def _keyless(t: _Table, progress: cdc_snapshot.Progress | None, whole: list[_Table]) -> None:
+        """A table without a primary key: read whole when it has no position; a chunked snapshot
+        whose table lost its key meanwhile cannot go on."""
+        if progress is not None:
+            t.error = (
+                f"{t.name} has no primary key any more, and its snapshot in key chunks was under way "
+                f"(after key {list(progress.after or [])}). {ASK_RESNAPSHOT}"
+            )
+        elif t.since is None:
+            whole.append(t)
+
     def _chunk_pg(
         self, conn: Any, staged: dict[str, _Table], progress: dict[str, cdc_snapshot.Progress | None]
     ) -> list[_Table]:
@@ -280,14 +292,13 @@ class CdcSource(Source):
         the tables without a primary key and without a position, to be read whole."""
         size, per_run = cdc_snapshot.size_settings(self.props)
         start = cdc_pg.flushed(conn)  # a new snapshot's stream begins before its first chunk
-        whole = []
+        whole: list[_Table] = []
         for t in staged.values():
             if t.since is not None and progress[t.name] is None:
                 continue
             key = cdc_snapshot.pg_key(conn, t.name)
             if not key:
-                if t.since is None:
-                    whole.append(t)
+                self._keyless(t, progress[t.name], whole)
                 continue
             if t.since is None:
                 t.since = start
@@ -396,14 +407,13 @@ class CdcSource(Source):
         begins at its first chunk's position. The tables without a primary key and without a
         position, to be read whole."""
         size, per_run = cdc_snapshot.size_settings(self.props)
-        whole = []
+        whole: list[_Table] = []
         for t in staged.values():
             if t.since is not None and progress[t.name] is None:
                 continue
             key = cdc_snapshot.mariadb_key(conn, t.name)
             if not key:
-                if t.since is None:
-                    whole.append(t)
+                self._keyless(t, progress[t.name], whole)
                 continue
             chunks = t.chunked(progress[t.name] or cdc_snapshot.Progress(), key)
             for _ in range(per_run):
