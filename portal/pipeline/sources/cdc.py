@@ -10,15 +10,17 @@ for a binlog position (``file:offset``), minus the slot.
 
 The flow's slot and publication (:mod:`portal.pipeline.cdc_pg`) are created on the first run. A table
 without a position (the first run, a table added later, or ``source.cdc.resnapshot=true``) is first
-read whole in a REPEATABLE READ transaction taken after the slot exists (op ``r``); changes of the
-transactions that snapshot already sees are skipped, so the snapshot and the stream meet exactly.
-Later runs deliver the changes (ops ``c``, ``u``, ``d``) of transactions committed after the table's
+snapshotted (op ``r``): with a primary key, in key-ordered chunks over as many runs as it takes
+while its changes keep flowing (:mod:`portal.pipeline.cdc_snapshot`, which says how chunk and stream
+meet exactly); without one, read whole in a REPEATABLE READ transaction taken after the slot exists,
+the changes of the transactions that snapshot already sees skipped. Later runs deliver the changes (ops ``c``, ``u``, ``d``) of transactions committed after the table's
 position, up to the log's flushed position when the run is planned (``source.cdc.max.changes``
 bounds one run; the rest waits for the next).
 
 Each row carries the table's columns and ``_cdc_op``, ``_cdc_position`` (the commit's end position
-and the change's place in its transaction, ``%016X:%08d``: text that sorts in log order; snapshot
-rows are numbered from position 0, before every change),
+and the change's place in its transaction, ``%016X:%08d``: text that sorts in log order; a chunk's
+rows are numbered at its high watermark, ``%016X:S%012d``, a key-less table's whole read from
+position 0, before every change),
 ``_cdc_commit_time`` and ``_cdc_deleted``. A JDBC destination applies them by key with
 ``writer.write.mode=merge`` on ``extract.primary.key.fields``, ``extract.delta.fields=_cdc_position``
 and ``writer.merge.delete.column=_cdc_deleted``; a files destination keeps them as a change log.
