@@ -381,15 +381,23 @@ class CdcSource(Source):
             start = marks[0]
             for mark in marks[1:]:
                 start = start.earlier(mark)
+            # Written in batches: a Parquet row group per change costs kilobytes and a slow read.
+            pending: dict[str, tuple[list[tuple[Any, ...]], list[Any]]] = {}
             for change in cdc_mysql.changes(server, self.slot, start, upto, tables):
                 t = staged[change.table]
                 if t.since.covers(change.position):
                     continue
                 row = tuple(change.values.get(n) for n in t.names)
                 where = f"{change.position.text()}:{change.index:08d}"
-                t.write([row], [(change.op, where, change.commit_time, change.op == DELETE)])
+                rows, meta = pending.setdefault(t.name, ([], []))
+                rows.append(row)
+                meta.append((change.op, where, change.commit_time, change.op == DELETE))
+                if len(rows) >= 10_000:
+                    t.write(*pending.pop(t.name))
                 if t.chunks is not None:  # a newer change than the chunk row read of its key
                     t.chunks.saw(row, change.position)
+            for name, (rows, meta) in pending.items():
+                staged[name].write(rows, meta)
             for t in staged.values():
                 t.finish_chunks()
         finally:

@@ -211,7 +211,7 @@ def test_a_mariadb_table_is_snapshotted_in_chunks_over_runs_while_it_changes(
             cur.execute(statement.replace("shop.", f"`{name}`."), params)
 
     upsert = "INSERT INTO shop.items VALUES (%s, %s, 0) ON DUPLICATE KEY UPDATE n = n + 100"
-    worker = threading.Thread(target=churn, args=(execute, stop, upsert, 0.01))
+    worker = threading.Thread(target=churn, args=(execute, stop, upsert, 0.03))
     worker.start()
     try:
         seen = snapshot_runs(spark, job, table, marks, lambda: None)
