@@ -51,6 +51,7 @@ from portal.orchestration.control.cdc import (
 )
 from portal.orchestration.models import DatasetState, FlowExecution
 from portal.pipeline import binlog_lag, cdc_mysql, cdc_pg
+from portal.pipeline.cdc_snapshot import split as split_progress
 from portal.pipeline.cdc_snapshot import stream_position
 from portal.pipeline.pgoutput import parse_lsn
 from portal.pipeline.propertyrules import CDC_SOURCE_CLASS
@@ -89,6 +90,7 @@ class SlotReport:
     position: str | None = None  # binlog: the lowest position the tables committed
     server_position: str | None = None
     oldest_binlog: str | None = None
+    snapshots: list[str] = field(default_factory=list)  # the chunked snapshots under way
 
     @property
     def what(self) -> str:
@@ -143,6 +145,22 @@ def _marks(flow: FlowConfig, props: dict[str, str]) -> list[tuple[str, str, int 
     found = [(urn, stream_position(mark) or "", run, updated) for urn, mark, run, updated in states]
     if not tables or {f[0] for f in found} != set(tables):
         return []
+    return found
+
+
+def _snapshots(flow: FlowConfig, props: dict[str, str]) -> list[str]:
+    """The captured tables whose snapshot in key chunks is under way, and how far it got."""
+    tables = [t.strip() for t in props.get("source.cdc.tables", "").split(",") if t.strip()]
+    found = []
+    states = DatasetState.objects.filter(flow_id=flow.pk, dataset_urn__in=tables).exclude(watermark="")
+    for urn, mark in states.order_by("dataset_urn").values_list("dataset_urn", "watermark"):
+        try:
+            progress = split_progress(mark)[1]
+        except ValueError:
+            continue
+        if progress is not None:
+            after = ", ".join(str(k) for k in progress.after or []) or "the start"
+            found.append(f"{urn}: {progress.rows:,} rows read so far, up to key ({after})")
     return found
 
 
@@ -232,6 +250,7 @@ def read(flow: FlowConfig, *, fresh: bool = False, now: datetime | None = None) 
         report = _read_binlog(flow, *found, now)
     else:
         return None
+    report.snapshots = _snapshots(flow, found[1])
     cache.set(key, report, settings.CDC_SLOT_CACHE_SECONDS)
     return report
 

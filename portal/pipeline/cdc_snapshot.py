@@ -187,9 +187,11 @@ def pg_chunk(
     """The next chunk after ``after`` in a short REPEATABLE READ transaction of its own: its
     snapshot is the low watermark, the flushed position read after the rows the high one. A change
     is newer when its transaction is one the snapshot does not see and it ended by the high mark."""
-    select = sql.SQL(", ").join(sql.SQL("{}::text").format(sql.Identifier(n)) for n in names)
-    order = sql.SQL(", ").join(sql.Identifier(k) for k, _ in key)
-    query = sql.SQL("SELECT {} FROM {}").format(select, pgconn.table_ident(table))
+    # Columns named through the table's alias: a bare ORDER BY name would sort by the text output
+    # column of that name (the select list wins), not by the key's own type.
+    select = sql.SQL(", ").join(sql.SQL("t.{}::text").format(sql.Identifier(n)) for n in names)
+    order = sql.SQL(", ").join(sql.SQL("t.{}").format(sql.Identifier(k)) for k, _ in key)
+    query = sql.SQL("SELECT {} FROM {} AS t").format(select, pgconn.table_ident(table))
     params: list[Any] = []
     if after is not None:
         bound = sql.SQL(", ").join(sql.SQL("%s::{}").format(sql.SQL(kind)) for _, kind in key)

@@ -23,6 +23,7 @@ from portal.flows import services as flow_services
 from portal.monitoring import slots
 from portal.orchestration.models import DatasetState
 from portal.pipeline import cdc_mysql
+from portal.pipeline.cdc_snapshot import Progress, join
 from portal.topology import services as topology
 from tests.factories import UserFactory
 from tests.mariadb_binlog import binlog_mariadb  # noqa: F401 (fixture)
@@ -176,6 +177,8 @@ def test_a_file_position_counts_exact_bytes_and_a_purged_one_is_lost(capture):
     report = slots.read(flow, fresh=True)
     assert report.status == "lost" and report.lag_bytes is None and report.lag_transactions == 1
 
-    commit(capture, here(capture), minutes_ago=1)  # a new snapshot's position: in the files kept
+    # A new snapshot under way, in key chunks: its stream position is in the files kept.
+    commit(capture, join(here(capture), Progress(("7",), 16)), minutes_ago=1)
     report = slots.read(flow, fresh=True)
     assert report.status == "ok" and report.lag_bytes == 0
+    assert report.snapshots == [f"{capture['name']}.customers: 16 rows read so far, up to key (7)"]
