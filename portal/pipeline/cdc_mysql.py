@@ -377,7 +377,8 @@ def changes(
     else:
         where = {"log_file": start.file, "log_pos": start.offset, "resume_stream": True}
     stream = BinLogStreamReader(
-        connection_settings=server.settings(),
+        # A slow reader (a busy worker) is not cut off by the server's 60 s default.
+        connection_settings={**server.settings(), "init_command": "SET SESSION net_write_timeout = 600"},
         server_id=server_id(name),
         blocking=False,
         only_events=[MariadbGtidEvent, WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent],
@@ -390,6 +391,10 @@ def changes(
     # server written to without pause would otherwise keep the stream from ever reaching its end).
     past: set[int] = set()
     ends = {d for d, _, _ in upto.last} if isinstance(upto, Gtids) else set()
+    # The library reconnects by itself on a lost connection (2013, 2006) and reads again from the
+    # start position: what was read already is skipped, by its place in the log.
+    done: dict[int, tuple[int, int]] = {}
+    done_file: FilePosition | None = None
     try:
         for event in stream:
             if isinstance(event, MariadbGtidEvent):
@@ -406,10 +411,16 @@ def changes(
                 gtid = position = Gtid(gtid.domain, gtid.seq, gtid.server, gtid.event + 1)
                 if not upto.covers(position):
                     continue  # committed after the run was planned: the next run's
+                if (position.seq, position.event) <= done.get(position.domain, (-1, -1)):
+                    continue  # read before the library reconnected
+                done[position.domain] = (position.seq, position.event)
             else:
                 position = FilePosition(str(stream.log_file), int(event.packet.log_pos))
                 if position > upto:
                     break
+                if done_file is not None and position <= done_file:
+                    continue  # read before the library reconnected
+                done_file = position
             table = wanted.get(event.table)
             if table is None:
                 continue
