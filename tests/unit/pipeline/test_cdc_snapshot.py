@@ -15,13 +15,14 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
+import pyarrow as pa
 import pymysql
 import pytest
 
 from portal.pipeline import cdc_pg, cdc_snapshot, run_job
 from portal.pipeline.cdc_snapshot import Progress, join, split, stream_position
 from portal.pipeline.pgoutput import parse_lsn
-from portal.pipeline.sources.cdc import acknowledge
+from portal.pipeline.sources.cdc import _META, acknowledge
 from tests.mariadb_binlog import binlog_mariadb  # noqa: F401 (fixture)
 from tests.pg_logical import logical_pg  # noqa: F401 (fixture)
 
@@ -43,6 +44,29 @@ def test_a_snapshot_in_progress_is_written_into_the_watermark_and_read_back():
     assert join("gtid:0-1-9", None) == "gtid:0-1-9"
     with pytest.raises(ValueError, match="not a snapshot's progress"):
         split("0/1 snapshot {broken")
+
+
+def test_a_chunk_row_whose_key_the_log_shows_newer_is_dropped(tmp_path: Path):
+    """The window rule on its own: a change the chunk's read did not see (here: a change at log
+    place 7, inside the window) drops its key's chunk row; older changes and other keys keep theirs;
+    a chunk shorter than the chunk size ends the snapshot."""
+    schema = pa.schema([("id", pa.string()), ("name", pa.string()), *_META])
+    staged = cdc_snapshot.Staged(str(tmp_path / "t.chunks.parquet"), schema, [0], Progress())
+    rows = [("1", "a"), ("2", "b"), ("3", "c")]
+    chunk = cdc_snapshot.Chunk(
+        rows, [(r[0],) for r in rows], "00000000000000A0", lambda at, _x: 5 < at <= 9, 4
+    )
+    staged.add(chunk, "r")
+    staged.saw(("2", "b2"), 7)  # newer than the read: the change carries the row
+    staged.saw(("3", "c0"), 4)  # seen by the read: the chunk row stays
+    staged.saw(("9", "z"), 8)  # a key of no chunk
+    kept = [b.to_pylist() for b in staged.rows_kept()]
+    assert [(r["id"], r["name"], r["_cdc_position"]) for batch in kept for r in batch] == [
+        ("1", "a", "00000000000000A0:S000000000000"),
+        ("3", "c", "00000000000000A0:S000000000002"),
+    ]
+    assert staged.done and staged.watermark("0/A0") == "0/A0"
+    assert staged.progress == Progress(("3",), 3)
 
 
 def churn(
