@@ -156,6 +156,16 @@ DATABASES = {
         conn_max_age=env_int("DATABASE_CONN_MAX_AGE", 0),
     )
 }
+if not DATABASES["default"]["ENGINE"].endswith(("postgresql", "sqlite3")):
+    # The portal's own tables are built and tested on these two; MySQL/MariaDB
+    # stops half-way through the migrations (an index longer than InnoDB
+    # allows), so say so before anything is written. A MySQL/MariaDB server is
+    # a data node, not the portal's database.
+    raise ImproperlyConfigured(
+        f"DATABASE_URL names a {DATABASES['default']['ENGINE'].rsplit('.', 1)[-1]} database: the portal's "
+        "own database must be PostgreSQL (postgres://…) or SQLite (sqlite:///…). MySQL and MariaDB "
+        "servers are welcome as data nodes."
+    )
 if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
     # Several processes (web, worker, scheduler) share the file: wait for locks
     # instead of failing, and take the write lock at BEGIN so a read never has

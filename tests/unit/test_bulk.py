@@ -1,14 +1,17 @@
-"""The scheduler's bulk insert fills every column a model instance would."""
+"""The bulk writes: an insert fills every column a model instance would; an
+update writes each row's own values, JSON and awkward text included."""
 
 from __future__ import annotations
 
+import uuid
 from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from portal.bulk import insert_rows
+from portal.bulk import insert_rows, update_rows
+from portal.flows.models import CompiledJobDag
 from portal.orchestration.models import ExecutionStatus, FlowExecution
 from tests.factories import FlowConfigFactory
 
@@ -58,3 +61,44 @@ def test_a_duplicate_row_raises_djangos_integrity_error():
     insert_rows(FlowExecution, columns, **constants)
     with pytest.raises(IntegrityError), transaction.atomic():
         insert_rows(FlowExecution, columns, **constants)
+
+
+@pytest.mark.django_db
+def test_an_update_of_many_rows_writes_each_rows_own_json_and_text():
+    """A recompile stores a batch of DAGs at once: quotes, backslashes, newlines,
+    non-ASCII, nested JSON and empty values must land exactly, row by row."""
+    flows = [FlowConfigFactory() for _ in range(3)]
+    dags = [CompiledJobDag.objects.create(flow=flow, dag={}, revision=1) for flow in flows]
+    tokens = [uuid.uuid4() for _ in flows]
+    awkward = ['say "hi"', "back\\slash", "line\nbreak, comma; ünïcode ✓"]
+    for n, row in enumerate(dags):
+        row.dag = {"jobs": [{"name": awkward[n], "props": {"k": awkward[(n + 1) % 3]}}], "n": n}
+        row.topology_token = tokens[n]
+        flows[n].compilation_message = awkward[n]
+        row.revision = 10 + n
+    dags[2].dag = {}  # an empty document too
+
+    update_rows(dags, ["dag", "topology_token", "revision"])
+    update_rows(flows, ["compilation_message"])
+
+    stored = {row.flow_id: row for row in CompiledJobDag.objects.filter(flow__in=flows)}
+    for n, flow in enumerate(flows):
+        assert stored[flow.pk].dag == dags[n].dag
+        assert stored[flow.pk].topology_token == tokens[n]
+        assert stored[flow.pk].flow.compilation_message == awkward[n]
+        assert stored[flow.pk].revision == 10 + n
+
+
+@pytest.mark.django_db
+def test_an_update_touches_only_the_rows_it_is_given():
+    flows = [FlowConfigFactory(compilation_message="before") for _ in range(3)]
+    flows[0].compilation_message, flows[1].compilation_message = "first", ""
+
+    update_rows(flows[:2], ["compilation_message"])
+
+    messages = dict(
+        flows[0]
+        .__class__.objects.filter(pk__in=[f.pk for f in flows])
+        .values_list("pk", "compilation_message")
+    )
+    assert messages == {flows[0].pk: "first", flows[1].pk: "", flows[2].pk: "before"}

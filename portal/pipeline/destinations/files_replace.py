@@ -8,7 +8,8 @@ dataset folder (:class:`FsReplaceCommitStep`) instead:
    names starting with ``.`` or ``_``): for ``overwrite`` the run's files are moved there; for
    ``merge``/``history`` the stored rows and the run's are merged in Arrow
    (:mod:`portal.pipeline.destinations.tablemerge`) and written there as one file;
-2. a marker file ``_FLOWPORT_PUBLISH`` naming the run goes in it;
+2. earlier runs' set-aside bad records (``_errors/``) are linked into it, and a marker file
+   ``_FLOWPORT_PUBLISH`` naming the run;
 3. the folders are exchanged: on Linux with one ``renameat2(RENAME_EXCHANGE)``, so a reader sees the
    old dataset or the new one, never half; elsewhere (Hadoop URIs) the old folder is renamed aside
    and the new one into place (a reader may find no folder for that instant, never a mix);
@@ -35,7 +36,7 @@ import shutil
 from collections.abc import Mapping
 from typing import Any
 
-from portal.pipeline import fs
+from portal.pipeline import badrows, fs
 from portal.pipeline.destinations import tablemerge
 from portal.pipeline.destinations.base import CommitStep, register_step_type
 from portal.pipeline.errors import CommitConflictError, ConfigError
@@ -169,6 +170,8 @@ class FsReplaceCommitStep(CommitStep):
                 self._move(files, new)
             else:
                 self._rewrite(folder, files, new)
+            if self.data["mode"] != "swap":  # swap's _keep links everything kept, these included
+                self._keep_set_aside(folder, new)
             fs.write_text(fs.join(new, MARKER), self.data["token"])
             self._swap(new, folder, old)
 
@@ -196,6 +199,29 @@ class FsReplaceCommitStep(CommitStep):
                 if relative in retired or relative == MARKER:
                     continue
                 target = os.path.join(into, relative)
+                if os.path.exists(target):
+                    continue  # linked by an earlier attempt
+                os.makedirs(os.path.dirname(target), exist_ok=True)
+                try:
+                    os.link(full, target)
+                except OSError:
+                    shutil.copy2(full, target)
+
+    @staticmethod
+    def _keep_set_aside(folder: str, new: str) -> None:
+        """Earlier runs' bad records (``_errors/``) linked into ``new``: replacing the data does
+        not take away what their execution pages link to. Hard links, so a crash before the
+        exchange leaves the old folder whole; on a Hadoop URI they go with the old content."""
+        if not (fs.is_local(folder) and fs.exists(fs.join(folder, badrows.FOLDER))):
+            return
+        base, into = (
+            fs.local_path(fs.join(folder, badrows.FOLDER)),
+            fs.local_path(fs.join(new, badrows.FOLDER)),
+        )
+        for dirpath, _, names in os.walk(base):
+            for name in names:
+                full = os.path.join(dirpath, name)
+                target = os.path.join(into, os.path.relpath(full, base))
                 if os.path.exists(target):
                     continue  # linked by an earlier attempt
                 os.makedirs(os.path.dirname(target), exist_ok=True)

@@ -7,6 +7,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from portal.bulk import update_rows
 from portal.flows import refresh
 from portal.flows import services as flow_services
 from portal.flows.compiler.record import record_batch
@@ -204,3 +205,40 @@ def test_compiled_dags_are_stored_with_the_cheaper_compression():
             "AND attname = 'dag'"
         )
         assert cursor.fetchone()[0] == "l"
+
+
+def test_rewriting_a_pages_worth_of_verdicts_touches_none_of_the_flow_tables_indexes(owner):
+    """A recompile batch rewrites the verdicts of hundreds of flows in one
+    transaction (the message names the executors); with room on each page
+    (migration flows 0015) they are heap-only updates: no new entry in
+    the flow table's nine indexes, four of them trigram GIN."""
+    flows = FlowConfig.objects.bulk_create(
+        FlowConfig(
+            flow_group="bulk",
+            flow_name=f"f{n:03d}",
+            owner=owner,
+            source="a",
+            compilation_message="2 jobs: a → b on e1; b → c on e2",
+        )
+        for n in range(300)
+    )
+    for one in flows:
+        one.compilation_message = "2 jobs: a → b on e7; b → c on e2"  # the route moved to e7
+
+    def counters() -> tuple[int, int]:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT pg_stat_get_xact_tuples_updated('flows_flowconfig'::regclass), "
+                "pg_stat_get_xact_tuples_hot_updated('flows_flowconfig'::regclass)"
+            )
+            return cursor.fetchone()
+
+    updated, heap_only = counters()
+    update_rows(flows, ["compilation_message"])
+    after_updated, after_heap_only = counters()
+
+    assert after_updated - updated == 300
+    assert after_heap_only - heap_only == 300
+    assert set(
+        FlowConfig.objects.filter(flow_group="bulk").values_list("compilation_message", flat=True)
+    ) == {"2 jobs: a → b on e7; b → c on e2"}

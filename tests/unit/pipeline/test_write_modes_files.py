@@ -254,3 +254,22 @@ def test_a_backfill_swaps_the_files_its_loads_published_even_after_a_crash_midwa
     assert (lake / "l1.parquet").stat().st_nlink == 1 and not (lake / "l2.parquet").exists()
     assert (lake / "_errors" / "bad.jsonl").exists()
     assert CommitSequence.from_dicts([data]).run() == 0  # replayed: nothing swapped twice
+
+
+@pytest.mark.parametrize("mode", ["overwrite", "merge", "history"])
+def test_replacing_the_data_keeps_earlier_runs_bad_records(tmp_path: Path, mode: str) -> None:
+    """Run 1's set-aside rows stay where its execution page links them when run 2 replaces the
+    dataset, also when run 2's publish is run again after a crash."""
+    _published(tmp_path, [1])
+    errors = tmp_path / "lake" / "customers" / "_errors"
+    errors.mkdir()
+    (errors / "1-0.jsonl").write_text('{"reason": "3 field(s), expected 2"}\n')
+    files = [_parquet(tmp_path / "t2" / "n.parquet", [{"id": 9, "name": "new", "deleted": False}])]
+    data = _step(tmp_path, 2, mode, files)
+
+    assert CommitSequence.from_dicts([data]).run() == 1
+    assert CommitSequence.from_dicts([data]).run() == 0
+
+    assert (errors / "1-0.jsonl").read_text() == '{"reason": "3 field(s), expected 2"}\n'
+    assert sorted(p.name for p in errors.iterdir()) == ["1-0.jsonl"]
+    assert 9 in [r["id"] for r in _rows(tmp_path)]  # the data was replaced all the same

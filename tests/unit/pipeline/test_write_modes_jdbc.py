@@ -180,6 +180,35 @@ def test_a_postgresql_overwrite_takes_the_staging_table_unless_the_target_has_it
     db.run("DROP VIEW wm_names")
 
 
+def test_a_postgresql_merge_rewrites_only_the_rows_that_changed(
+    pg: psycopg.Connection, pg_database: dict, mysql_database: dict
+) -> None:
+    """A run that reads rows again unchanged (a re-run, a backfill) leaves those rows as they are
+    stored (no new row version: the same ``xmin``), even in a column with no equality operator
+    (json); a changed row, a NULL that became a value and a new key are written."""
+    db = Db("postgresql", pg, pg_database, mysql_database)
+    db.run("DROP TABLE IF EXISTS wm_customers")
+    db.run("DROP TABLE IF EXISTS wm_marker")
+    db.stage("wm_s1", [(1, "ann", 1, False), (2, "bob", 1, False), (3, "cid", 1, False)])
+    _publish(db.step(1, "merge", ["wm_s1"], 3))
+    db.run("ALTER TABLE wm_customers ADD COLUMN doc json")  # the target's own column, kept
+    db.run("""UPDATE wm_customers SET doc = '{"a": 1}', name = NULL WHERE id = 3""")
+    stored = dict(db.rows("SELECT id, xmin FROM wm_customers"))
+    db.stage(
+        "wm_s2", [(1, "ann", 1, False), (2, "bobby", 2, False), (3, "cid", 1, False), (4, "dan", 2, False)]
+    )
+    assert _publish(db.step(2, "merge", ["wm_s2"], 4)) == 1
+    now = dict(db.rows("SELECT id, xmin FROM wm_customers"))
+    assert now["1"] == stored["1"]  # unchanged: not rewritten
+    assert now["2"] != stored["2"] and now["3"] != stored["3"]
+    assert db.rows("SELECT id, name, doc::text FROM wm_customers ORDER BY id") == [
+        ("1", "ann", "NULL"),
+        ("2", "bobby", "NULL"),
+        ("3", "cid", '{"a": 1}'),
+        ("4", "dan", "NULL"),
+    ]
+
+
 def test_a_publish_that_fails_midway_leaves_the_old_rows(db: Db) -> None:
     db.stage("wm_s1", [(1, "ann", 1, False)])
     _publish(db.step(1, "overwrite", ["wm_s1"], 1))
