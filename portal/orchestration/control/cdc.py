@@ -26,7 +26,7 @@ from portal.keys.services import decrypt_properties
 from portal.orchestration.control.jobspecs import bind_hop
 from portal.orchestration.models import DatasetState
 from portal.orchestration.state import statestore
-from portal.pipeline import cdc_pg
+from portal.pipeline import cdc_mysql, cdc_pg
 from portal.topology.reach import portal_landings
 
 logger = logging.getLogger(__name__)
@@ -48,16 +48,31 @@ def capture_of(flow: Any) -> tuple[str, dict[str, str]] | None:
     return None
 
 
-def capturing_hop(flow: Any) -> tuple[str, list[str]] | None:
-    """The job name and captured tables of the flow's first hop that reads the cdc source (on
-    PostgreSQL or MariaDB), or None."""
+def binlog_capture_of(flow: Any) -> tuple[str, dict[str, str]] | None:
+    """Like :func:`capture_of` for a flow whose first hop reads a MariaDB binlog (no slot: the name
+    is the one its stream announces itself by)."""
     dag = getattr(getattr(flow, "compiled_dag", None), "dag", None) or {}
+    for plan in dag.get("jobs", []):
+        if plan.get("parents"):
+            continue
+        props = bind_hop(plan, [], final=True)
+        url = props.get("source.jdbc.url") or ""
+        if props.get("source.class") == CDC_SOURCE and url.startswith(("jdbc:mariadb:", "jdbc:mysql:")):
+            return cdc_pg.slot_name(flow.pk, flow.flow_group, flow.flow_name), props
+    return None
+
+
+def capturing_hops(flow: Any) -> list[tuple[str, list[str]]]:
+    """The job name and captured tables of each of the flow's first hops that read the cdc source
+    (on PostgreSQL or MariaDB): one per destination of the flow, each with its own positions."""
+    dag = getattr(getattr(flow, "compiled_dag", None), "dag", None) or {}
+    found = []
     for plan in dag.get("jobs", []):
         props = plan.get("properties") or {}
         if not plan.get("parents") and props.get("source.class") == CDC_SOURCE:
             tables = [t.strip() for t in str(props.get("source.cdc.tables", "")).split(",") if t.strip()]
-            return str(plan["jobName"]), list(dict.fromkeys(tables))
-    return None
+            found.append((str(plan["jobName"]), list(dict.fromkeys(tables))))
+    return found
 
 
 class NotCapturing(ValueError):
@@ -68,21 +83,22 @@ def resnapshot(flow: Any, *, user: Any) -> list[str]:
     """Clear the positions of the flow's captured tables so that its next run reads them whole from
     a new snapshot; the tables whose position was cleared. Refused (``PendingCommitSteps``) while a
     table has unfinished commit steps: they would set the position back."""
-    found = capturing_hop(flow)
-    if found is None:
+    hops = capturing_hops(flow)
+    if not hops:
         raise NotCapturing(f"flow {flow} does not capture changes (source.class {CDC_SOURCE})")
-    job_name, tables = found
     cleared = []
-    with transaction.atomic():
-        states = DatasetState.objects.filter(flow_id=flow.pk, job_name=job_name, dataset_urn__in=tables)
-        for state in states.exclude(watermark="").order_by("dataset_urn"):
-            statestore.reset_watermark(
-                state,
-                watermark="",
-                reason="a new snapshot was asked for: the next run reads the table whole again",
-                changed_by=getattr(user, "username", "") or str(user),
-            )
-            cleared.append(state.dataset_urn)
+    with transaction.atomic():  # every destination's positions: the slot may then be made anew
+        for job_name, tables in hops:
+            states = DatasetState.objects.filter(flow_id=flow.pk, job_name=job_name, dataset_urn__in=tables)
+            for state in states.exclude(watermark="").order_by("dataset_urn"):
+                statestore.reset_watermark(
+                    state,
+                    watermark="",
+                    reason="a new snapshot was asked for: the next run reads the table whole again",
+                    changed_by=getattr(user, "username", "") or str(user),
+                )
+                if state.dataset_urn not in cleared:
+                    cleared.append(state.dataset_urn)
     logger.info("flow %s: new snapshot asked by %s; positions cleared: %s", flow, user, ", ".join(cleared))
     return cleared
 
@@ -98,6 +114,19 @@ def source_connection(props: dict[str, str], flow_label: str, timeout: int | Non
         what=f"flow {flow_label}",
         portal=portal_landings(),
         timeout=timeout,
+    )
+
+
+def binlog_connection(props: dict[str, str], flow_label: str, timeout: int | None = None) -> Any:
+    """A connection to a binlog flow's MariaDB server, reached as :func:`source_connection` reaches
+    a PostgreSQL one (credentials decrypted here, the portal's own database refused)."""
+    clear = decrypt_properties(props)
+    server = cdc_mysql.server_of(
+        clear["source.jdbc.url"], clear.get("source.conn.username"), clear.get("source.conn.password")
+    )
+    tables = [t.strip() for t in str(clear.get("source.cdc.tables", "")).split(",") if t.strip()]
+    return cdc_mysql.connect(
+        server, tables, what=f"flow {flow_label}", portal=portal_landings(), timeout=timeout
     )
 
 

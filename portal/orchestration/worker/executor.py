@@ -36,7 +36,7 @@ from portal.orchestration.models import (
     JobStatus,
 )
 from portal.orchestration.signals import job_run_changed
-from portal.orchestration.state import joblogs, lakestate, statestore
+from portal.orchestration.state import cdcpositions, joblogs, lakestate, statestore
 from portal.orchestration.state.commitstore import FailpointCrash, failpoint
 from portal.orchestration.state.glance import note_run
 from portal.orchestration.state.publish import DatasetCommit, commit
@@ -280,6 +280,8 @@ class JobRun:
         )
         for line in lakestate.catch_up(spec, spec.previous_watermarks):  # an Iceberg table may be ahead
             self.log.write(line)
+        if others := cdcpositions.hand_over(self.job, spec):  # a cdc flow's other destinations
+            self.log.write(f"the other destinations' log positions: {others}")
         self.log.write(
             f"attempt {self.attempt} on {self.worker}; previous watermarks: {spec.previous_watermarks or 'none'}"
         )
@@ -331,8 +333,11 @@ class JobRun:
             return
         failpoint("before_source_ack")
         try:
+            cdcpositions.hand_over(self.job, spec)  # the slot is released to the lowest of them all
             if cdc_source.acknowledge(spec, committed):
-                self.log.write("the source's log was released up to what every table committed")
+                self.log.write(
+                    "the source's log was released up to what every destination's tables committed"
+                )
         except Exception as error:  # the next run's start releases it
             self.log.write(f"the source's log was not released now: {type(error).__name__}: {error}")
 

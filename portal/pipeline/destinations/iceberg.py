@@ -17,10 +17,10 @@ branch) then
   no-op once done, so a retry after a crash finds them there), and
 * makes ONE catalog commit (one pyiceberg transaction) in the branch's write mode
   (:mod:`portal.pipeline.destinations.write_modes`): ``add_files`` for ``append``; for ``overwrite`` a delete of
-  every row and ``add_files``; for ``merge`` an upsert on ``extract.primary.key.fields`` (matched
-  rows replaced, new rows inserted, the latest row of the run per key by the first
-  ``extract.delta.fields`` winning; keys whose row has ``writer.merge.delete.column`` true
-  deleted); for ``history`` the table's rows and the run's computed as SCD type 2
+  every row and ``add_files``; for ``merge`` Iceberg row-level changes on ``extract.primary.key.fields``
+  (the stored rows of the run's keys deleted, the latest row of the run per key by the first
+  ``extract.delta.fields`` appended unless its ``writer.merge.delete.column`` is true: MERGE INTO's
+  update, insert and delete; a change-data-capture flow's changes are applied so); for ``history`` the table's rows and the run's computed as SCD type 2
   (:mod:`portal.pipeline.destinations.tablemerge`) replace the table's. The rows are read into Arrow on the
   committing worker for a merge or a history only. New columns of the run are added to the table
   schema in the same commit; readers see the table before or after it, never between.
@@ -495,8 +495,7 @@ class IcebergCommitStep(SecretBearingStep):
                     snapshot_properties=self.summary(),
                 )
             if rows is not None and len(rows):
-                tx.upsert(rows, join_cols=list(d["merge_keys"]), snapshot_properties=self.summary())
-                self._delete_keys(tx, rows)
+                self._merge(tx, rows)
             marks = {_run_key(d["job_name"], d["dataset_urn"], d["branch"]): self.run_mark}
             if d["watermark"] is not None:
                 marks[_watermark_key(d["job_name"], d["dataset_urn"])] = json.dumps(
@@ -504,25 +503,23 @@ class IcebergCommitStep(SecretBearingStep):
                 )
             tx.set_properties(**marks)
 
-    def _delete_keys(self, tx: Any, rows: Any) -> None:
-        """A merge's deletes: the keys whose latest row has ``delete_column`` true."""
-        column = self.data.get("delete_column")
-        if not column or column not in rows.column_names:
-            return
+    def _merge(self, tx: Any, rows: Any) -> None:
+        """A merge as Iceberg row-level changes in the commit's transaction: every stored row of a
+        key the run brings is deleted, then the run's latest row of each key is appended unless its
+        ``delete_column`` is true (MERGE INTO's matched-update, not-matched-insert and
+        matched-delete). Not pyiceberg's ``upsert``: it reads the stored rows in the schema of the
+        table's last snapshot, so a column added in this same commit (a source's schema change)
+        breaks it. A change log's rows are whole rows, so replacing a key's row is its update."""
         import pyarrow.compute as pc
-        from pyiceberg.expressions import And, EqualTo, Or
 
         keys = list(self.data["merge_keys"])
-        gone = rows.filter(pc.fill_null(pc.cast(rows[column], "bool"), False)).select(keys).to_pylist()
-        # pyiceberg's stubs name the literal ``value``; at run time it is the second argument.
-        matches = [
-            EqualTo(keys[0], row[keys[0]])  # type: ignore[call-arg]
-            if len(keys) == 1
-            else And(*(EqualTo(k, row[k]) for k in keys))  # type: ignore[call-arg]
-            for row in gone
-        ]
-        if matches:
-            tx.delete(matches[0] if len(matches) == 1 else Or(*matches), snapshot_properties=self.summary())
+        if tx.table_metadata.current_snapshot_id is not None:
+            tx.delete(_key_filter(rows, keys), snapshot_properties=self.summary())
+        column = self.data.get("delete_column")
+        if column and column in rows.column_names:
+            rows = rows.filter(pc.invert(pc.fill_null(pc.cast(rows[column], "bool"), False)))
+        if len(rows):
+            tx.append(_in_table_order(rows, tx.table_metadata.schema()), snapshot_properties=self.summary())
 
     @staticmethod
     def _evolve(tx: Any, schema: Any) -> None:
@@ -547,6 +544,37 @@ def _flat(relative: str, src: str) -> str:
     parts = src.replace("\\", "/").split("/")
     task = next((p for p in parts if p.startswith("task_")), "")
     return f"{task}/{relative}" if task else relative
+
+
+def _key_filter(rows: Any, keys: list[str]) -> Any:
+    """The Iceberg expression matching the stored rows of the run's keys (``In`` on one key)."""
+    from pyiceberg.expressions import And, EqualTo, In, Or
+
+    if len(keys) == 1:
+        values = {v for v in rows[keys[0]].to_pylist() if v is not None}
+        return In(keys[0], values)  # type: ignore[call-arg,arg-type]
+    # pyiceberg's stubs name the term and literals as keywords; at run time they are positional.
+    matches = [
+        And(*(EqualTo(k, row[k]) for k in keys))  # type: ignore[call-arg,arg-type]
+        for row in rows.select(keys).to_pylist()
+    ]
+    return matches[0] if len(matches) == 1 else Or(*matches)
+
+
+def _in_table_order(rows: Any, schema: Any) -> Any:
+    """A merge's rows with the table's columns in the table's order: a column the table gained
+    earlier (``union_by_name`` adds at the end) and the run lacks comes as NULLs, so an upsert
+    after a schema change compares like with like (pyiceberg casts to the table's order)."""
+    import pyarrow as pa
+
+    target = schema.as_arrow()
+    columns = []
+    for field in target:
+        if field.name in rows.column_names:
+            columns.append(rows[field.name])
+        else:
+            columns.append(pa.nulls(len(rows), field.type))
+    return pa.Table.from_arrays(columns, names=[f.name for f in target])
 
 
 def _latest_per_key(tables: list[Any], keys: list[str], order: str | None) -> Any | None:

@@ -19,13 +19,21 @@ class Lake:
         self.tmp = tmp_path
         self.uri, self.warehouse = f"sqlite:///{tmp_path / 'catalog.db'}", str(tmp_path / "warehouse")
 
-    def publish(self, execution: int, mode: str, rows: list[tuple[int, str, bool]]) -> int:
+    def publish(
+        self,
+        execution: int,
+        mode: str,
+        rows: list[tuple[int, str, bool]],
+        extra: dict[str, list[Any]] | None = None,
+    ) -> int:
+        """``extra``: columns of this run only, before the delete column (a source's new column)."""
         out = self.tmp / "work" / str(execution) / f"task_job_{execution}_0" / "branch_0"
         out.mkdir(parents=True)
         table = pa.table(
             {
                 "id": pa.array([r[0] for r in rows], pa.int64()),
                 "name": [r[1] for r in rows],
+                **(extra or {}),
                 "deleted": [r[2] for r in rows],
             }
         )
@@ -76,6 +84,31 @@ def test_merge_deletes_the_keys_marked_deleted(tmp_path: Path) -> None:
     lake.publish(1, "merge", [(1, "ann", False), (2, "bob", False)])
     lake.publish(2, "merge", [(2, "bob", True), (3, "cid", False), (1, "anna", False)])
     assert [(r["id"], r["name"]) for r in lake.rows()] == [(1, "anna"), (3, "cid")]
+
+
+def test_a_merge_after_the_source_gained_a_column_adds_it_and_merges_by_key(tmp_path: Path) -> None:
+    """The new column lies before the delete column in the run's rows but is added at the table's
+    end: the merge still matches keys, deletes, and the older rows read it as NULL."""
+    lake = Lake(tmp_path)
+    lake.publish(1, "merge", [(1, "ann", False), (2, "bob", False), (3, "cid", False)])
+    lake.publish(
+        2,
+        "merge",
+        [(2, "bob", True), (3, "cid", False), (4, "dan", False)],
+        {"tier": ["x", "gold", "silver"]},
+    )
+    assert lake.table().schema().column_names == ["id", "name", "deleted", "tier"]
+    assert [(r["id"], r["name"], r["tier"]) for r in lake.rows()] == [
+        (1, "ann", None),
+        (3, "cid", "gold"),
+        (4, "dan", "silver"),
+    ]
+    lake.publish(3, "merge", [(1, "anne", False)])  # a run without the column: the table keeps it
+    assert [(r["id"], r["name"], r["tier"]) for r in lake.rows()] == [
+        (1, "anne", None),
+        (3, "cid", "gold"),
+        (4, "dan", "silver"),
+    ]
 
 
 def test_history_keeps_every_version(tmp_path: Path) -> None:
