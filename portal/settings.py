@@ -359,6 +359,10 @@ if SCHEDULER_DEFAULT_CATCH_UP not in ("skip", "latest", "all"):
     raise ImproperlyConfigured("SCHEDULER_CATCH_UP must be skip, latest or all")
 # With catch-up "all", at most this many missed ticks per flow are run.
 SCHEDULER_MAX_CATCH_UP = env_int("SCHEDULER_MAX_CATCH_UP", 100)
+# Ticks due within this many seconds are written ahead (the execution and its LAUNCH,
+# due at the tick), so a top of the hour's burst is done before it comes
+# (orchestration.control.scheduler). 0: each tick is written when it comes due.
+SCHEDULER_LOOKAHEAD_SECONDS = env_int("SCHEDULER_LOOKAHEAD_SECONDS", 60)
 # A flow triggered by files arriving in its source folder: how often the folder is looked at.
 TRIGGER_FILES_POLL_SECONDS = env_int("TRIGGER_FILES_POLL_SECONDS", 10)
 # History retention (portal/orchestration/state/retention.py): finished executions,

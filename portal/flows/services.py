@@ -27,7 +27,7 @@ from portal.flows.compiler.templates import (
 from portal.flows.models import DESTINATION_PROPERTY, SOURCE_PROPERTY, FlowConfig
 from portal.flows.schedules import to_unix_cron
 from portal.flows.secrets import validate_flow_secrets, with_column_rules_key
-from portal.flows.signals import flow_catalog_changed
+from portal.flows.signals import flow_catalog_changed, flow_pause_changed
 from portal.flows.tablesets import database_reach_problems, table_pattern_problems
 from portal.pipeline.jobcheck import job_property_problems
 from portal.pipeline.propertyrules import closest_known_key
@@ -289,7 +289,8 @@ def create_flow(*, owner: User, data: dict[str, Any]) -> FlowConfig:
 def set_paused(flow: FlowConfig, paused: bool, *, by: str = "") -> FlowConfig:
     """Pause or resume a flow's schedule without editing it.
 
-    Only the pause fields change (no catalog event, no recompile). The
+    Only the pause fields change (no catalog event, no recompile; the
+    scheduler hears of it to withdraw the ticks it wrote ahead). The
     scheduler leaves a paused flow's cursor where it stopped, so on resume the
     ticks that came due meanwhile are "missed" ticks and follow the flow's
     catch-up policy like any other (orchestration.control.scheduler)."""
@@ -298,9 +299,11 @@ def set_paused(flow: FlowConfig, paused: bool, *, by: str = "") -> FlowConfig:
         flow.paused = paused
         flow.paused_at = timezone.now() if paused else None
         flow.paused_by = by if paused else ""
-        FlowConfig.objects.filter(pk=flow.pk).update(
-            paused=flow.paused, paused_at=flow.paused_at, paused_by=flow.paused_by
-        )
+        with transaction.atomic():
+            FlowConfig.objects.filter(pk=flow.pk).update(
+                paused=flow.paused, paused_at=flow.paused_at, paused_by=flow.paused_by
+            )
+            flow_pause_changed.send(sender=FlowConfig, flow=flow, paused=flow.paused)
         logger.info("flow %s %s by %s", flow, "paused" if paused else "resumed", by or "?")
     return flow
 

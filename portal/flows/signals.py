@@ -9,3 +9,8 @@ back together with the flow. Receivers get `action` ("add", "update",
 from django.dispatch import Signal
 
 flow_catalog_changed = Signal()
+
+# Sent by `flows.services.set_paused` inside its transaction when a flow is
+# paused or resumed (`flow`, `paused`): the scheduler withdraws the ticks it
+# wrote ahead for a paused flow.
+flow_pause_changed = Signal()

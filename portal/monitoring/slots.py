@@ -19,6 +19,13 @@ Each condition raises its event once per episode (``cdc.slot_lagging``, ``cdc.sl
 the count of the condition's earlier clearances, so several schedulers raise each event once.
 Thresholds are the flow's properties ``source.cdc.alert.lag.bytes``, ``source.cdc.alert.lag.seconds``
 and ``source.cdc.alert.inactive.seconds`` (0 turns one off), defaulting to the settings.
+
+A MariaDB flow has no slot: its card and the monitor read the server's binlog against the lowest
+position every table committed (:mod:`portal.pipeline.binlog_lag`) over the same short timeout and
+cache, and raise the same ``cdc.slot_lagging`` / ``cdc.slot_ok``; a position in binlog files the
+server no longer has (expired or purged) is ``cdc.slot_lost``. Nothing is kept for the flow on such a
+server, so there is no *inactive* condition (a stopped flow costs the server nothing, but may see its
+position expire: that is the *lost* alert).
 """
 
 from __future__ import annotations
@@ -27,6 +34,7 @@ import logging
 import time
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 from django.conf import settings
 from django.core.cache import cache
@@ -36,9 +44,17 @@ from django.utils import timezone
 from portal.events.models import Event
 from portal.events.services import raise_event
 from portal.flows.models import FlowConfig
-from portal.orchestration.control.cdc import capture_of, capturing_hops, source_connection
+from portal.orchestration.control.cdc import (
+    binlog_capture_of,
+    binlog_connection,
+    capture_of,
+    capturing_hops,
+    source_connection,
+)
 from portal.orchestration.models import DatasetState, FlowExecution
-from portal.pipeline import cdc_pg
+from portal.pipeline import binlog_lag, cdc_mysql, cdc_pg
+from portal.pipeline.cdc_snapshot import split as split_progress
+from portal.pipeline.cdc_snapshot import stream_position
 from portal.pipeline.pgoutput import parse_lsn
 from portal.pipeline.propertyrules import CDC_SOURCE_CLASS
 
@@ -70,6 +86,17 @@ class SlotReport:
     caught_up_at: datetime | None = None
     last_run_at: datetime | None = None
     problems: list[str] = field(default_factory=list)
+    kind: str = "slot"  # or "binlog": a MariaDB flow, which keeps no slot
+    lag_transactions: int | None = None  # binlog GTID positions: transactions behind
+    lag_bytes_exact: bool = True  # False: at most this many (a GTID position, counted by file)
+    position: str | None = None  # binlog: the lowest position the tables committed
+    server_position: str | None = None
+    oldest_binlog: str | None = None
+    snapshots: list[str] = field(default_factory=list)  # the chunked snapshots under way
+
+    @property
+    def what(self) -> str:
+        return f"replication slot {self.slot}" if self.kind == "slot" else "the binlog position"
 
     @property
     def needs_resnapshot(self) -> bool:
@@ -108,32 +135,55 @@ def capturing_flows():
     ).select_related("compiled_dag")
 
 
-def _committed(flow: FlowConfig, props: dict[str, str]) -> tuple[int | None, datetime | None]:
-    """The lowest log position every captured table of every destination committed (each
-    destination's job keeps its own), and when the run that read up to it started (None, None
-    before every table of every destination has one)."""
+def _states(flow: FlowConfig, props: dict[str, str]) -> tuple[set[tuple[str, str]], list[tuple[Any, ...]]]:
+    """Which (job, table) pairs must hold a position, one per captured table of each destination
+    (each destination's job keeps its own), and the committed watermarks of those pairs as
+    ``((job, table), watermark, execution id, updated)``."""
     tables = [t.strip() for t in props.get("source.cdc.tables", "").split(",") if t.strip()]
     hops = capturing_hops(flow)
     wanted = {(job, t) for job, captured in hops for t in captured} or {("", t) for t in tables}
     states = DatasetState.objects.filter(flow_id=flow.pk, dataset_urn__in={t for _, t in wanted})
     if hops:
         states = states.filter(job_name__in={job for job, _ in hops})
-    found: dict[tuple[str, str], tuple[int, int | None, datetime]] = {}
-    for job, urn, mark, execution_id, updated in states.exclude(watermark="").values_list(
-        "job_name", "dataset_urn", "watermark", "execution_id", "updated"
-    ):
+    rows = [
+        ((job if hops else "", urn), mark, run, updated)
+        for job, urn, mark, run, updated in states.exclude(watermark="")
+        .order_by("dataset_urn", "job_name")
+        .values_list("job_name", "dataset_urn", "watermark", "execution_id", "updated")
+    ]
+    return wanted, rows
+
+
+def _marks(flow: FlowConfig, props: dict[str, str]) -> list[tuple[str, str, int | None, datetime]]:
+    """The committed stream positions (a snapshot's progress left out) of every captured table of
+    every destination: ``(table, position, execution id, updated)``; empty unless each has one."""
+    wanted, rows = _states(flow, props)
+    if not wanted or {where for where, *_ in rows} != wanted:
+        return []
+    return [(where[1], stream_position(mark) or "", run, updated) for where, mark, run, updated in rows]
+
+
+def _snapshots(flow: FlowConfig, props: dict[str, str]) -> list[str]:
+    """The captured tables whose snapshot in key chunks is under way, and how far it got (for each
+    destination's job, when the flow has several)."""
+    wanted, rows = _states(flow, props)
+    several = len({job for job, _ in wanted}) > 1
+    found = []
+    for (job, urn), mark, _run, _updated in rows:
         try:
-            position = parse_lsn(mark)
+            progress = split_progress(mark)[1]
         except ValueError:
             continue
-        where = (job if hops else "", urn)
-        if where not in found or position < found[where][0]:
-            found[where] = (position, execution_id, updated)
-    if not wanted or set(found) != wanted:
-        return None, None
-    position, execution_id, updated = min(found.values(), key=lambda item: item[0])
+        if progress is not None:
+            after = ", ".join(str(k) for k in progress.after or []) or "the start"
+            where = f"{urn} ({job})" if several else urn
+            found.append(f"{where}: {progress.rows:,} rows read so far, up to key ({after})")
+    return found
+
+
+def _started(flow: FlowConfig, execution_id: int | None, updated: datetime) -> datetime:
     if execution_id is None:
-        return position, updated
+        return updated
     started = (
         FlowExecution.objects.filter(
             flow_group=flow.flow_group, flow_name=flow.flow_name, execution_id=execution_id
@@ -141,7 +191,43 @@ def _committed(flow: FlowConfig, props: dict[str, str]) -> tuple[int | None, dat
         .values_list("started_at", flat=True)
         .first()
     )
-    return position, started or updated
+    return started or updated
+
+
+def _committed(flow: FlowConfig, props: dict[str, str]) -> tuple[int | None, datetime | None]:
+    """The lowest log position every captured table committed, and when the run that read up to it
+    started (None, None before every table has one)."""
+    found: list[tuple[int, int | None, datetime]] = []
+    for _urn, mark, execution_id, updated in _marks(flow, props):
+        try:
+            found.append((parse_lsn(mark), execution_id, updated))
+        except ValueError:
+            return None, None
+    if not found:
+        return None, None
+    position, execution_id, updated = min(found, key=lambda item: item[0])
+    return position, _started(flow, execution_id, updated)
+
+
+def _committed_binlog(
+    flow: FlowConfig, props: dict[str, str]
+) -> tuple[cdc_mysql.Position | None, datetime | None]:
+    """The binlog position the flow's next run reads from (the earliest the tables committed), and
+    the start of the oldest run that committed one of them (None, None before every table has one)."""
+    position: cdc_mysql.Position | None = None
+    started: datetime | None = None
+    for _urn, mark, execution_id, updated in _marks(flow, props):
+        try:
+            here = cdc_mysql.parse_position(mark)
+        except ValueError:
+            return None, None
+        if position is None:
+            position = here
+        elif type(position) is type(here):
+            position = position.earlier(here)  # type: ignore[arg-type]
+        when = _started(flow, execution_id, updated)
+        started = when if started is None else min(started, when)
+    return position, started
 
 
 def _last_run(flow: FlowConfig) -> datetime:
@@ -174,12 +260,14 @@ def read(flow: FlowConfig, *, fresh: bool = False, now: datetime | None = None) 
     key = _cache_key(flow)
     if not fresh and (cached := cache.get(key)) is not None:
         return cached
-    found = capture_of(flow)
-    if found is None:
-        return None
-    name, props = found
     now = now or timezone.now()
-    report = _read(flow, name, props, now)
+    if (found := capture_of(flow)) is not None:
+        report = _read(flow, *found, now)
+    elif (found := binlog_capture_of(flow)) is not None:
+        report = _read_binlog(flow, *found, now)
+    else:
+        return None
+    report.snapshots = _snapshots(flow, found[1])
     cache.set(key, report, settings.CDC_SLOT_CACHE_SECONDS)
     return report
 
@@ -259,6 +347,67 @@ def _read(flow: FlowConfig, name: str, props: dict[str, str], now: datetime) -> 
     return report
 
 
+def _read_binlog(flow: FlowConfig, name: str, props: dict[str, str], now: datetime) -> SlotReport:
+    """A MariaDB flow's reading: its binlog position against the server's (no slot, no retention)."""
+    position, caught_up_at = _committed_binlog(flow, props)
+    try:
+        conn = binlog_connection(props, str(flow), timeout=settings.CDC_SLOT_TIMEOUT_SECONDS)
+        try:
+            lag = None if position is None else binlog_lag.read(conn, position)
+        finally:
+            conn.close()
+    except Exception as error:  # a page or a monitor says so; the run itself fails with the details
+        reason = str(error).splitlines()[0][:300] if str(error) else type(error).__name__
+        report = SlotReport(name, "unreachable", f"The source server could not be read: {reason}", now)
+        report.kind = "binlog"
+        return report
+    last_run = _last_run(flow)
+    if position is None or lag is None:
+        message = "No position yet: the flow's first run snapshots the tables."
+        return SlotReport(name, "new", message, now, last_run_at=last_run, kind="binlog")
+    report = SlotReport(
+        name,
+        "ok",
+        "",
+        now,
+        lag_bytes=lag.behind_bytes,
+        retained_bytes=lag.retained_bytes,
+        caught_up_at=caught_up_at,
+        last_run_at=last_run,
+        kind="binlog",
+        lag_transactions=lag.behind_transactions,
+        lag_bytes_exact=lag.exact_bytes,
+        position=position.text(),
+        server_position=lag.current.text(),
+        oldest_binlog=lag.oldest,
+    )
+    if lag.expired:
+        report.status, report.problems = "lost", [LOST]
+        report.message = (
+            f"The server no longer has the binlog the flow's position {position.text()} needs (expired or "
+            f"purged; its oldest file is {lag.oldest or 'none'}). Runs fail until you ask for a new snapshot."
+        )
+        return report
+    behind = lag.behind_bytes or 0
+    report.lag_seconds = 0.0 if behind == 0 else None
+    if behind and caught_up_at is not None:
+        report.lag_seconds = max(0.0, (now - caught_up_at).total_seconds())
+    limits = thresholds(props)
+    why = []
+    if limits.lag_bytes and behind > limits.lag_bytes:
+        about = "" if lag.exact_bytes else "up to "
+        why.append(f"{about}{_size(behind)} of binlog behind (threshold {_size(limits.lag_bytes)})")
+    if limits.lag_seconds and report.lag_seconds is not None and report.lag_seconds > limits.lag_seconds:
+        why.append(f"{report.lag_seconds:.0f} s behind (threshold {limits.lag_seconds} s)")
+    if why:
+        report.problems.append(LAGGING)
+        report.status = "lagging"
+        report.message = (
+            f"The flow is {' and '.join(why)}; the server keeps {_size(lag.retained_bytes)} of binlog."
+        )
+    return report
+
+
 def _episode(flow: FlowConfig, kind: str) -> int:
     return Event.objects.filter(kind=OK, dedupe_key__startswith=f"{kind}.cleared:{flow.pk}#").count()
 
@@ -279,7 +428,7 @@ def judge(flow: FlowConfig, report: SlotReport) -> int:
             message = f"{flow}: {report.message}"
             raised += bool(raise_event(kind, message, severity=severity, dedupe_key=opened, **where))
         elif Event.objects.filter(dedupe_key=opened).exists():
-            message = f"{flow}: replication slot {report.slot} is no longer {kind.rsplit('_', 1)[1]}."
+            message = f"{flow}: {report.what} is no longer {kind.rsplit('_', 1)[1]}."
             raised += bool(
                 raise_event(
                     OK,

@@ -31,6 +31,32 @@ FINISHED_STATUSES = {
 }
 
 
+class ExecutionQuerySet(access.AccessQuerySet):
+    """Executions, with the one rule for a tick written ahead of its time."""
+
+    def upcoming(self, now: datetime | None = None) -> ExecutionQuerySet:
+        """Ticks the scheduler wrote ahead (SCHEDULER_LOOKAHEAD_SECONDS) whose time
+        has not come: PENDING, with a cron tick still in the future."""
+        return self.filter(status=ExecutionStatus.PENDING, scheduled_at__gt=now or timezone.now())
+
+    def arrived(self, now: datetime | None = None) -> ExecutionQuerySet:
+        """Every execution but the upcoming ones."""
+        return self.exclude(status=ExecutionStatus.PENDING, scheduled_at__gt=now or timezone.now())
+
+
+ExecutionManager = models.Manager.from_queryset(ExecutionQuerySet)
+
+
+class ArrivedExecutions(ExecutionManager):
+    """The default manager: an execution written ahead of its tick does not exist
+    for anyone until the tick comes — not for lists, pages, counts, /metrics,
+    dashboards, the Gobblin APIs, quotas, monitors, retention or recovery. Only
+    the scheduler and the orchestrator see it (FlowExecution.with_upcoming)."""
+
+    def get_queryset(self) -> ExecutionQuerySet:
+        return ExecutionQuerySet(self.model, using=self._db).arrived()
+
+
 class FlowExecution(models.Model):
     class Trigger(models.TextChoices):
         SCHEDULE = "SCHEDULE", "cron tick"
@@ -50,6 +76,8 @@ class FlowExecution(models.Model):
     trigger = models.CharField(max_length=16, choices=Trigger.choices)
     status = models.CharField(max_length=16, choices=ExecutionStatus.choices, default=ExecutionStatus.PENDING)
     message = models.TextField(blank=True)
+    # When the execution came to be: for a tick written ahead, the tick (so ages, hourly
+    # quotas and counts read it as an execution made when its tick came).
     created = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     ended_at = models.DateTimeField(null=True, blank=True)
@@ -71,7 +99,10 @@ class FlowExecution(models.Model):
     topology_revision = models.BigIntegerField(null=True, blank=True)
     plan_hash = models.CharField(max_length=64, blank=True)
 
-    objects = access.AccessQuerySet.as_manager()  # restrict(user, action): orchestration.rules
+    # restrict(user, action): orchestration.rules. `objects` hides the ticks written ahead
+    # (ArrivedExecutions); `with_upcoming` is every row, for the scheduler and orchestrator.
+    objects = ArrivedExecutions()
+    with_upcoming = ExecutionManager()
 
     class Meta:
         ordering = ["-execution_id"]

@@ -72,6 +72,18 @@ def executions_visible_to(user) -> QuerySet[FlowExecution]:
     return FlowExecution.objects.restrict(user)
 
 
+def upcoming_of(flow: FlowConfig, limit: int = 3) -> list[FlowExecution]:
+    """The flow's ticks written ahead whose time has not come (models.ArrivedExecutions),
+    soonest first: its page shows them as upcoming, nothing else shows them at all.
+    For a reader who sees the flow."""
+    return list(
+        FlowExecution.with_upcoming.upcoming()
+        .filter(flow=flow)
+        .only("id", "flow_id", "scheduled_at", "execution_id")
+        .order_by("scheduled_at")[:limit]
+    )
+
+
 def can_run(user, flow: FlowConfig | None) -> bool:
     return flow is not None and access.can(user, access.CHANGE, flow)
 

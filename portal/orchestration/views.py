@@ -400,11 +400,14 @@ def flow_executions(request: AuthenticatedRequest, flow_group: str, flow_name: s
         .filter(flow=flow)
         .order_by("-execution_id", "-pk")[:FLOW_PAGE_SIZE]
     )
+    upcoming = status.upcoming_of(flow)
     context = {
         "flow": flow,
         "flow_executions": executions,
+        "flow_upcoming": upcoming,
         "flow_executions_loaded": True,
-        "flow_executions_polling": _unfinished(executions),
+        # An upcoming tick turns into a run at its time: the card follows it.
+        "flow_executions_polling": _unfinished(executions) or bool(upcoming),
         "can_run_flow": status.can_run(request.user, flow),
     }
     if request.htmx:

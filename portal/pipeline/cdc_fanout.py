@@ -25,6 +25,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from portal.pipeline import cdc_pg
+from portal.pipeline.cdc_snapshot import stream_position
 from portal.pipeline.jobspec import JobSpec
 
 OTHERS_KEY = "cdc_other_destinations"
@@ -40,9 +41,10 @@ def release_point(spec: JobSpec, own: Mapping[str, str | None], tables: Iterable
     """The lowest log position every table of every destination has committed (``own``: this
     job's, by table), or None while one of them has none yet (it still needs the log from the
     slot's start, so nothing may be released)."""
-    marks: list[str | None] = [own.get(t) for t in tables]
+    # A table whose snapshot in key chunks is under way keeps its stream position in front.
+    marks: list[str | None] = [stream_position(own.get(t)) for t in tables]
     for theirs in others(spec).values():
-        marks.extend(theirs.values())
+        marks.extend(stream_position(mark) for mark in theirs.values())
     if not marks or not all(marks):
         return None
     found = cdc_pg.positions({str(i): m for i, m in enumerate(marks)})

@@ -194,12 +194,19 @@ def server_of(url: str, user: str | None, password: str | None) -> Server:
 
 
 def connect(
-    server: Server, tables: Sequence[str], *, what: str, portal: Iterable[landing.Landing] | None
+    server: Server,
+    tables: Sequence[str],
+    *,
+    what: str,
+    portal: Iterable[landing.Landing] | None,
+    timeout: int | None = None,
 ) -> Any:
     """A PyMySQL connection, refused before any statement of ours when it landed in the portal's own
-    database or when a captured table lies outside the database it landed in."""
+    database or when a captured table lies outside the database it landed in; ``timeout`` bounds
+    connecting and each read (a page's or a monitor's look at the binlog)."""
     import pymysql  # the MariaDB driver: loaded only by a MariaDB source
 
+    bounds = {} if timeout is None else {"connect_timeout": timeout, "read_timeout": timeout}
     conn = pymysql.connect(
         host=server.host,
         port=server.port,
@@ -207,6 +214,7 @@ def connect(
         user=server.user,
         password=server.password,
         autocommit=True,
+        **bounds,
     )
     try:
         found = landing.check(conn, what, portal=portal)
@@ -369,7 +377,8 @@ def changes(
     else:
         where = {"log_file": start.file, "log_pos": start.offset, "resume_stream": True}
     stream = BinLogStreamReader(
-        connection_settings=server.settings(),
+        # A slow reader (a busy worker) is not cut off by the server's 60 s default.
+        connection_settings={**server.settings(), "init_command": "SET SESSION net_write_timeout = 600"},
         server_id=server_id(name),
         blocking=False,
         only_events=[MariadbGtidEvent, WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent],
@@ -378,10 +387,22 @@ def changes(
         **{k: v for k, v in where.items() if v is not None},
     )
     gtid: Gtid | None = None
+    # The domains whose transactions went past ``upto``: once all have, the run's share is read (a
+    # server written to without pause would otherwise keep the stream from ever reaching its end).
+    past: set[int] = set()
+    ends = {d for d, _, _ in upto.last} if isinstance(upto, Gtids) else set()
+    # The library reconnects by itself on a lost connection (2013, 2006) and reads again from the
+    # start position: what was read already is skipped, by its place in the log.
+    done: dict[int, tuple[int, int]] = {}
+    done_file: FilePosition | None = None
     try:
         for event in stream:
             if isinstance(event, MariadbGtidEvent):
                 gtid = Gtid(event.domain_id, event.gtid_seq_no, event.server_id)
+                if isinstance(upto, Gtids) and ends and not upto.covers(gtid):
+                    past.add(gtid.domain)
+                    if past >= ends:
+                        break
                 continue
             position: FilePosition | Gtid
             if isinstance(upto, Gtids):
@@ -390,10 +411,16 @@ def changes(
                 gtid = position = Gtid(gtid.domain, gtid.seq, gtid.server, gtid.event + 1)
                 if not upto.covers(position):
                     continue  # committed after the run was planned: the next run's
+                if (position.seq, position.event) <= done.get(position.domain, (-1, -1)):
+                    continue  # read before the library reconnected
+                done[position.domain] = (position.seq, position.event)
             else:
                 position = FilePosition(str(stream.log_file), int(event.packet.log_pos))
                 if position > upto:
                     break
+                if done_file is not None and position <= done_file:
+                    continue  # read before the library reconnected
+                done_file = position
             table = wanted.get(event.table)
             if table is None:
                 continue

@@ -339,6 +339,11 @@ SPECS: tuple[PropertySpec, ...] = (
        "one dataset each.", required_for=(SOURCE_CDC,)),
     _s("source.cdc.max.changes", INT, "PostgreSQL: at most about this many log messages one run reads (whole "
        "transactions); the rest waits for the next run. Unset: everything up to the run's start.", minimum=1),
+    _s("source.cdc.snapshot.chunk.size", INT, "Rows per chunk of a table's first read (its snapshot): a table with a "
+       "primary key is read in chunks ordered by its key, each in a short transaction of its own, while its "
+       "changes keep flowing; a table without one is read whole in one run.", default="10000", minimum=1),
+    _s("source.cdc.snapshot.chunks.per.run", INT, "Chunks of a snapshot one run reads at most per table; the "
+       "next run goes on after the last key committed.", default="20", minimum=1),
     _s("source.cdc.resnapshot", BOOL, "Drop the flow's replication slot and read the tables again from a "
        "new snapshot at every run while set (once: the flow page's 'Take a new snapshot'); the slot is kept "
        "while another destination of the flow reads on from it.", default="false"),

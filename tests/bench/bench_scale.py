@@ -24,7 +24,8 @@ million executions.
 Figures: a topology change (disable/enable an executor, a health flip) to
 commit; the background recompile it causes (flows/s); one compile; each main
 page and API list p95 and its query count; the scheduler's passes and the
-ticks of a top of the hour (lag p99 and worst); a pass of the /metrics
+ticks of a top of the hour written ahead of it (SCHEDULER_LOOKAHEAD_SECONDS):
+the pass's time against the window, ticks late, lag p99 and worst; a pass of the /metrics
 history figures; history retention (rows/s). Benchmarks are not tests.
 """
 
@@ -52,6 +53,8 @@ GOALS = {  # figure -> (goal, unit, lower is better)
     "one compile (demo flow, warm)": (1.0, "ms", True),
     "scheduler pass, nothing due": (100.0, "ms", True),
     "tick lag at that minute, p99 (ms)": (2000.0, "ms", True),
+    "ticks written late (after their time)": (0.0, "ticks", True),
+    "ahead-of-time pass / look-ahead window (%)": (50.0, "%", True),
     "retention prune": (5000.0, "rows/s", False),
 }
 PAGE_GOAL_MS = 150.0
@@ -477,38 +480,48 @@ def _pages(figures: dict, urls: dict[str, str]) -> None:
 
 def _ticks(figures: dict, round_no: int) -> None:
     """A pass when nothing is due (its fixed cost), then the ticks of one top
-    of the hour (every schedule but the daily one is due) turned into
-    executions by two scheduler processes at once. A scheduler wakes for the
-    earliest due tick (the scheduler loop), so a tick's lag is the loop's poll
-    plus the time until the batch holding it commits: the ticks committed are
-    counted every 50 ms while the schedulers run, which gives the p99."""
+    of the hour (every schedule but the daily one is due) written ahead by two
+    scheduler processes at once, as the loop does: it wakes a look-ahead
+    (SCHEDULER_LOOKAHEAD_SECONDS) before the earliest unwritten tick, so the
+    pass runs on the scheduler's clock from `base - lookahead` and each tick's
+    execution and LAUNCH (due at the tick) must commit before `base`. The
+    ticks committed are counted every 50 ms while the schedulers run: those
+    committed later than the look-ahead are late. A tick's lag is then the
+    orchestrator's poll plus the claim query finding its LAUNCH at the tick,
+    plus, for a late tick, how late it was committed; the p99 is over the ticks."""
     from django.conf import settings
     from django.db import connections
     from django.utils import timezone
 
     from portal.orchestration.control.scheduler import schedule_due_ticks
-    from portal.orchestration.models import FlowExecution
+    from portal.orchestration.models import Action, FlowExecution
 
+    lookahead = float(settings.SCHEDULER_LOOKAHEAD_SECONDS)
     # Each round its own hour, after the previous round's.
     base = timezone.now().replace(minute=0, second=0, microsecond=0) + timedelta(hours=1 + round_no)
+    before_window = base - timedelta(seconds=lookahead + 90)
     for _ in range(50):  # first sight: the ticks since the last round are missed ticks, skipped
-        report = schedule_due_ticks(now=base - timedelta(minutes=1, seconds=30))
+        report = schedule_due_ticks(now=before_window, lookahead=0)
         if not report.created and not report.missed_skipped:
             break
+    quiet = before_window + timedelta(seconds=30)
     figures["scheduler pass, nothing due"] = statistics.median(
-        _ms(lambda: schedule_due_ticks(now=base - timedelta(minutes=1), reconcile=False), 5)
+        _ms(lambda: schedule_due_ticks(now=quiet, reconcile=False, lookahead=0), 5)
     )
     # The loop reconciles the cursors one slice of the catalog at a time (every 5 s).
     figures["scheduler pass with a reconciliation slice (ms)"] = statistics.median(
-        _ms(lambda: schedule_due_ticks(now=base - timedelta(minutes=1), reconcile=0), 3)
+        _ms(lambda: schedule_due_ticks(now=quiet, reconcile=0, lookahead=0), 3)
     )
-    at_base = FlowExecution.objects.filter(trigger="SCHEDULE", scheduled_at=base)
+    # Up to the window: the minutely flows' earlier ticks, not measured.
+    schedule_due_ticks(now=base - timedelta(seconds=lookahead + 1), reconcile=False, lookahead=0)
+    at_base = FlowExecution.with_upcoming.filter(trigger="SCHEDULE", scheduled_at=base)
     before = at_base.count()
     connections.close_all()  # the forked schedulers open their own
     context = multiprocessing.get_context("fork")
+    wake = base - timedelta(seconds=lookahead)
     schedulers = [
         context.Process(
-            target=schedule_due_ticks, args=(base + timedelta(milliseconds=200),), kwargs={"reconcile": False}
+            target=schedule_due_ticks, args=(wake,), kwargs={"reconcile": False, "lookahead": lookahead}
         )
         for _ in range(2)
     ]
@@ -524,12 +537,24 @@ def _ticks(figures: dict, round_no: int) -> None:
     burst = (time.perf_counter() - started) * 1000
     due = at_base.count() - before
     committed.append((burst, due))
+    window_ms = lookahead * 1000
+    on_time = max((done for at, done in committed if at <= window_ms), default=0)
+    launches = Action.objects.filter(kind="LAUNCH", done_at__isnull=True, due_at=base).count()
+    # At the tick: the orchestrator's claim query finds the first LAUNCHes among them.
+    claimable = Action.objects.filter(done_at__isnull=True, due_at__lte=base).order_by("due_at", "id")
+    claim = statistics.median(_ms(lambda: list(claimable.values_list("id", flat=True)[:50]), 5))
     poll = settings.ORCHESTRATOR_POLL_MILLIS
-    p99_at = next(at for at, done in committed if done >= 0.99 * due)
-    figures["scheduler: one minute's due ticks -> executions, 2 schedulers"] = burst
-    figures["tick lag at that minute, p99 (ms)"] = poll + p99_at
-    figures["tick lag at that minute, worst (poll + burst, ms)"] = poll + burst
+    p99_at = next(at for at, done in committed if done >= 0.99 * due) if due else 0.0
+    figures["look-ahead window (s)"] = lookahead
+    figures["ahead-of-time pass, 2 schedulers (ms)"] = burst
+    figures["ahead-of-time pass / look-ahead window (%)"] = 100 * burst / window_ms
     figures["ticks due at that minute"] = due
+    figures["ticks written ahead of their time"] = on_time
+    figures["ticks written late (after their time)"] = due - on_time
+    figures["LAUNCH actions due at that minute"] = launches
+    figures["claim query at the tick (ms)"] = claim
+    figures["tick lag at that minute, p99 (ms)"] = poll + claim + max(0.0, p99_at - window_ms)
+    figures["tick lag at that minute, worst (ms)"] = poll + claim + max(0.0, burst - window_ms)
 
 
 def _retention(figures: dict) -> None:
@@ -671,7 +696,9 @@ def main() -> int:
         for round_no in range(args.rounds):  # the sizes in turn, so both see the same machine
             for label, (divisor, db_name) in sizes.items():
                 runs[label].append(run_step(args, "measure", divisor, db_name, round_no)["figures"])
-                print(f"round {round_no + 1} {label}: done", file=sys.stderr, flush=True)
+                # Each round's figures as they come, so an interrupted run still shows them.
+                figures = json.dumps(runs[label][-1])
+                print(f"round {round_no + 1} {label}: done {figures}", file=sys.stderr, flush=True)
     finally:
         if not args.keep:
             for _divisor, db_name in sizes.values():

@@ -26,7 +26,7 @@ from portal.keys.services import decrypt_properties
 from portal.orchestration.control.jobspecs import bind_hop
 from portal.orchestration.models import DatasetState
 from portal.orchestration.state import statestore
-from portal.pipeline import cdc_pg
+from portal.pipeline import cdc_mysql, cdc_pg
 from portal.topology.reach import portal_landings
 
 logger = logging.getLogger(__name__)
@@ -44,6 +44,20 @@ def capture_of(flow: Any) -> tuple[str, dict[str, str]] | None:
         url = props.get("source.jdbc.url") or ""
         # A MariaDB binlog has no slot: nothing is made on the server, nothing to drop.
         if props.get("source.class") == CDC_SOURCE and url.startswith("jdbc:postgresql:"):
+            return cdc_pg.slot_name(flow.pk, flow.flow_group, flow.flow_name), props
+    return None
+
+
+def binlog_capture_of(flow: Any) -> tuple[str, dict[str, str]] | None:
+    """Like :func:`capture_of` for a flow whose first hop reads a MariaDB binlog (no slot: the name
+    is the one its stream announces itself by)."""
+    dag = getattr(getattr(flow, "compiled_dag", None), "dag", None) or {}
+    for plan in dag.get("jobs", []):
+        if plan.get("parents"):
+            continue
+        props = bind_hop(plan, [], final=True)
+        url = props.get("source.jdbc.url") or ""
+        if props.get("source.class") == CDC_SOURCE and url.startswith(("jdbc:mariadb:", "jdbc:mysql:")):
             return cdc_pg.slot_name(flow.pk, flow.flow_group, flow.flow_name), props
     return None
 
@@ -100,6 +114,19 @@ def source_connection(props: dict[str, str], flow_label: str, timeout: int | Non
         what=f"flow {flow_label}",
         portal=portal_landings(),
         timeout=timeout,
+    )
+
+
+def binlog_connection(props: dict[str, str], flow_label: str, timeout: int | None = None) -> Any:
+    """A connection to a binlog flow's MariaDB server, reached as :func:`source_connection` reaches
+    a PostgreSQL one (credentials decrypted here, the portal's own database refused)."""
+    clear = decrypt_properties(props)
+    server = cdc_mysql.server_of(
+        clear["source.jdbc.url"], clear.get("source.conn.username"), clear.get("source.conn.password")
+    )
+    tables = [t.strip() for t in str(clear.get("source.cdc.tables", "")).split(",") if t.strip()]
+    return cdc_mysql.connect(
+        server, tables, what=f"flow {flow_label}", portal=portal_landings(), timeout=timeout
     )
 
 

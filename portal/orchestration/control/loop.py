@@ -1,5 +1,6 @@
-"""One pass of a scheduler process: due cron ticks (at the earliest cursor's
-next tick, and every SCHEDULER_POLL_SECONDS to see new and changed flows),
+"""One pass of a scheduler process: cron ticks written ahead (when the earliest
+cursor's next tick comes within SCHEDULER_LOOKAHEAD_SECONDS, and every
+SCHEDULER_POLL_SECONDS to see new and changed flows),
 then actions and the outbox (every pass), then the
 sweeps for dead workers and silent executors (every few seconds), then the
 duties the apps above registered (monitoring's monitors and history metrics,
@@ -11,7 +12,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import TypeVar
 
 from django.conf import settings
@@ -76,15 +77,23 @@ class OrchestratorLoop:
             logger.exception("scheduler: %s failed", name)
             return None
 
+    def _wake_at(self) -> datetime | None:
+        """When the earliest tick not written yet comes within the look-ahead."""
+        if self._next_due is None:
+            return None
+        return self._next_due - timedelta(seconds=max(0, settings.SCHEDULER_LOOKAHEAD_SECONDS))
+
     def _cron_ticks(self) -> None:
-        """A pass when the earliest cursor's tick has come (so a tick's lag is
-        the loop's poll, not SCHEDULER_POLL_SECONDS), or the poll interval is up."""
+        """A pass when the earliest unwritten tick comes within the look-ahead (so it
+        is written SCHEDULER_LOOKAHEAD_SECONDS before its time, and launched at it),
+        or the poll interval is up."""
         now, wall = time.monotonic(), self.clock()
-        if now < self._next_ticks and (self._next_due is None or wall < self._next_due):
+        wake = self._wake_at()
+        if now < self._next_ticks and (wake is None or wall < wake):
             return
-        # Not just before a tick: the reconciliation's joins would delay it.
+        # Not just before a pass that writes ticks: the reconciliation's joins would delay it.
         reconcile = now >= self._next_reconcile and (
-            self._next_due is None or (self._next_due - wall).total_seconds() > RECONCILE_CLEARANCE_SECONDS
+            wake is None or (wake - wall).total_seconds() > RECONCILE_CLEARANCE_SECONDS
         )
         if reconcile:
             self._next_reconcile = now + RECONCILE_SECONDS
@@ -98,10 +107,12 @@ class OrchestratorLoop:
             self.write(f"created {report.created} execution(s)")
 
     def _budget(self, most: float) -> float:
-        """Seconds a batched chore may take: up to `most`, but not past the next tick."""
-        if self._next_due is None:
+        """Seconds a batched chore may take: up to `most`, but not past the next pass
+        that writes ticks."""
+        wake = self._wake_at()
+        if wake is None:
             return most
-        return max(0.0, min(most, (self._next_due - self.clock()).total_seconds()))
+        return max(0.0, min(most, (wake - self.clock()).total_seconds()))
 
     def tick(self) -> None:
         now = time.monotonic()

@@ -61,8 +61,9 @@ RUN_JOB_TASK = "flowport.run_job"
 
 
 def _locked_execution(action: Action) -> FlowExecution | None:
+    # Every row: a LAUNCH finds a tick written ahead of its time (see launch).
     return (
-        FlowExecution.objects.select_for_update()
+        FlowExecution.with_upcoming.select_for_update()
         .filter(flow_group=action.flow_group, flow_name=action.flow_name, execution_id=action.execution_id)
         .first()
     )
@@ -140,6 +141,10 @@ def _set_job(job: JobExecution, status: str, message: str | None = None, **field
 # --- LAUNCH ----------------------------------------------------------------------
 
 
+class TickNotDue(RuntimeError):
+    """A LAUNCH claimed before its execution's tick (clocks disagreeing)."""
+
+
 def _skip_tick_of_a_flow_that_cannot_run(flow: FlowConfig, execution: FlowExecution, reason: str) -> None:
     """A flow that stopped compiling after its save (a topology change) is not run on its ticks:
     each tick is recorded SKIPPED with the reason, and one event (per flow and reason, not per
@@ -196,6 +201,10 @@ def launch(action: Action) -> None:
     execution = _locked_execution(action)
     if execution is None or execution.status != ExecutionStatus.PENDING:
         return  # already launched (a retaken action) or gone
+    if execution.scheduled_at is not None and execution.scheduled_at > timezone.now():
+        # A tick written ahead launches at its time: its LAUNCH is due then, so this
+        # is a clock step between processes; the action is retried shortly.
+        raise TickNotDue(f"{execution} is due at {execution.scheduled_at:%H:%M:%S}")
     if execution.flow_id is None:
         _finish(execution, ExecutionStatus.SKIPPED, "The flow was deleted before this execution started.")
         return

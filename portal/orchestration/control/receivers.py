@@ -1,6 +1,7 @@
 """The scheduler as a catalog listener: a flow saved with runImmediately, or
 without a schedule (Gobblin's run-once flow: no schedule = run once, now),
-runs now; a topology change gives executions waiting for a path another try."""
+runs now; a topology change gives executions waiting for a path another try;
+pausing, re-scheduling or deleting a flow withdraws the ticks written ahead."""
 
 from __future__ import annotations
 
@@ -8,10 +9,11 @@ from typing import Any
 
 from django.dispatch import receiver
 
-from portal.flows.signals import flow_catalog_changed
+from portal.flows.signals import flow_catalog_changed, flow_pause_changed
 from portal.orchestration.control import quota_gate
 from portal.orchestration.control.commands import relaunch_waiting as relaunch
 from portal.orchestration.control.scheduler import create_execution, sync_cursor
+from portal.orchestration.control.upcoming import withdraw_upcoming
 from portal.orchestration.models import FlowExecution
 from portal.orchestration.signals import job_run_changed
 from portal.orchestration.state import lineage
@@ -37,6 +39,15 @@ def relaunch_waiting(sender: Any, **kwargs: Any) -> None:
 def keep_schedule_cursor(sender: Any, action: str, flow: Any, **kwargs: Any) -> None:
     if action in ("add", "update"):
         sync_cursor(flow)
+    elif action == "delete":  # before the row goes: its ticks written ahead go with it
+        withdraw_upcoming(flow.pk)
+
+
+@receiver(flow_pause_changed, dispatch_uid="orchestration.withdraw_on_pause")
+def withdraw_on_pause(sender: Any, flow: Any, paused: bool, **kwargs: Any) -> None:
+    # A paused flow's ticks written ahead go; on resume the next pass catches up.
+    if paused:
+        withdraw_upcoming(flow.pk)
 
 
 @receiver(job_run_changed, dispatch_uid="orchestration.state.lineage")

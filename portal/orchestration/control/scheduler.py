@@ -10,6 +10,15 @@ came due while no scheduler ran is handled by the flow's catch-up policy
 A paused flow (FlowConfig.paused) is passed over and its cursor stays where it
 was, so on resume the ticks that came due while it was paused are missed ticks
 like those of a scheduler outage, and the same catch-up policy decides them.
+
+Ticks are written ahead of their time: a pass also takes the ticks due within
+SCHEDULER_LOOKAHEAD_SECONDS and writes their executions with the LAUNCH action
+due at the tick, so a top of the hour's tens of thousands of ticks are
+committed before it comes and at the tick only the orchestrator's claim
+remains. Until its tick such an execution is hidden from everyone but the
+scheduler and orchestrator (FlowExecution.objects, models.ArrivedExecutions),
+and pausing, deleting or re-scheduling the flow withdraws it (control.upcoming).
+Everything decided at launch (overlap, quotas, the plan) is still decided then.
 """
 
 from __future__ import annotations
@@ -17,7 +26,7 @@ from __future__ import annotations
 import logging
 from collections import defaultdict
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from croniter import CroniterBadDateError, croniter
 from django.conf import settings
@@ -29,6 +38,7 @@ from portal.bulk import any_of, insert_rows
 from portal.flows import policies as run_policies
 from portal.flows.models import FlowConfig
 from portal.orchestration.control.actions import ActionKind, enqueue_for
+from portal.orchestration.control.upcoming import withdraw_upcoming
 from portal.orchestration.models import Action, FlowExecution, ScheduleCursor
 from portal.orchestration.state.glance import note_run
 
@@ -41,10 +51,12 @@ CATCH_UP_POLICIES = ("skip", "latest", "all")
 @dataclass
 class TickReport:
     created: int = 0
+    # Of those, written ahead of their tick (SCHEDULER_LOOKAHEAD_SECONDS).
+    ahead: int = 0
     already_there: int = 0
     missed_skipped: int = 0
-    # The earliest tick still to come (None: no unpaused flow is scheduled), so
-    # the loop can wake for it instead of waiting out its poll interval.
+    # The earliest tick not written yet (None: no unpaused flow is scheduled), so
+    # the loop can wake for it (less the look-ahead) instead of waiting out its poll interval.
     next_due: datetime | None = None
     # Where the loop's next reconciliation slice starts (reconcile_cursors).
     reconcile_next: int = 0
@@ -68,35 +80,57 @@ def create_execution(
     requested_by: str = "",
     backfill: dict | None = None,
     pinned_version: int | None = None,
+    now: datetime | None = None,
 ) -> FlowExecution | None:
     """A new execution with a DB-clock id unique per flow; None if the tick
-    already has one (another scheduler got there first)."""
-    for _ in range(5):
+    already has one (another scheduler got there first). A tick still to come
+    is written ahead: its id, `created` and LAUNCH are its tick's, and its
+    flow's last run is noted when it launches, not now. `now`: the
+    scheduler's clock (a pass's)."""
+    now = now or timezone.now()
+    ahead = scheduled_at is not None and scheduled_at > now
+    for attempt in range(5):
         try:
             with transaction.atomic():
-                execution = FlowExecution.objects.create(
+                execution = FlowExecution.with_upcoming.create(
                     flow=flow,
                     flow_group=flow.flow_group,
                     flow_name=flow.flow_name,
-                    execution_id=db_epoch_millis(),
+                    execution_id=_execution_id(db_epoch_millis(), scheduled_at) + attempt,
                     scheduled_at=scheduled_at,
                     trigger=trigger,
                     requested_by=requested_by,
                     backfill=backfill or {},
                     pinned_version=pinned_version,
                 )
+                if ahead and scheduled_at is not None:  # auto_now_add wrote now
+                    execution.created = scheduled_at
+                    FlowExecution.with_upcoming.filter(pk=execution.pk).update(created=scheduled_at)
                 # The orchestrator launches it: the row and its LAUNCH commit together.
-                enqueue_for(execution, ActionKind.LAUNCH)
-                note_run(execution)
+                enqueue_for(execution, ActionKind.LAUNCH, due_at=scheduled_at if ahead else None)
+                if not ahead:
+                    note_run(execution)
                 return execution
         except IntegrityError:
-            if scheduled_at and FlowExecution.objects.filter(flow=flow, scheduled_at=scheduled_at).exists():
+            if (
+                scheduled_at
+                and FlowExecution.with_upcoming.filter(flow=flow, scheduled_at=scheduled_at).exists()
+            ):
                 return None
             # Same millisecond as another execution of this flow: take the next one.
     raise RuntimeError(f"could not allocate an execution id for {flow}")
 
 
-def _due_ticks(schedule: str, after: datetime, now: datetime, limit: int) -> list[datetime]:
+def _execution_id(db_millis: int, scheduled_at: datetime | None) -> int:
+    """Epoch milliseconds from the DB clock; for a tick written ahead, its tick's
+    (so ids keep the order in which executions come due, run-now ones among them)."""
+    if scheduled_at is None:
+        return db_millis
+    return max(db_millis, int(scheduled_at.timestamp() * 1000))
+
+
+def _due_ticks(schedule: str, after: datetime, horizon: datetime, limit: int) -> list[datetime]:
+    """The ticks after `after` up to `horizon` (now plus the look-ahead), at most `limit`."""
     ticks: list[datetime] = []
     itr = croniter(schedule, after)
     while len(ticks) < limit:
@@ -104,22 +138,26 @@ def _due_ticks(schedule: str, after: datetime, now: datetime, limit: int) -> lis
             tick = itr.get_next(datetime)
         except CroniterBadDateError:  # a Quartz year field whose years have passed (flows.schedules)
             break
-        if tick > now:
+        if tick > horizon:
             break
         ticks.append(tick)
     return ticks
 
 
 def _catch_up(policy: str, ticks: list[datetime], now: datetime) -> tuple[list[datetime], int]:
-    """Ticks older than one poll interval were missed while no scheduler ran."""
+    """Ticks older than one poll interval were missed while no scheduler ran;
+    ticks still to come (written ahead) are never missed, and do not count as
+    recent either: the policy decides the past as it would without look-ahead."""
     grace = settings.SCHEDULER_POLL_SECONDS * 2
-    recent = [t for t in ticks if (now - t).total_seconds() <= grace]
-    missed = [t for t in ticks if t not in recent]
+    past = [t for t in ticks if t <= now]
+    ahead = [t for t in ticks if t > now]
+    recent = [t for t in past if (now - t).total_seconds() <= grace]
+    missed = [t for t in past if t not in recent]
     if policy == "all":
-        return ticks, 0
+        return past + ahead, 0
     if policy == "latest" and missed and not recent:
-        return missed[-1:], len(missed) - 1
-    return recent, len(missed)
+        return missed[-1:] + ahead, len(missed) - 1
+    return recent + ahead, len(missed)
 
 
 def _missed_any(ticks: list[datetime], now: datetime) -> bool:
@@ -135,12 +173,15 @@ def sync_cursor(flow: FlowConfig) -> None:
     whole catalog: a new schedule starts counting from now, a changed one is
     worked out again on the next pass, a removed one drops its cursor."""
     if not flow.schedule:
+        withdraw_upcoming(flow.pk)
         ScheduleCursor.objects.filter(flow=flow).delete()
         return
     # No last tick yet: the first pass to see it starts counting, as for a flow
     # found by reconcile_cursors.
     cursor, created = ScheduleCursor.objects.get_or_create(flow=flow, defaults={"schedule": flow.schedule})
     if not created and cursor.schedule != flow.schedule:
+        # The old schedule's ticks written ahead go; the new one counts from the next pass.
+        withdraw_upcoming(flow.pk)
         ScheduleCursor.objects.filter(pk=cursor.pk).update(next_tick=None)
 
 
@@ -173,6 +214,12 @@ def reconcile_cursors(now: datetime, start: int | None = None) -> int:
         ],
         ignore_conflicts=True,
     )
+    # Ticks written ahead for a flow paused or unscheduled around the catalog go too.
+    stale = FlowExecution.with_upcoming.upcoming(now).filter(Q(flow__paused=True) | Q(flow__schedule=""))
+    if start is not None:
+        stale = stale.filter(flow_id__gte=first, flow_id__lt=after)
+    for flow_id in set(stale.values_list("flow_id", flat=True)):
+        withdraw_upcoming(flow_id, now)
     cursors.filter(flow__schedule="").delete()
     cursors.exclude(schedule=F("flow__schedule")).exclude(next_tick=None).update(next_tick=None)
     return after or 0
@@ -186,10 +233,11 @@ class _Tick:
     at: datetime
 
 
-def _create_ticks(due: list[_Tick], report: TickReport) -> None:
+def _create_ticks(due: list[_Tick], report: TickReport, now: datetime) -> None:
     """All of a batch's executions and LAUNCH actions in two statements (see
     portal.bulk); on any conflict (an id taken in the same millisecond by a
-    run-now) fall back to one at a time, which knows how to resolve it."""
+    run-now) fall back to one at a time, which knows how to resolve it.
+    A tick still to come gets its tick as id, `created` and LAUNCH due time."""
     if not due:
         return
     base = db_epoch_millis()
@@ -197,9 +245,11 @@ def _create_ticks(due: list[_Tick], report: TickReport) -> None:
     ids = []
     for tick in due:
         offset = offsets[tick.flow_id] = offsets.get(tick.flow_id, -1) + 1
-        ids.append(base + offset)
+        ids.append(_execution_id(base, tick.at) + offset)
     groups = [t.flow_group for t in due]
     names = [t.flow_name for t in due]
+    comes = [max(now, t.at) for t in due]
+    ahead = sum(1 for t in due if t.at > now)
     try:
         with transaction.atomic():
             insert_rows(
@@ -210,21 +260,28 @@ def _create_ticks(due: list[_Tick], report: TickReport) -> None:
                     "flow_name": names,
                     "execution_id": ids,
                     "scheduled_at": [t.at for t in due],
+                    "created": comes,
                 },
                 trigger=FlowExecution.Trigger.SCHEDULE,
             )
+            if ahead and connection.vendor != "postgresql":
+                # bulk_create's auto_now_add wrote now over `created` (PostgreSQL took it as given).
+                FlowExecution.with_upcoming.filter(
+                    flow_id__in=[t.flow_id for t in due], scheduled_at__gt=now
+                ).update(created=F("scheduled_at"))
             insert_rows(
                 Action,
-                {"flow_group": groups, "flow_name": names, "execution_id": ids},
+                {"flow_group": groups, "flow_name": names, "execution_id": ids, "due_at": comes},
                 kind=ActionKind.LAUNCH,
-                due_at=timezone.now(),
             )
         report.created += len(due)
+        report.ahead += ahead
     except IntegrityError:
         flows = FlowConfig.objects.in_bulk({t.flow_id for t in due})
         for tick in due:
-            if create_execution(flows[tick.flow_id], FlowExecution.Trigger.SCHEDULE, tick.at):
+            if create_execution(flows[tick.flow_id], FlowExecution.Trigger.SCHEDULE, tick.at, now=now):
                 report.created += 1
+                report.ahead += tick.at > now
             else:
                 report.already_there += 1
 
@@ -234,8 +291,13 @@ def _next_tick(schedule: str, after: datetime) -> datetime:
     return croniter(schedule, after.astimezone(tz)).get_next(datetime)
 
 
-def schedule_due_ticks(now: datetime | None = None, *, reconcile: bool | int = True) -> TickReport:
+def schedule_due_ticks(
+    now: datetime | None = None, *, reconcile: bool | int = True, lookahead: float | None = None
+) -> TickReport:
     """One pass over the due cursors; safe to run from many processes.
+
+    Due means due by now plus `lookahead` seconds (SCHEDULER_LOOKAHEAD_SECONDS
+    by default): those ticks are written ahead, launched at their time.
 
     Only cursors whose next tick has come or is to be worked out (index
     lookups) are read, so a pass costs what is due, not the whole catalog
@@ -247,6 +309,8 @@ def schedule_due_ticks(now: datetime | None = None, *, reconcile: bool | int = T
     commit together and a dying scheduler loses nothing.
     """
     now = now or timezone.now()
+    seconds = settings.SCHEDULER_LOOKAHEAD_SECONDS if lookahead is None else lookahead
+    horizon = now + timedelta(seconds=max(0.0, seconds))
     report = TickReport()
     tz = timezone.get_default_timezone()
     if reconcile is True:
@@ -254,13 +318,13 @@ def schedule_due_ticks(now: datetime | None = None, *, reconcile: bool | int = T
     elif reconcile is not False:
         report.reconcile_next = reconcile_cursors(now, reconcile)
     # Due, or not worked out yet (new, or the flow's schedule changed: see sync_cursor).
-    due_now = Q(next_tick__lte=now) | Q(next_tick__isnull=True) | ~Q(schedule=F("flow__schedule"))
+    due_now = Q(next_tick__lte=horizon) | Q(next_tick__isnull=True) | ~Q(schedule=F("flow__schedule"))
     # Two reads, not one OR: each uses the next_tick index. A paused flow's
     # cursor waits where it stopped, so on resume its missed ticks follow its
     # catch-up policy; a new flow starts counting when first seen, paused or not.
     unpaused = ScheduleCursor.objects.filter(flow__paused=False)
     flow_ids = sorted(
-        set(unpaused.filter(next_tick__lte=now).values_list("flow_id", flat=True))
+        set(unpaused.filter(next_tick__lte=horizon).values_list("flow_id", flat=True))
         | set(ScheduleCursor.objects.filter(next_tick__isnull=True).values_list("flow_id", flat=True))
     )
     tick_cache: dict[tuple[str, datetime], list[datetime]] = {}
@@ -300,7 +364,7 @@ def schedule_due_ticks(now: datetime | None = None, *, reconcile: bool | int = T
                     tick_cache[key] = _due_ticks(
                         schedule,
                         last_tick.astimezone(tz),
-                        now.astimezone(tz),
+                        horizon.astimezone(tz),
                         settings.SCHEDULER_MAX_CATCH_UP,
                     )
                 ticks = tick_cache[key]
@@ -319,7 +383,7 @@ def schedule_due_ticks(now: datetime | None = None, *, reconcile: bool | int = T
                 to_run, skipped = _catch_up(policies.get(flow_id, ""), ticks, now)
                 report.missed_skipped += skipped
                 due.extend(_Tick(flow_id, group, name, tick) for tick in to_run)
-            _create_ticks(due, report)
+            _create_ticks(due, report, now)
             # One UPDATE per (schedule, new tick): usually one per batch.
             for (schedule, last_tick), pks in moves.items():
                 if (schedule, last_tick) not in next_cache:

@@ -10,15 +10,17 @@ for a binlog position (``file:offset``), minus the slot.
 
 The flow's slot and publication (:mod:`portal.pipeline.cdc_pg`) are created on the first run. A table
 without a position (the first run, a table added later, or ``source.cdc.resnapshot=true``) is first
-read whole in a REPEATABLE READ transaction taken after the slot exists (op ``r``); changes of the
-transactions that snapshot already sees are skipped, so the snapshot and the stream meet exactly.
-Later runs deliver the changes (ops ``c``, ``u``, ``d``) of transactions committed after the table's
+snapshotted (op ``r``): with a primary key, in key-ordered chunks over as many runs as it takes
+while its changes keep flowing (:mod:`portal.pipeline.cdc_snapshot`, which says how chunk and stream
+meet exactly); without one, read whole in a REPEATABLE READ transaction taken after the slot exists,
+the changes of the transactions that snapshot already sees skipped. Later runs deliver the changes (ops ``c``, ``u``, ``d``) of transactions committed after the table's
 position, up to the log's flushed position when the run is planned (``source.cdc.max.changes``
 bounds one run; the rest waits for the next).
 
 Each row carries the table's columns and ``_cdc_op``, ``_cdc_position`` (the commit's end position
-and the change's place in its transaction, ``%016X:%08d``: text that sorts in log order; snapshot
-rows are numbered from position 0, before every change),
+and the change's place in its transaction, ``%016X:%08d``: text that sorts in log order; a chunk's
+rows are numbered at its high watermark, ``%016X:S%012d``, a key-less table's whole read from
+position 0, before every change),
 ``_cdc_commit_time`` and ``_cdc_deleted``. A JDBC destination applies them by key with
 ``writer.write.mode=merge`` on ``extract.primary.key.fields``, ``extract.delta.fields=_cdc_position``
 and ``writer.merge.delete.column=_cdc_deleted``; a files destination keeps them as a change log.
@@ -45,7 +47,7 @@ import pyarrow.parquet as pq
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from portal.pipeline import cdc_fanout, cdc_mysql, cdc_pg, fs, landing
+from portal.pipeline import cdc_fanout, cdc_mysql, cdc_pg, cdc_snapshot, fs, landing
 from portal.pipeline.cdc_pg import ASK_RESNAPSHOT
 from portal.pipeline.dialects import MYSQL, dialect_for
 from portal.pipeline.errors import ConfigError, PipelineError
@@ -110,7 +112,8 @@ def acknowledge(jobspec: dict[str, Any] | JobSpec, committed: Mapping[str, str |
         return False
     tables = list(dict.fromkeys(props.get_list(TABLES_KEY)))
     marks = {t: committed.get(t) or spec.previous_watermarks.get(t) for t in tables}
-    # The lowest over every destination's tables; None while one has no position yet.
+    # The lowest over every destination's tables (snapshot progress left out); None while one has
+    # no position yet.
     point = cdc_fanout.release_point(spec, marks, tables)
     if point is None:
         return False
@@ -136,6 +139,7 @@ class _Table:
         schema = pa.schema([(n, pa.string()) for n in self.names] + list(_META))
         self.writer = pq.ParquetWriter(path, schema)
         self.snapshot: cdc_pg.Snapshot | None = None
+        self.chunks: cdc_snapshot.Staged | None = None  # a chunked snapshot under way
         self.rows = 0
         self.error: str | None = None
 
@@ -153,6 +157,24 @@ class _Table:
         if len(arrays[0]):
             self.writer.write_table(pa.Table.from_arrays(arrays, schema=self.writer.schema))
             self.rows += len(arrays[0])
+
+    def chunked(self, progress: cdc_snapshot.Progress, key: list[str]) -> cdc_snapshot.Staged:
+        """Start (or go on with) the table's snapshot in key chunks, staged beside its changes."""
+        where = [self.names.index(k) for k in key]
+        self.chunks = cdc_snapshot.Staged(
+            self.path.replace(".parquet", ".chunks.parquet"), self.writer.schema, where, progress
+        )
+        return self.chunks
+
+    def finish_chunks(self) -> None:
+        """Add the chunk rows the log did not show newer to the table's rows."""
+        if self.chunks is not None:
+            for batch in self.chunks.rows_kept():
+                self.writer.write_batch(batch)
+                self.rows += batch.num_rows
+
+    def watermark(self, position: str) -> str:
+        return position if self.chunks is None else self.chunks.watermark(position)
 
     def wants(self, xid: int, end_lsn: int) -> bool:
         if self.snapshot is not None:
@@ -206,9 +228,10 @@ class CdcSource(Source):
         tables = self._tables()
         resnapshot = self.props.get_bool("source.cdc.resnapshot", False)
         stored = {t: (None if resnapshot else self.previous_watermark(t)) for t in tables}
+        progress = self._progress(stored)
         if dialect_for(self.props.require("source.jdbc.url")) is MYSQL:
-            return self._plan_mariadb(tables, stored)
-        since = cdc_pg.positions(stored)
+            return self._plan_mariadb(tables, stored, progress)
+        since = cdc_pg.positions({t: cdc_snapshot.stream_position(m) for t, m in stored.items()})
         limit = self.props.get_int("source.cdc.max.changes") or None
         with self._connect() as conn:
             cdc_fanout.hold(conn, self.slot)  # the other destinations' jobs use the slot too
@@ -243,16 +266,73 @@ class CdcSource(Source):
                     table, typed, os.path.join(folder, f"t{index}.parquet"), since.get(table)
                 )
             try:
-                fresh = [t for t in staged.values() if t.since is None]
-                upto = max(self._snapshot(conn, fresh), cdc_pg.flushed(conn))
-                # A snapshot's run reads on to its point: a transaction it does not see may end before it.
-                upto = self._changes(conn, staged, upto, None if fresh else limit)
+                whole = self._chunk_pg(conn, staged, progress)
+                upto = max(self._snapshot(conn, whole), cdc_pg.flushed(conn))
+                # A snapshot's run reads on to its point: a transaction it does not see may end before
+                # it; a chunk's run reads its whole window.
+                reading = whole or any(t.chunks for t in staged.values())
+                upto = self._changes(conn, staged, upto, None if reading else limit)
+                for t in staged.values():
+                    t.finish_chunks()
             finally:
                 for t in staged.values():
                     t.writer.close()
-        return self._units(tables, staged, stored, lambda t: format_lsn(max(upto, t.since or 0)))
+        return self._units(tables, staged, stored, lambda t: t.watermark(format_lsn(max(upto, t.since or 0))))
 
-    def _plan_mariadb(self, tables: list[str], stored: dict[str, str | None]) -> list[WorkUnit]:
+    def _progress(self, stored: dict[str, str | None]) -> dict[str, cdc_snapshot.Progress | None]:
+        """The tables' chunked snapshots under way (None: not snapshotting, or not yet begun)."""
+        found = {}
+        for table, mark in stored.items():
+            try:
+                found[table] = cdc_snapshot.split(mark)[1]
+            except ValueError as error:
+                raise PipelineError(f"{table}: {error}. {ASK_RESNAPSHOT}") from None
+        return found
+
+    @staticmethod
+    def _keyless(t: _Table, progress: cdc_snapshot.Progress | None, whole: list[_Table]) -> None:
+        """A table without a primary key: read whole when it has no position; a chunked snapshot
+        whose table lost its key meanwhile cannot go on."""
+        if progress is not None:
+            t.error = (
+                f"{t.name} has no primary key any more, and its snapshot in key chunks was under way "
+                f"(after key {list(progress.after or [])}). {ASK_RESNAPSHOT}"
+            )
+        elif t.since is None:
+            whole.append(t)
+
+    def _chunk_pg(
+        self, conn: Any, staged: dict[str, _Table], progress: dict[str, cdc_snapshot.Progress | None]
+    ) -> list[_Table]:
+        """Read this run's key chunks of the tables whose snapshot is due (:mod:`cdc_snapshot`);
+        the tables without a primary key and without a position, to be read whole."""
+        size, per_run = cdc_snapshot.size_settings(self.props)
+        start = cdc_pg.flushed(conn)  # a new snapshot's stream begins before its first chunk
+        whole: list[_Table] = []
+        for t in staged.values():
+            if t.since is not None and progress[t.name] is None:
+                continue
+            key = cdc_snapshot.pg_key(conn, t.name)
+            if not key:
+                self._keyless(t, progress[t.name], whole)
+                continue
+            if t.since is None:
+                t.since = start
+            chunks = t.chunked(progress[t.name] or cdc_snapshot.Progress(), [k for k, _ in key])
+            for _ in range(per_run):
+                chunks.add(
+                    cdc_snapshot.pg_chunk(conn, t.name, t.names, key, chunks.progress.after, size), SNAPSHOT
+                )
+                if chunks.done:
+                    break
+        return whole
+
+    def _plan_mariadb(
+        self,
+        tables: list[str],
+        stored: dict[str, str | None],
+        progress: dict[str, cdc_snapshot.Progress | None],
+    ) -> list[WorkUnit]:
         """The binlog path (:mod:`portal.pipeline.cdc_mysql`): no slot; a snapshot's position is the
         one MariaDB gives for it, and changes are read from the lowest committed position."""
         server = cdc_mysql.server_of(
@@ -261,8 +341,8 @@ class CdcSource(Source):
             self.props.get("source.conn.password"),
         )
         since: dict[str, cdc_mysql.Position] = {}
-        for table, text in stored.items():
-            if text:
+        for table, mark in stored.items():
+            if text := cdc_snapshot.stream_position(mark):
                 try:
                     since[table] = cdc_mysql.parse_position(text)
                 except ValueError as error:
@@ -290,7 +370,7 @@ class CdcSource(Source):
                 staged[table] = _Table(
                     table, cols, os.path.join(folder, f"t{index}.parquet"), since.get(table)
                 )
-            fresh = [t for t in staged.values() if t.since is None]
+            fresh = self._chunk_mariadb(conn, staged, progress, gtids)
             if fresh:
                 batches = cdc_mysql.snapshot(conn, [(t.name, t.names) for t in fresh], gtids=gtids)
                 point = next(batches)
@@ -303,6 +383,9 @@ class CdcSource(Source):
                         rows, [(SNAPSHOT, f"{at}:{t.rows + i:08d}", None, False) for i in range(len(rows))]
                     )
                 upto = upto.later(point) if type(upto) is type(point) else point  # type: ignore[arg-type]
+            if any(t.chunks for t in staged.values()):  # read on past the chunks' windows
+                now = cdc_mysql.current(conn)
+                upto = upto.later(now) if type(upto) is type(now) else upto  # type: ignore[arg-type]
             marks = [t.since for t in staged.values()]
             if any(type(m) is not type(upto) for m in marks):
                 raise PipelineError(
@@ -312,18 +395,61 @@ class CdcSource(Source):
             start = marks[0]
             for mark in marks[1:]:
                 start = start.earlier(mark)
+            # Written in batches: a Parquet row group per change costs kilobytes and a slow read.
+            pending: dict[str, tuple[list[tuple[Any, ...]], list[Any]]] = {}
             for change in cdc_mysql.changes(server, self.slot, start, upto, tables):
                 t = staged[change.table]
                 if t.since.covers(change.position):
                     continue
                 row = tuple(change.values.get(n) for n in t.names)
                 where = f"{change.position.text()}:{change.index:08d}"
-                t.write([row], [(change.op, where, change.commit_time, change.op == DELETE)])
+                rows, meta = pending.setdefault(t.name, ([], []))
+                rows.append(row)
+                meta.append((change.op, where, change.commit_time, change.op == DELETE))
+                if len(rows) >= 10_000:
+                    t.write(*pending.pop(t.name))
+                if t.chunks is not None:  # a newer change than the chunk row read of its key
+                    t.chunks.saw(row, change.position)
+            for name, (rows, meta) in pending.items():
+                staged[name].write(rows, meta)
+            for t in staged.values():
+                t.finish_chunks()
         finally:
             conn.close()
             for t in staged.values():
                 t.writer.close()
-        return self._units(tables, staged, stored, lambda t: upto.later(t.since).text())
+        return self._units(tables, staged, stored, lambda t: t.watermark(upto.later(t.since).text()))
+
+    def _chunk_mariadb(
+        self,
+        conn: Any,
+        staged: dict[str, _Table],
+        progress: dict[str, cdc_snapshot.Progress | None],
+        gtids: bool,
+    ) -> list[_Table]:
+        """Read this run's key chunks of the tables whose snapshot is due; a new snapshot's stream
+        begins at its first chunk's position. The tables without a primary key and without a
+        position, to be read whole."""
+        size, per_run = cdc_snapshot.size_settings(self.props)
+        whole: list[_Table] = []
+        for t in staged.values():
+            if t.since is not None and progress[t.name] is None:
+                continue
+            key = cdc_snapshot.mariadb_key(conn, t.name)
+            if not key:
+                self._keyless(t, progress[t.name], whole)
+                continue
+            chunks = t.chunked(progress[t.name] or cdc_snapshot.Progress(), key)
+            for _ in range(per_run):
+                chunk, low = cdc_snapshot.mariadb_chunk(
+                    conn, t.name, t.names, key, chunks.progress.after, size, gtids=gtids
+                )
+                if t.since is None:
+                    t.since = low
+                chunks.add(chunk, SNAPSHOT)
+                if chunks.done:
+                    break
+        return whole
 
     def _units(
         self,
@@ -426,6 +552,11 @@ def _stage(staged: dict[str, _Table], done: Decoded) -> None:
         arrays = [
             by_name[n].take(picked) if n in by_name else pa.nulls(len(picked), pa.string()) for n in t.names
         ]
+        if t.chunks is not None:  # a newer change than the chunk row read of its key
+            for row, i in zip(
+                zip(*(a.to_pylist() for a in arrays), strict=True), txn_of.to_pylist(), strict=True
+            ):
+                t.chunks.saw(row, done.committed[i].end_lsn, done.committed[i].xid)
         op = rows.op.take(picked)
         index = pc.utf8_lpad(pc.cast(pa.array(rows.index).take(picked), pa.string()), 8, "0")
         arrays += [

@@ -15,6 +15,16 @@ from tests.factories import FlowConfigFactory, UserFactory
 from tests.unit.topology.helpers import nodes
 
 pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def _ticks_written_as_they_come_due(settings):
+    """These stories count the ticks each pass turns into executions as they come
+    due; ticks written ahead (SCHEDULER_LOOKAHEAD_SECONDS) have their own stories
+    in tests/unit/orchestration/test_ticks_ahead.py."""
+    settings.SCHEDULER_LOOKAHEAD_SECONDS = 0
+
+
 T0 = datetime(2026, 3, 1, 12, 0, 30, tzinfo=UTC)
 ON_TIME = timedelta(seconds=32)
 

@@ -24,6 +24,7 @@ from portal.monitoring import slots, subscriptions
 from portal.monitoring.models import Subscription
 from portal.orchestration.models import DatasetState
 from portal.pipeline import cdc_pg
+from portal.pipeline.cdc_snapshot import Progress, join
 from portal.pipeline.pgoutput import parse_lsn
 from portal.topology import services as topology
 from tests.factories import FlowConfigFactory, UserFactory
@@ -256,3 +257,21 @@ def test_a_lost_slot_is_taken_again_only_when_the_owner_asks(capture, client):
     plain = FlowConfigFactory(owner=owner, flow_group="shop", flow_name="plain")
     refused = client.post(reverse("flowconfig-resnapshot", args=["shop", "plain"]))
     assert refused.status_code == 400 and f"flow {plain} does not capture changes" in str(refused.json())
+
+
+def test_a_snapshot_under_way_is_shown_and_its_stream_position_measures_the_lag(capture, client):
+    """A table snapshotted in key chunks keeps its progress in its watermark: the card says how far
+    the snapshot got, and the lag is measured from the stream position beside it."""
+    flow, db = capture["flow"], capture["db"]
+    slot = cdc_pg.slot_name(flow.pk, "shop", "customers-log")
+    cdc_pg.ensure(db, slot, ["shop.customers"], "shopdb")
+    _commit_position(capture, minutes_ago=2)
+    state = DatasetState.objects.get(flow_id=flow.pk)
+    state.watermark = join(state.watermark, Progress(("40",), 40))
+    state.save()
+    report = slots.read(flow, fresh=True)
+    assert report is not None and report.status == "ok" and report.lag_bytes == 0
+    assert report.snapshots == ["shop.customers: 40 rows read so far, up to key (40)"]
+    client.force_login(capture["owner"])
+    html = client.get(reverse("monitoring:flow_slot", args=["shop", "customers-log"])).content.decode()
+    assert "Snapshot under way" in html and "40 rows read so far" in html

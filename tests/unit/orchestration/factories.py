@@ -56,4 +56,4 @@ def two_hop_flow(owner, **fields) -> FlowConfig:
     executor("x1", "a>b")
     executor("x2", "b>c")
     defaults = {"flow_group": "demo", "flow_name": "a-to-c", "source": "a", "destinations": ["c"]}
-    return FlowConfigFactory(owner=owner, schedule="", **{**defaults, **fields})
+    return FlowConfigFactory(owner=owner, **{"schedule": "", **defaults, **fields})

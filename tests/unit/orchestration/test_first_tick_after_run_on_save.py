@@ -29,7 +29,8 @@ def test_the_first_tick_waits_for_the_run_on_save_then_runs(owner):
     assert status_of(on_save) in (ExecutionStatus.COMPILED, ExecutionStatus.RUNNING)
 
     now = timezone.now()
-    first_tick = create_execution(flow, FlowExecution.Trigger.SCHEDULE, now)
+    # Ticks in the past: one still to come is written ahead and launched at its time (test_ticks_ahead).
+    first_tick = create_execution(flow, FlowExecution.Trigger.SCHEDULE, now - timedelta(minutes=5))
     process_actions()
     assert status_of(first_tick) == ExecutionStatus.PENDING
     assert f"Waiting for execution {on_save.execution_id}" in first_tick.message
@@ -37,7 +38,7 @@ def test_the_first_tick_waits_for_the_run_on_save_then_runs(owner):
     assert waiting.due_at > now
 
     # A second tick while the run on save still runs is skipped, as any tick behind a run.
-    second_tick = create_execution(flow, FlowExecution.Trigger.SCHEDULE, now + timedelta(minutes=5))
+    second_tick = create_execution(flow, FlowExecution.Trigger.SCHEDULE, now)
     process_actions()
     assert status_of(second_tick) == ExecutionStatus.SKIPPED
     assert str(on_save.execution_id) in second_tick.message

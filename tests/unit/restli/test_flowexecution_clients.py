@@ -184,3 +184,29 @@ def test_the_api_keeps_flowports_own_status_names(history, owner):
     done = history["done"]
     response = api_client_for(owner).get(f"/api/flowexecutions/{done.execution_id}")
     assert response.json()["executionStatus"] == "COMMITTED"
+
+
+def test_a_tick_written_ahead_is_no_flow_status_until_its_time(wire, history):
+    """The scheduler writes a tick's execution up to a minute ahead; Gobblin's
+    clients see it only once its tick has come (orchestration.models.ArrivedExecutions)."""
+    from django.utils import timezone
+
+    from portal.orchestration.models import FlowExecution
+
+    tick = timezone.now() + timedelta(seconds=30)
+    ahead = FlowExecutionFactory(
+        flow=history["done"].flow,
+        status=ExecutionStatus.PENDING,
+        trigger=FlowExecution.Trigger.SCHEDULE,
+        scheduled_at=tick,
+        execution_id=int(tick.timestamp() * 1000),
+        started_at=None,
+    )
+    url = "/flowstatuses?q=latestFlowStatus&flowId=(flowGroup:team,flowName:nightly)&count=3"
+    statuses = [e["executionStatus"] for e in wire.send("GET", url).json()["elements"]]
+    assert statuses == ["RUNNING", "FAILED", "COMPLETE"]
+    assert wire.send("GET", f"/flowstatuses/{key(ahead)}", restli_method="get").status_code == 404
+    assert wire.send("GET", f"/flowexecutions/{key(ahead)}", restli_method="get").status_code == 404
+    FlowExecution.with_upcoming.filter(pk=ahead.pk).update(scheduled_at=timezone.now())  # its time
+    statuses = [e["executionStatus"] for e in wire.send("GET", url).json()["elements"]]
+    assert statuses[0] == "PENDING"
