@@ -272,6 +272,24 @@ def read(flow: FlowConfig, *, fresh: bool = False, now: datetime | None = None) 
     return report
 
 
+def _judge_lag(report: SlotReport, limits: Thresholds, log: str) -> None:
+    """Mark ``report`` lagging, saying why, when its lag passes the flow's thresholds (``log``:
+    what the server keeps, "log" or "binlog")."""
+    behind, seconds = report.lag_bytes or 0, report.lag_seconds
+    why = []
+    if limits.lag_bytes and behind > limits.lag_bytes:
+        about = "" if report.lag_bytes_exact else "up to "
+        why.append(f"{about}{_size(behind)} of {log} behind (threshold {_size(limits.lag_bytes)})")
+    if limits.lag_seconds and seconds is not None and seconds > limits.lag_seconds:
+        why.append(f"{seconds:.0f} s behind (threshold {limits.lag_seconds} s)")
+    if why:
+        report.problems.append(LAGGING)
+        report.status = "lagging"
+        report.message = (
+            f"The flow is {' and '.join(why)}; the server keeps {_size(report.retained_bytes or 0)} of {log}."
+        )
+
+
 def _read(flow: FlowConfig, name: str, props: dict[str, str], now: datetime) -> SlotReport:
     position, caught_up_at = _committed(flow, props)
     try:
@@ -317,17 +335,7 @@ def _read(flow: FlowConfig, name: str, props: dict[str, str], now: datetime) -> 
         )
         return report
     limits = thresholds(props)
-    why = []
-    if limits.lag_bytes and lag_bytes > limits.lag_bytes:
-        why.append(f"{_size(lag_bytes)} of log behind (threshold {_size(limits.lag_bytes)})")
-    if limits.lag_seconds and lag_seconds is not None and lag_seconds > limits.lag_seconds:
-        why.append(f"{lag_seconds:.0f} s behind (threshold {limits.lag_seconds} s)")
-    if why:
-        report.problems.append(LAGGING)
-        report.status = "lagging"
-        report.message = (
-            f"The flow is {' and '.join(why)}; the server keeps {_size(slot.retained_bytes)} of log."
-        )
+    _judge_lag(report, limits, "log")
     idle = (now - last_run).total_seconds()
     if limits.inactive_seconds and not slot.active and idle > limits.inactive_seconds:
         report.problems.append(INACTIVE)
@@ -392,19 +400,7 @@ def _read_binlog(flow: FlowConfig, name: str, props: dict[str, str], now: dateti
     report.lag_seconds = 0.0 if behind == 0 else None
     if behind and caught_up_at is not None:
         report.lag_seconds = max(0.0, (now - caught_up_at).total_seconds())
-    limits = thresholds(props)
-    why = []
-    if limits.lag_bytes and behind > limits.lag_bytes:
-        about = "" if lag.exact_bytes else "up to "
-        why.append(f"{about}{_size(behind)} of binlog behind (threshold {_size(limits.lag_bytes)})")
-    if limits.lag_seconds and report.lag_seconds is not None and report.lag_seconds > limits.lag_seconds:
-        why.append(f"{report.lag_seconds:.0f} s behind (threshold {limits.lag_seconds} s)")
-    if why:
-        report.problems.append(LAGGING)
-        report.status = "lagging"
-        report.message = (
-            f"The flow is {' and '.join(why)}; the server keeps {_size(lag.retained_bytes)} of binlog."
-        )
+    _judge_lag(report, thresholds(props), "binlog")
     return report
 
 

@@ -314,19 +314,23 @@ def text(value: Any) -> str | None:
     return str(value)
 
 
+def begin_snapshot(cur: Any) -> FilePosition:
+    """Open a consistent snapshot on ``cur`` (its caller commits it) and return the binlog position
+    it matches: what MariaDB reports for it, exact, not read before or after."""
+    cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
+    cur.execute("SHOW STATUS WHERE Variable_name IN ('binlog_snapshot_file', 'binlog_snapshot_position')")
+    status = {str(k).lower(): str(v) for k, v in cur.fetchall()}
+    return FilePosition(status["binlog_snapshot_file"], int(status["binlog_snapshot_position"]))
+
+
 def snapshot(
     conn: Any, tables: Sequence[tuple[str, Sequence[str]]], batch: int = 10_000, *, gtids: bool = False
 ) -> Iterator[Any]:
     """In one consistent snapshot: first its binlog position (in GTIDs when ``gtids``), then
     ``(table, rows)`` batches with values as text."""
     with conn.cursor() as cur:
-        cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
         try:
-            cur.execute(
-                "SHOW STATUS WHERE Variable_name IN ('binlog_snapshot_file', 'binlog_snapshot_position')"
-            )
-            status = {str(k).lower(): str(v) for k, v in cur.fetchall()}
-            point = FilePosition(status["binlog_snapshot_file"], int(status["binlog_snapshot_position"]))
+            point = begin_snapshot(cur)
             yield in_gtids(conn, point) if gtids else point
             for table, names in tables:
                 schema, _, name = table.partition(".")

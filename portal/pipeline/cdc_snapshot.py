@@ -262,15 +262,8 @@ def mariadb_chunk(
         params = list(after)
     statement += f" ORDER BY {order} LIMIT {int(size)}"
     with conn.cursor() as cur:
-        cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
         try:
-            cur.execute(
-                "SHOW STATUS WHERE Variable_name IN ('binlog_snapshot_file', 'binlog_snapshot_position')"
-            )
-            status = {str(k).lower(): str(v) for k, v in cur.fetchall()}
-            low: cdc_mysql.Position = cdc_mysql.FilePosition(
-                status["binlog_snapshot_file"], int(status["binlog_snapshot_position"])
-            )
+            low: cdc_mysql.Position = cdc_mysql.begin_snapshot(cur)
             cur.execute(statement, params)
             rows = [tuple(cdc_mysql.text(v) for v in row) for row in cur.fetchall()]
         finally:

@@ -64,6 +64,24 @@ def _sibling(folder: str, what: str, token: str) -> str:
     return f"{parent}/.{name}.fp-{what}-{tag}"
 
 
+def _link_tree(base: str, into: str, skip: set[str]) -> None:
+    """Every file under local folder ``base`` but the ``skip`` ones (paths relative to it), hard-
+    linked at the same place under ``into`` (copied where a link cannot be made); a file already
+    there was linked by an earlier attempt."""
+    for dirpath, _, names in os.walk(base):
+        for name in names:
+            full = os.path.join(dirpath, name)
+            relative = os.path.relpath(full, base).replace(os.sep, "/")
+            target = os.path.join(into, relative)
+            if relative in skip or os.path.exists(target):
+                continue
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            try:
+                os.link(full, target)
+            except OSError:
+                shutil.copy2(full, target)
+
+
 def _read(path: str, fmt: str) -> Any:
     import pyarrow.csv as pcsv
     import pyarrow.parquet as pq
@@ -188,47 +206,18 @@ class FsReplaceCommitStep(CommitStep):
                 )
 
     def _keep(self, folder: str, new: str) -> None:
-        """The dataset's files but the retired ones, linked into ``new`` (copied where a hard link
-        cannot be made): the swap's new content costs no rewrite of the kept data."""
-        retired = set(self.data["retire"])
-        base, into = fs.local_path(folder), fs.local_path(new)
-        for dirpath, _, names in os.walk(base):
-            for name in names:
-                full = os.path.join(dirpath, name)
-                relative = os.path.relpath(full, base).replace(os.sep, "/")
-                if relative in retired or relative == MARKER:
-                    continue
-                target = os.path.join(into, relative)
-                if os.path.exists(target):
-                    continue  # linked by an earlier attempt
-                os.makedirs(os.path.dirname(target), exist_ok=True)
-                try:
-                    os.link(full, target)
-                except OSError:
-                    shutil.copy2(full, target)
+        """The dataset's files but the retired ones, linked into ``new``: the swap's new content
+        costs no rewrite of the kept data."""
+        _link_tree(fs.local_path(folder), fs.local_path(new), {*self.data["retire"], MARKER})
 
     @staticmethod
     def _keep_set_aside(folder: str, new: str) -> None:
         """Earlier runs' bad records (``_errors/``) linked into ``new``: replacing the data does
         not take away what their execution pages link to. Hard links, so a crash before the
         exchange leaves the old folder whole; on a Hadoop URI they go with the old content."""
-        if not (fs.is_local(folder) and fs.exists(fs.join(folder, badrows.FOLDER))):
-            return
-        base, into = (
-            fs.local_path(fs.join(folder, badrows.FOLDER)),
-            fs.local_path(fs.join(new, badrows.FOLDER)),
-        )
-        for dirpath, _, names in os.walk(base):
-            for name in names:
-                full = os.path.join(dirpath, name)
-                target = os.path.join(into, os.path.relpath(full, base))
-                if os.path.exists(target):
-                    continue  # linked by an earlier attempt
-                os.makedirs(os.path.dirname(target), exist_ok=True)
-                try:
-                    os.link(full, target)
-                except OSError:
-                    shutil.copy2(full, target)
+        errors = fs.join(folder, badrows.FOLDER)
+        if fs.is_local(folder) and fs.exists(errors):
+            _link_tree(fs.local_path(errors), fs.local_path(fs.join(new, badrows.FOLDER)), set())
 
     def _swap_in_place(self, folder: str, files: list[dict[str, Any]]) -> None:
         """Where folders cannot be exchanged (Hadoop URIs): the run's files moved in, the retired
