@@ -6,13 +6,16 @@ binaries (``mariadb-install-db`` in a temporary folder, a free port, ``binlog_fo
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pwd
 import shutil
 import subprocess
 import tempfile
 import time
+import uuid
 from collections.abc import Iterator
+from typing import Any
 
 import pymysql
 import pytest
@@ -58,3 +61,22 @@ def binlog_mariadb() -> Iterator[dict[str, object]]:
         server.terminate()
         server.wait(timeout=60)
         shutil.rmtree(folder, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def own_schema(binlog_mariadb: dict[str, object], *statements: str) -> Iterator[dict[str, Any]]:
+    """A database of its own on the private server, set up by ``statements`` (``{db}`` stands for
+    its quoted name): ``{"name", "conn" (autocommit, root), "url" (JDBC), "server"}``. Dropped after."""
+    name = f"shop_{uuid.uuid4().hex[:8]}"
+    conn = pymysql.connect(**binlog_mariadb, password="", autocommit=True)  # type: ignore[arg-type]
+    try:
+        with conn.cursor() as cur:
+            cur.execute(f"CREATE DATABASE `{name}`")
+            for statement in statements:
+                cur.execute(statement.format(db=f"`{name}`"))
+        url = f"jdbc:mariadb://{binlog_mariadb['host']}:{binlog_mariadb['port']}/{name}"
+        yield {"name": name, "conn": conn, "url": url, "server": binlog_mariadb}
+    finally:
+        with conn.cursor() as cur:
+            cur.execute(f"DROP DATABASE IF EXISTS `{name}`")
+        conn.close()

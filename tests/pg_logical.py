@@ -13,7 +13,9 @@ import pwd
 import shutil
 import subprocess
 import tempfile
+import uuid
 from collections.abc import Iterator
+from typing import Any
 
 import psycopg
 import pytest
@@ -73,3 +75,27 @@ def logical_pg() -> Iterator[str]:
     """The ``postgres://`` URL of the private server's ``postgres`` database (user ``postgres``)."""
     with private_server() as url:
         yield url
+
+
+@contextlib.contextmanager
+def own_database(logical_pg: str, *statements: str) -> Iterator[dict[str, Any]]:
+    """A database of its own on the private server, set up by ``statements`` (autocommit):
+    ``{"db": connection, "url": JDBC URL, "conninfo": postgres:// URL, "name": …}``. Dropped
+    afterwards with the replication slots the story left in it (a slot keeps a database)."""
+    name = f"shop_{uuid.uuid4().hex[:8]}"
+    conninfo = f"{logical_pg.rsplit('/', 1)[0]}/{name}"
+    with psycopg.connect(logical_pg, autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    try:
+        with psycopg.connect(conninfo, autocommit=True) as db:
+            for statement in statements:
+                db.execute(statement)
+            url = "jdbc:" + conninfo.replace("postgres://postgres@", "postgresql://")
+            yield {"db": db, "url": url, "conninfo": conninfo, "name": name}
+    finally:
+        with psycopg.connect(logical_pg, autocommit=True) as admin:
+            for (slot,) in admin.execute(
+                "SELECT slot_name FROM pg_replication_slots WHERE database = %s", (name,)
+            ).fetchall():
+                admin.execute("SELECT pg_drop_replication_slot(%s)", (slot,))
+            admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')

@@ -9,7 +9,6 @@ armed through failpoint files, a broker of its own) is the files exactly-once st
 from __future__ import annotations
 
 import time
-import uuid
 from collections.abc import Iterator
 from decimal import Decimal
 from pathlib import Path
@@ -36,7 +35,7 @@ from tests.integration.test_exactly_once import (  # noqa: F401 (fixtures)
     eo_env,
     eo_scheduler,
 )
-from tests.pg_logical import logical_pg  # noqa: F401 (fixture)
+from tests.pg_logical import logical_pg, own_database  # noqa: F401 (fixture)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -51,17 +50,13 @@ POINTS = [
 
 @pytest.fixture
 def shop(logical_pg: str) -> Iterator[dict[str, Any]]:  # noqa: F811
-    name = f"shop_{uuid.uuid4().hex[:8]}"
-    server = logical_pg.rsplit("/", 1)[0]
-    with psycopg.connect(logical_pg, autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-    with psycopg.connect(f"{server}/{name}", autocommit=True) as db:
-        db.execute("CREATE SCHEMA shop")
-        db.execute("CREATE TABLE shop.customers (id int PRIMARY KEY, name text, balance numeric(10,2))")
-        db.execute("INSERT INTO shop.customers SELECT g, 'c' || g, g FROM generate_series(1, 10) g")
-        yield {"db": db, "url": f"jdbc:postgresql://{server.split('@')[1]}/{name}"}
-    with psycopg.connect(logical_pg, autocommit=True) as admin:
-        admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
+    with own_database(
+        logical_pg,
+        "CREATE SCHEMA shop",
+        "CREATE TABLE shop.customers (id int PRIMARY KEY, name text, balance numeric(10,2))",
+        "INSERT INTO shop.customers SELECT g, 'c' || g, g FROM generate_series(1, 10) g",
+    ) as found:
+        yield found
 
 
 def change_log(folder: Path) -> list[dict[str, Any]]:
@@ -93,6 +88,23 @@ def matches(replayed: list[tuple[Any, ...]], source: list[tuple[Any, ...]], snap
     return all(got.get(k) == row for k, row in want.items() if k <= upto) and all(
         want.get(k) == row for k, row in got.items()
     )
+
+
+def crash_a_run(
+    db: psycopg.Connection, workers: Workers, flow: Any, point: str, new_id: int
+) -> tuple[Any, bool]:
+    """Change the source (an insert, an update of every third row, a delete), arm the failpoint,
+    run the flow; wait for the worker to die there and for another to finish the execution.
+    Returns the execution and whether a worker died."""
+    db.execute("INSERT INTO shop.customers VALUES (%s, 'new', 1)", (new_id,))
+    db.execute("UPDATE shop.customers SET balance = balance + 1, name = name || '+' WHERE id % 3 = 0")
+    db.execute("DELETE FROM shop.customers WHERE id = (SELECT min(id) FROM shop.customers)")
+    workers.arm(point)
+    execution = services.run_now(flow, user=flow.owner)
+    died = workers.wait_for_a_death()
+    workers.arm("")
+    workers.fill("")
+    return _finished(execution, timeout=900), died  # minutes of Spark on 2 busy cores
 
 
 @pytest.mark.timeout(1500)
@@ -133,17 +145,9 @@ def test_sigkill_at_each_commit_step_leaves_each_change_once(shop, tmp_path, req
         workers.fill("")
         workers.wait_ready()
         for scenario in POINTS:
-            db.execute("INSERT INTO shop.customers VALUES (%s, 'new', 1)", (next_id,))
-            db.execute("UPDATE shop.customers SET balance = balance + 1, name = name || '+' WHERE id % 3 = 0")
-            db.execute("DELETE FROM shop.customers WHERE id = (SELECT min(id) FROM shop.customers)")
-            next_id += 1
-            workers.arm(scenario[0])
             began = time.monotonic()
-            execution = services.run_now(flow, user=flow.owner)
-            died = workers.wait_for_a_death()
-            workers.arm("")
-            workers.fill("")
-            execution = _finished(execution, timeout=900)  # minutes of Spark on 2 busy cores
+            execution, died = crash_a_run(db, workers, flow, scenario[0], next_id)
+            next_id += 1
             log = change_log(folder)
             positions = [r["_cdc_position"] for r in log]
             source = [

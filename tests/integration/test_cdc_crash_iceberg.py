@@ -16,14 +16,13 @@ from typing import Any
 import pytest
 
 from portal.flows import services as flow_services
-from portal.orchestration import services
 from portal.orchestration.models import CommitStoreDataset, DatasetState, ExecutionStatus
 from portal.pipeline import cdc_pg
 from portal.pipeline.destinations.iceberg import load_catalog
 from portal.topology import services as topology
 from tests.factories import UserFactory
 from tests.integration.crash_harness import format_table
-from tests.integration.test_cdc_crash import POINTS
+from tests.integration.test_cdc_crash import POINTS, crash_a_run
 from tests.integration.test_cdc_crash import shop as shop  # fixture
 from tests.integration.test_exactly_once import (  # noqa: F401 (fixtures)
     QUEUE,
@@ -108,17 +107,9 @@ def test_sigkill_at_each_commit_step_merges_each_change_into_iceberg_once(
         workers.fill("")
         workers.wait_ready()
         for scenario in POINTS:
-            db.execute("INSERT INTO shop.customers VALUES (%s, 'new', 1)", (next_id,))
-            db.execute("UPDATE shop.customers SET balance = balance + 1, name = name || '+' WHERE id % 3 = 0")
-            db.execute("DELETE FROM shop.customers WHERE id = (SELECT min(id) FROM shop.customers)")
-            next_id += 1
-            workers.arm(scenario[0])
             began = time.monotonic()
-            execution = services.run_now(flow, user=flow.owner)
-            died = workers.wait_for_a_death()
-            workers.arm("")
-            workers.fill("")
-            execution = _finished(execution, timeout=900)  # minutes of Spark on 2 busy cores
+            execution, died = crash_a_run(db, workers, flow, scenario[0], next_id)
+            next_id += 1
             table = load_catalog(catalog_uri, None, warehouse).load_table(("eo", "customers"))
             stored = sorted(
                 ((r["id"], r["name"], r["balance"]) for r in table.scan().to_arrow().to_pylist()),

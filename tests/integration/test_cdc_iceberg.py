@@ -8,7 +8,6 @@ the table's last commit carrying the log position the state store holds."""
 from __future__ import annotations
 
 import json
-import uuid
 from collections.abc import Iterator
 from decimal import Decimal
 from typing import Any
@@ -25,7 +24,7 @@ from portal.pipeline.destinations.iceberg import load_catalog
 from portal.topology import services as topology
 from tests.integration.conftest import INGEST_QUEUE
 from tests.integration.test_orchestration import finished
-from tests.pg_logical import logical_pg  # noqa: F401 (fixture)
+from tests.pg_logical import logical_pg, own_database  # noqa: F401 (fixture)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -42,17 +41,13 @@ CDC_MERGE = {
 
 @pytest.fixture
 def shop(logical_pg: str) -> Iterator[dict[str, Any]]:  # noqa: F811
-    name = f"shop_{uuid.uuid4().hex[:8]}"
-    server = logical_pg.rsplit("/", 1)[0]
-    with psycopg.connect(logical_pg, autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-    with psycopg.connect(f"{server}/{name}", autocommit=True) as db:
-        db.execute("CREATE SCHEMA shop")
-        db.execute("CREATE TABLE shop.customers (id int PRIMARY KEY, name text, balance numeric(10,2))")
-        db.execute("INSERT INTO shop.customers SELECT g, 'c' || g, g * 1.5 FROM generate_series(1, 20) g")
-        yield {"db": db, "url": f"jdbc:postgresql://{server.split('@')[1]}/{name}"}
-    with psycopg.connect(logical_pg, autocommit=True) as admin:
-        admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
+    with own_database(
+        logical_pg,
+        "CREATE SCHEMA shop",
+        "CREATE TABLE shop.customers (id int PRIMARY KEY, name text, balance numeric(10,2))",
+        "INSERT INTO shop.customers SELECT g, 'c' || g, g * 1.5 FROM generate_series(1, 20) g",
+    ) as found:
+        yield found
 
 
 def iceberg_rows(table: Any, columns: list[str]) -> list[tuple[Any, ...]]:

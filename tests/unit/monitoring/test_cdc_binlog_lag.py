@@ -7,12 +7,10 @@ server's binlog (bytes, transactions, seconds), the monitor raises ``cdc.slot_la
 from __future__ import annotations
 
 import time
-import uuid
 from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
 
-import pymysql
 import pytest
 from django.core.cache import cache
 from django.urls import reverse
@@ -26,7 +24,7 @@ from portal.pipeline import cdc_mysql
 from portal.pipeline.cdc_snapshot import Progress, join
 from portal.topology import services as topology
 from tests.factories import UserFactory
-from tests.mariadb_binlog import binlog_mariadb  # noqa: F401 (fixture)
+from tests.mariadb_binlog import binlog_mariadb, own_schema  # noqa: F401 (fixture)
 from tests.unit.monitoring.conftest import make_execution
 
 pytestmark = pytest.mark.django_db
@@ -36,12 +34,14 @@ pytestmark = pytest.mark.django_db
 def capture(binlog_mariadb: dict[str, Any], settings) -> Iterator[dict[str, Any]]:  # noqa: F811
     settings.CDC_SLOT_CACHE_SECONDS = 60
     cache.clear()
-    name = f"shop_{uuid.uuid4().hex[:8]}"
-    conn = pymysql.connect(**binlog_mariadb, password="", autocommit=True)
-    with conn.cursor() as cur:
-        cur.execute(f"CREATE DATABASE `{name}`")
-        cur.execute(f"CREATE TABLE `{name}`.customers (id int PRIMARY KEY, name varchar(300))")
-    url = f"jdbc:mariadb://{binlog_mariadb['host']}:{binlog_mariadb['port']}/{name}"
+    with own_schema(
+        binlog_mariadb, "CREATE TABLE {db}.customers (id int PRIMARY KEY, name varchar(300))"
+    ) as shop:
+        yield _capture(shop)
+
+
+def _capture(shop: dict[str, Any]) -> dict[str, Any]:
+    name, url = shop["name"], shop["url"]
     owner = UserFactory(username="olivia")
     topology.create_data_node({"name": "shopdb", "kind": "jdbc", "properties": {"url": url}})
     topology.create_data_node({"name": "lake", "kind": "files", "properties": {"path": "/tmp/lake"}})
@@ -65,16 +65,13 @@ def capture(binlog_mariadb: dict[str, Any], settings) -> Iterator[dict[str, Any]
             "paused": True,
         },
     )
-    yield {
+    return {
         "flow": flow,
         "owner": owner,
-        "conn": conn,
+        "conn": shop["conn"],
         "name": name,
         "job": flow.compiled_dag.dag["jobs"][0]["jobName"],
     }
-    with conn.cursor() as cur:
-        cur.execute(f"DROP DATABASE `{name}`")
-    conn.close()
 
 
 def run(capture: dict[str, Any], statement: str) -> None:

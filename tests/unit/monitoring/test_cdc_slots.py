@@ -7,12 +7,10 @@ once when each clears; the flow's "SLA miss" subscribers hear of it."""
 from __future__ import annotations
 
 import re
-import uuid
 from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
 
-import psycopg
 import pytest
 from django.core.cache import cache
 from django.urls import reverse
@@ -28,7 +26,7 @@ from portal.pipeline.cdc_snapshot import Progress, join
 from portal.pipeline.pgoutput import parse_lsn
 from portal.topology import services as topology
 from tests.factories import FlowConfigFactory, UserFactory
-from tests.pg_logical import logical_pg  # noqa: F401 (fixture)
+from tests.pg_logical import logical_pg, own_database  # noqa: F401 (fixture)
 from tests.unit.monitoring.conftest import make_execution
 
 pytestmark = pytest.mark.django_db
@@ -36,20 +34,10 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def shop(logical_pg: str) -> Iterator[dict[str, Any]]:  # noqa: F811
-    name = f"shop_{uuid.uuid4().hex[:8]}"
-    server = logical_pg.rsplit("/", 1)[0]
-    with psycopg.connect(logical_pg, autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-    with psycopg.connect(f"{server}/{name}", autocommit=True) as db:
-        db.execute("CREATE SCHEMA shop")
-        db.execute("CREATE TABLE shop.customers (id int PRIMARY KEY, name text)")
-        yield {"db": db, "url": f"jdbc:postgresql://{server.split('@')[1]}/{name}"}
-    with psycopg.connect(logical_pg, autocommit=True) as admin:
-        for (slot,) in admin.execute(
-            "SELECT slot_name FROM pg_replication_slots WHERE database = %s", (name,)
-        ):
-            admin.execute("SELECT pg_drop_replication_slot(%s)", (slot,))
-        admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
+    with own_database(
+        logical_pg, "CREATE SCHEMA shop", "CREATE TABLE shop.customers (id int PRIMARY KEY, name text)"
+    ) as found:
+        yield found
 
 
 @pytest.fixture

@@ -12,14 +12,13 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-import psycopg
 import pytest
 from pyspark.sql import SparkSession
 
 from portal.pipeline import cdc_pg, run_job
 from portal.pipeline.pgoutput import DELETE, INSERT, UPDATE, Decoder, format_lsn, parse_lsn
 from portal.pipeline.sources.cdc import acknowledge
-from tests.pg_logical import logical_pg  # noqa: F401 (fixture)
+from tests.pg_logical import logical_pg, own_database  # noqa: F401 (fixture)
 
 from .helpers import read, run_and_publish, spec
 
@@ -29,31 +28,15 @@ CDC = "portal.pipeline.sources.cdc.CdcSource"
 @pytest.fixture
 def shop(logical_pg: str) -> Iterator[dict[str, Any]]:  # noqa: F811
     """A database of its own on the private server, with ``shop.customers``."""
-    name = f"shop_{uuid.uuid4().hex[:8]}"
-    with psycopg.connect(logical_pg, autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-    conninfo = logical_pg.rsplit("/", 1)[0] + f"/{name}"
-    with psycopg.connect(conninfo, autocommit=True) as db:
-        db.execute("CREATE SCHEMA shop")
-        db.execute(
-            "CREATE TABLE shop.customers (id int PRIMARY KEY, name text, balance numeric(10,2),"
-            " seen timestamptz, vip boolean)"
-        )
-        db.execute(
-            "INSERT INTO shop.customers SELECT g, 'c' || g, g * 1.25, TIMESTAMPTZ '2026-01-02 03:04:05+00', g % 2 = 0"
-            " FROM generate_series(1, 5) g"
-        )
-        yield {
-            "conninfo": conninfo,
-            "url": "jdbc:" + conninfo.replace("postgres://postgres@", "postgresql://"),
-            "db": db,
-        }
-    with psycopg.connect(logical_pg, autocommit=True) as admin:
-        for (slot,) in admin.execute(
-            "SELECT slot_name FROM pg_replication_slots WHERE database = %s", (name,)
-        ):
-            admin.execute("SELECT pg_drop_replication_slot(%s)", (slot,))
-        admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
+    with own_database(
+        logical_pg,
+        "CREATE SCHEMA shop",
+        "CREATE TABLE shop.customers (id int PRIMARY KEY, name text, balance numeric(10,2),"
+        " seen timestamptz, vip boolean)",
+        "INSERT INTO shop.customers SELECT g, 'c' || g, g * 1.25, TIMESTAMPTZ '2026-01-02 03:04:05+00', g % 2 = 0"
+        " FROM generate_series(1, 5) g",
+    ) as found:
+        yield found
 
 
 def test_the_decoder_reads_what_the_server_sends(shop):

@@ -5,17 +5,15 @@ one never — and replaying the change log gives the source table row by row."""
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-import pymysql
 import pytest
 
 from portal.pipeline import cdc_mysql, run_job
-from tests.mariadb_binlog import binlog_mariadb  # noqa: F401 (fixture)
+from tests.mariadb_binlog import binlog_mariadb, own_schema  # noqa: F401 (fixture)
 
 from .helpers import read, run_and_publish, spec
 
@@ -24,19 +22,12 @@ CDC = "portal.pipeline.sources.cdc.CdcSource"
 
 @pytest.fixture
 def shop(binlog_mariadb: dict[str, Any]) -> Iterator[dict[str, Any]]:  # noqa: F811
-    name = f"shop_{uuid.uuid4().hex[:8]}"
-    conn = pymysql.connect(**binlog_mariadb, password="", autocommit=True)
-    with conn.cursor() as cur:
-        cur.execute(f"CREATE DATABASE `{name}`")
-        cur.execute(
-            f"CREATE TABLE `{name}`.customers (id int PRIMARY KEY, name varchar(40), balance decimal(10,2))"
-        )
-        cur.execute(f"INSERT INTO `{name}`.customers VALUES (1, 'c1', 1.5), (2, 'c2', 3), (3, 'c3', 4.5)")  # noqa: S608 - test names
-    url = f"jdbc:mariadb://{binlog_mariadb['host']}:{binlog_mariadb['port']}/{name}"
-    yield {"name": name, "conn": conn, "url": url}
-    with conn.cursor() as cur:
-        cur.execute(f"DROP DATABASE `{name}`")
-    conn.close()
+    with own_schema(
+        binlog_mariadb,
+        "CREATE TABLE {db}.customers (id int PRIMARY KEY, name varchar(40), balance decimal(10,2))",
+        "INSERT INTO {db}.customers VALUES (1, 'c1', 1.5), (2, 'c2', 3), (3, 'c3', 4.5)",
+    ) as found:
+        yield found
 
 
 def run(shop: dict[str, Any], statement: str) -> None:

@@ -23,8 +23,8 @@ from portal.pipeline import cdc_pg, cdc_snapshot, run_job
 from portal.pipeline.cdc_snapshot import Progress, join, split, stream_position
 from portal.pipeline.pgoutput import parse_lsn
 from portal.pipeline.sources.cdc import _META, acknowledge
-from tests.mariadb_binlog import binlog_mariadb  # noqa: F401 (fixture)
-from tests.pg_logical import logical_pg  # noqa: F401 (fixture)
+from tests.mariadb_binlog import binlog_mariadb, own_schema  # noqa: F401 (fixture)
+from tests.pg_logical import logical_pg, own_database  # noqa: F401 (fixture)
 
 from .helpers import read, run_and_publish, spec
 
@@ -123,25 +123,13 @@ def snapshot_runs(
 
 @pytest.fixture
 def pg_shop(logical_pg: str) -> Iterator[dict[str, Any]]:  # noqa: F811
-    name = f"shop_{uuid.uuid4().hex[:8]}"
-    with psycopg.connect(logical_pg, autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-    conninfo = logical_pg.rsplit("/", 1)[0] + f"/{name}"
-    with psycopg.connect(conninfo, autocommit=True) as db:
-        db.execute("CREATE SCHEMA shop")
-        db.execute("CREATE TABLE shop.items (id int PRIMARY KEY, name text, n int)")
-        db.execute("INSERT INTO shop.items SELECT g, 'c' || g, g FROM generate_series(1, 60) g")
-        yield {
-            "conninfo": conninfo,
-            "url": "jdbc:" + conninfo.replace("postgres://postgres@", "postgresql://"),
-            "db": db,
-        }
-    with psycopg.connect(logical_pg, autocommit=True) as admin:
-        for (slot,) in admin.execute(
-            "SELECT slot_name FROM pg_replication_slots WHERE database = %s", (name,)
-        ):
-            admin.execute("SELECT pg_drop_replication_slot(%s)", (slot,))
-        admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
+    with own_database(
+        logical_pg,
+        "CREATE SCHEMA shop",
+        "CREATE TABLE shop.items (id int PRIMARY KEY, name text, n int)",
+        "INSERT INTO shop.items SELECT g, 'c' || g, g FROM generate_series(1, 60) g",
+    ) as found:
+        yield found
 
 
 def test_a_postgresql_table_is_snapshotted_in_chunks_over_runs_while_it_changes(
@@ -199,18 +187,12 @@ def test_a_postgresql_table_is_snapshotted_in_chunks_over_runs_while_it_changes(
 
 @pytest.fixture
 def maria_shop(binlog_mariadb: dict[str, Any]) -> Iterator[dict[str, Any]]:  # noqa: F811
-    name = f"shop_{uuid.uuid4().hex[:8]}"
-    conn = pymysql.connect(**binlog_mariadb, password="", autocommit=True)
-    with conn.cursor() as cur:
-        cur.execute(f"CREATE DATABASE `{name}`")
-        cur.execute(f"CREATE TABLE `{name}`.items (id int PRIMARY KEY, name varchar(40), n int)")
-        rows = [(i, f"c{i}", i) for i in range(1, 61)]
-        cur.executemany(f"INSERT INTO `{name}`.items VALUES (%s, %s, %s)", rows)  # noqa: S608 - test names
-    url = f"jdbc:mariadb://{binlog_mariadb['host']}:{binlog_mariadb['port']}/{name}"
-    yield {"name": name, "conn": conn, "url": url, "server": binlog_mariadb}
-    with conn.cursor() as cur:
-        cur.execute(f"DROP DATABASE `{name}`")
-    conn.close()
+    with own_schema(
+        binlog_mariadb,
+        "CREATE TABLE {db}.items (id int PRIMARY KEY, name varchar(40), n int)",
+        "INSERT INTO {db}.items VALUES " + ", ".join(f"({i}, 'c{i}', {i})" for i in range(1, 61)),  # noqa: S608 - test rows
+    ) as found:
+        yield found
 
 
 def test_a_mariadb_table_is_snapshotted_in_chunks_over_runs_while_it_changes(
