@@ -56,6 +56,7 @@ from portal.pipeline import binlog_lag, cdc_mysql, cdc_pg
 from portal.pipeline.cdc_snapshot import split as split_progress
 from portal.pipeline.cdc_snapshot import stream_position
 from portal.pipeline.pgoutput import parse_lsn
+from portal.pipeline.properties import Properties
 from portal.pipeline.propertyrules import CDC_SOURCE_CLASS
 
 logger = logging.getLogger(__name__)
@@ -139,7 +140,7 @@ def _states(flow: FlowConfig, props: dict[str, str]) -> tuple[set[tuple[str, str
     """Which (job, table) pairs must hold a position, one per captured table of each destination
     (each destination's job keeps its own), and the committed watermarks of those pairs as
     ``((job, table), watermark, execution id, updated)``."""
-    tables = [t.strip() for t in props.get("source.cdc.tables", "").split(",") if t.strip()]
+    tables = Properties(props).get_list("source.cdc.tables")
     hops = capturing_hops(flow)
     wanted = {(job, t) for job, captured in hops for t in captured} or {("", t) for t in tables}
     states = DatasetState.objects.filter(flow_id=flow.pk, dataset_urn__in={t for _, t in wanted})

@@ -27,6 +27,7 @@ from portal.orchestration.control.jobspecs import bind_hop
 from portal.orchestration.models import DatasetState
 from portal.orchestration.state import statestore
 from portal.pipeline import cdc_mysql, cdc_pg
+from portal.pipeline.properties import Properties
 from portal.topology.reach import portal_landings
 
 logger = logging.getLogger(__name__)
@@ -70,7 +71,7 @@ def capturing_hops(flow: Any) -> list[tuple[str, list[str]]]:
     for plan in dag.get("jobs", []):
         props = plan.get("properties") or {}
         if not plan.get("parents") and props.get("source.class") == CDC_SOURCE:
-            tables = [t.strip() for t in str(props.get("source.cdc.tables", "")).split(",") if t.strip()]
+            tables = Properties(props).get_list("source.cdc.tables")
             found.append((str(plan["jobName"]), list(dict.fromkeys(tables))))
     return found
 
@@ -124,7 +125,7 @@ def binlog_connection(props: dict[str, str], flow_label: str, timeout: int | Non
     server = cdc_mysql.server_of(
         clear["source.jdbc.url"], clear.get("source.conn.username"), clear.get("source.conn.password")
     )
-    tables = [t.strip() for t in str(clear.get("source.cdc.tables", "")).split(",") if t.strip()]
+    tables = Properties(clear).get_list("source.cdc.tables")
     return cdc_mysql.connect(
         server, tables, what=f"flow {flow_label}", portal=portal_landings(), timeout=timeout
     )

@@ -14,11 +14,12 @@ from portal.orchestration.models import JobExecution
 from portal.orchestration.state import statestore
 from portal.pipeline.cdc_fanout import OTHERS_KEY
 from portal.pipeline.jobspec import JobSpec
+from portal.pipeline.properties import Properties
 from portal.pipeline.sources.cdc import CDC_SOURCE_CLASS, TABLES_KEY
 
 
 def _tables(props: dict[str, Any]) -> list[str]:
-    return list(dict.fromkeys(t.strip() for t in str(props.get(TABLES_KEY) or "").split(",") if t.strip()))
+    return list(dict.fromkeys(Properties(props).get_list(TABLES_KEY)))
 
 
 def other_destinations(job: JobExecution, spec: JobSpec) -> dict[str, dict[str, str]]:
