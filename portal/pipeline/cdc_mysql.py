@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
@@ -358,11 +358,18 @@ def server_id(name: str) -> int:
 
 
 def changes(
-    server: Server, name: str, start: Position, upto: Position, tables: Sequence[str]
+    server: Server,
+    name: str,
+    start: Position,
+    upto: Position,
+    tables: Sequence[str],
+    keys: Mapping[str, Sequence[str]] | None = None,
 ) -> Iterator[RowChange]:
     """The row changes of ``tables`` after ``start`` up to ``upto``, in log order. A GTID ``start``
     asks the server for the transactions after it (any server holding them will do); each change
-    is then placed by its transaction's GTID and its event's number in the transaction."""
+    is then placed by its transaction's GTID and its event's number in the transaction. An update
+    that changes a table's key (``keys``: its primary key columns) comes after a delete of its old
+    key in the same place, so a destination merging by key removes the row it moved away from."""
     import pymysql  # the MariaDB driver: loaded only by a MariaDB source
     from pymysqlreplication import BinLogStreamReader  # type: ignore[import-untyped]
     from pymysqlreplication.event import MariadbGtidEvent  # type: ignore[import-untyped]
@@ -431,7 +438,11 @@ def changes(
             stamp = dt.datetime.fromtimestamp(event.timestamp, dt.UTC)
             for index, row in enumerate(event.rows):
                 if isinstance(event, UpdateRowsEvent):
-                    op, values = "u", row["after_values"]
+                    op, values, before = "u", row["after_values"], row["before_values"]
+                    key = (keys or {}).get(table) or ()
+                    if any(before.get(k) != values.get(k) for k in key):
+                        gone = {k: text(before.get(k)) for k in key}
+                        yield RowChange("d", table, gone, position, index, stamp)
                 else:
                     op, values = ("c" if isinstance(event, WriteRowsEvent) else "d"), row["values"]
                 if any(str(k).startswith("UNKNOWN_COL") for k in values):

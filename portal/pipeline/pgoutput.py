@@ -129,6 +129,19 @@ class _Reader:
         return values
 
 
+def key_changed(relation: Relation, old: dict[str, object], new: dict[str, object]) -> bool:
+    """Whether an update moved its row to another key: the old tuple (``K`` or ``O``) names a key
+    value the new row no longer has. A destination merging by key must then delete the old key's
+    row, or it stays there beside the new one."""
+    return any(
+        isinstance(old.get(c.name), str | bytes)
+        and new.get(c.name) is not UNCHANGED
+        and old[c.name] != new.get(c.name)
+        for c in relation.columns
+        if c.key
+    )
+
+
 def _time(micros: int) -> dt.datetime:
     return EPOCH + dt.timedelta(microseconds=micros)
 
@@ -146,10 +159,13 @@ class Decoder:
             raise PipelineError(f"pgoutput: a change to relation {oid} came before its Relation message")
         return found
 
-    def _add(self, op: str, relation: Relation, values: dict[str, object]) -> None:
+    def _add(self, op: str, relation: Relation, values: dict[str, object], index: int | None = None) -> None:
         if self.current is None:
             raise PipelineError("pgoutput: a change outside a transaction")
-        self.current.changes.append(Change(op, relation, values, len(self.current.changes)))
+        if index is None:  # a message's place (a key-changing update's delete shares its update's)
+            changes = self.current.changes
+            index = changes[-1].index + 1 if changes else 0
+        self.current.changes.append(Change(op, relation, values, index))
 
     def feed(self, message: bytes) -> Transaction | None:
         """Take one message; the transaction it finished (a Commit), else None."""
@@ -189,7 +205,12 @@ class Decoder:
             for name, value in new.items():  # an unchanged TOAST value: the old row has it, if it sent
                 if value is UNCHANGED and isinstance(old.get(name), str | bytes):  # it (an old key's
                     new[name] = old[name]  # other columns come as NULL: not the value)
-            self._add(UPDATE, relation, new)
+            if key_changed(relation, old, new):  # the old key's row is gone: a delete, in the same place
+                keys = {c.name for c in relation.columns if c.key}
+                self._add(DELETE, relation, {n: v if n in keys else None for n, v in old.items()})
+                self._add(UPDATE, relation, new, self.current.changes[-1].index)  # type: ignore[union-attr]
+            else:
+                self._add(UPDATE, relation, new)
         elif kind == "D":
             relation = self._relation(r.take("!I"))
             r.byte()  # 'K' (the key) or 'O' (the whole old row, REPLICA IDENTITY FULL)

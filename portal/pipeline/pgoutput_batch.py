@@ -290,6 +290,7 @@ class BatchDecoder:
         cols, at = self._tuple(relation, d, at)
         if (at != starts + lengths).any():
             raise PipelineError(f"pgoutput: a change to {relation.qualified} is longer than its columns")
+        moved = self._key_moved(relation, d, old, old_cols, cols)
         values, unchanged = [], np.zeros(len(starts), bool)
         for j, (kind, begin, size) in enumerate(cols):
             if old_cols is not None:  # an unchanged TOAST value: the old row has it, if it sent it
@@ -302,7 +303,36 @@ class BatchDecoder:
             unchanged |= kind == _UNCHANGED
             values.append(_strings(relation, relation.columns[j].name, d, kind, begin, size))
         op = _OPS.take(pa.array(np.where(kinds == _I, 0, np.where(kinds == _U, 1, 2))))
-        return Rows(relation, values, op, seq, index, unchanged)
+        found = Rows(relation, values, op, seq, index, unchanged)
+        return found if moved is None else _with_deletes(found, *moved)
+
+    @staticmethod
+    def _key_moved(
+        relation: Relation,
+        d: np.ndarray,
+        old: np.ndarray,
+        old_cols: list[tuple[np.ndarray, np.ndarray, np.ndarray]] | None,
+        cols: list[tuple[np.ndarray, np.ndarray, np.ndarray]],
+    ) -> tuple[np.ndarray, list[pa.Array | None]] | None:
+        """The updates (rows of ``old``) that moved their row to another key, and the old key's
+        values: as :func:`portal.pipeline.pgoutput.key_changed` says, one column at a time."""
+        if old_cols is None:
+            return None
+        keyed = [j for j, c in enumerate(relation.columns) if c.key]
+        moved = np.zeros(len(old), bool)
+        olds: dict[int, pa.Array] = {}
+        for j in keyed:
+            o_kind, o_begin, o_size = old_cols[j]
+            kind, begin, size = (a[old] for a in cols[j])
+            before = _strings(relation, relation.columns[j].name, d, o_kind, o_begin, o_size)
+            after = _strings(relation, relation.columns[j].name, d, kind, begin, size)
+            differs = pc.fill_null(pc.not_equal(before, after), True).to_numpy(zero_copy_only=False)
+            moved |= (o_kind == _TEXT) & (kind != _UNCHANGED) & differs
+            olds[j] = before
+        if not moved.any():
+            return None
+        picked = pa.array(np.flatnonzero(moved))
+        return old[moved], [olds[j].take(picked) if j in olds else None for j in range(len(cols))]
 
     @staticmethod
     def _tuple(
@@ -365,3 +395,27 @@ def _strings(
             f"pgoutput: {relation.qualified}.{name} sent a value that is not UTF-8 (the database's encoding?)"
         ) from None
     return pc.cast(array, pa.string()) if total < 2**31 else array
+
+
+def _with_deletes(rows: Rows, at: np.ndarray, keys: list[pa.Array | None]) -> Rows:
+    """``rows`` with a delete of the old key just before each update at ``at`` (its place shared):
+    a destination merging by key removes the row the update moved away from."""
+    n, m = len(rows), len(at)
+    before = np.searchsorted(at, np.arange(n), side="right")  # deletes placed before each row
+    order = np.empty(n + m, np.int64)
+    order[np.arange(n) + before] = np.arange(n)
+    order[at + np.arange(m)] = n + np.arange(m)
+    take = pa.array(order)
+    values = [
+        pa.concat_arrays([v, k if k is not None else pa.nulls(m, v.type)]).take(take)
+        for v, k in zip(rows.values, keys, strict=True)
+    ]
+    op = pa.concat_arrays([rows.op, _OPS.take(pa.array(np.full(m, 2)))]).take(take)
+    return Rows(
+        rows.relation,
+        values,
+        op,
+        np.concatenate([rows.seq, rows.seq[at]])[order],
+        np.concatenate([rows.index, rows.index[at]])[order],
+        np.concatenate([rows.unchanged, np.zeros(m, bool)])[order],
+    )

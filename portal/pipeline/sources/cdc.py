@@ -21,7 +21,8 @@ Each row carries the table's columns and ``_cdc_op``, ``_cdc_position`` (the com
 and the change's place in its transaction, ``%016X:%08d``: text that sorts in log order; a chunk's
 rows are numbered at its high watermark, ``%016X:S%012d``, a key-less table's whole read from
 position 0, before every change),
-``_cdc_commit_time`` and ``_cdc_deleted``. A JDBC destination applies them by key with
+``_cdc_commit_time`` and ``_cdc_deleted``. An update that moves a row to another key comes as a
+delete of the old key followed by the new row, both in the update's place. A JDBC destination applies them by key with
 ``writer.write.mode=merge`` on ``extract.primary.key.fields``, ``extract.delta.fields=_cdc_position``
 and ``writer.merge.delete.column=_cdc_deleted``; a files destination keeps them as a change log.
 
@@ -397,7 +398,8 @@ class CdcSource(Source):
                 start = start.earlier(mark)
             # Written in batches: a Parquet row group per change costs kilobytes and a slow read.
             pending: dict[str, tuple[list[tuple[Any, ...]], list[Any]]] = {}
-            for change in cdc_mysql.changes(server, self.slot, start, upto, tables):
+            keys = {t: cdc_snapshot.mariadb_key(conn, t) for t in tables}  # an update may move a key
+            for change in cdc_mysql.changes(server, self.slot, start, upto, tables, keys):
                 t = staged[change.table]
                 if t.since.covers(change.position):
                     continue

@@ -178,6 +178,11 @@ def test_a_postgresql_table_follows_the_source_row_by_row(spark, shop, tmp_path,
                 "UPDATE shop.customers SET name = 'twice' WHERE id = 6",
                 "DELETE FROM shop.customers WHERE id = 6",
             ],
+            [  # rows moved to other keys, one of them back where another row was deleted
+                "UPDATE shop.customers SET id = 20 WHERE id = 2",
+                "BEGIN; DELETE FROM shop.customers WHERE id = 3; UPDATE shop.customers SET id = 3 WHERE id = 4;"
+                " UPDATE shop.customers SET id = 21, name = 'moved twice' WHERE id = 3; COMMIT",
+            ],
         ],
         start=1,
     ):

@@ -77,14 +77,16 @@ def test_a_change_log_from_the_binlog_holds_each_change_once(spark, shop, tmp_pa
     run(shop, "INSERT INTO shop.customers VALUES (4, 'c4', 0)")
     run(shop, "UPDATE shop.customers SET name = 'c2 moved', balance = balance * 2 WHERE id = 2")
     run(shop, "DELETE FROM shop.customers WHERE id = 1")
+    run(shop, "UPDATE shop.customers SET id = 7 WHERE id = 3")  # the row moves to another key
     job["execution_id"], job["previous_watermarks"] = 2, dict(marks)
     run_job(spark, job)  # dies before its commit: nothing published, nothing stored
     job["execution_id"] = 3
     run_and_publish(spark, job, marks)
     log = read(spark, tmp_path / "out" / table).collect()
     changes = sorted((r["_cdc_position"], r["_cdc_op"], r["id"]) for r in log if r["_cdc_op"] != "r")
-    assert [(op, i) for _, op, i in changes] == [("c", 4), ("u", 2), ("d", 1)]
-    assert len({p for p, _, _ in changes}) == 3
+    # The key change is a delete of the old key and the new row, in one place of the log.
+    assert [(op, i) for _, op, i in changes] == [("c", 4), ("u", 2), ("d", 1), ("d", 3), ("u", 7)]
+    assert len({p for p, _, _ in changes}) == 4 and changes[3][0] == changes[4][0]
     assert replay(log) == source_rows(shop)
     assert cdc_mysql.parse_position(marks[table]) > first
 

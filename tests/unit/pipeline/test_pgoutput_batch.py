@@ -155,6 +155,11 @@ def test_every_kind_of_value_reads_as_the_reference_reads_it(db):
     # changed the key (its old key's other columns come as NULL, which is not the value), so both
     # are marked unchanged; under REPLICA IDENTITY FULL the old row carries it.
     assert [(u[5][0], u[6]) for u in updates] == [("3", True), ("3", True), ("3", False)]
+    # The key change also deletes the old key, in the update's own place, just before it.
+    moved = expected.index(next(c for c in expected if c[3] == "u" and c[2] == "public.kinds"))
+    gone = expected[moved - 1]
+    assert (gone[3], gone[4], gone[5][0], gone[5][1:]) == ("d", updates[0][4], "1", (None,) * 11)
+    assert sum(c[3] == "d" and c[2] == "public.kinds" for c in expected[:moved]) == 1
     assert updates[1][5][11] is None and updates[2][5][11] == long
     assert any(c[3] == "t" for c in expected) and len(expected) > 4000
 
