@@ -24,6 +24,7 @@ import logging
 import threading
 import time
 import traceback
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,10 +35,11 @@ from pyspark.sql.types import StructType
 from portal.crypto.secretnames import secret_keys
 from portal.pipeline import badrows, columns, fs, onepass, progress, schema_evolution
 from portal.pipeline.converters import Converter, ConverterContext, apply_converters, build_converters
-from portal.pipeline.destinations import badtables, directwrite
+from portal.pipeline.destinations import badtables, directcopy, directwrite
 from portal.pipeline.destinations.base import DataWriter, WriterContext, WriteResult
 from portal.pipeline.destinations.builder import build_writer
 from portal.pipeline.destinations.files import FileDataWriter
+from portal.pipeline.destinations.jdbc import JdbcDataWriter
 from portal.pipeline.errors import CancelledError, PipelineError, QualityCheckError
 from portal.pipeline.feed import Feed
 from portal.pipeline.fork import ForkOperator, as_column, build_fork_operator, checked
@@ -153,7 +155,10 @@ class _Fork:
     routes: list[Column]
     decisions: list[Any]
     one_pass: bool
-    direct: bool = False
+    direct: Callable[[], tuple[WriteResult, int]] | None = (
+        None  # the one branch's write, skipping Spark's rows
+    )
+    schema: StructType | None = None
 
 
 class TaskRunner:
@@ -289,12 +294,12 @@ class TaskRunner:
             and onepass.eligible(self.job.spark, [b.writer for b in active])
         )
         direct = (
-            _takes_all_unchanged(active, decisions)
-            and feed.plain
-            and directwrite.eligible(self.job.spark, feed.extraction.arrow, schema, active[0].writer)
+            _direct_write(self.job.spark, feed, schema, active[0])
+            if _takes_all_unchanged(active, decisions)
+            else None
         )
         feed.stage_if_read_twice(0 if one_pass or direct else len(active), [b.checker for b in active])
-        return _Fork(active, [as_column(d) for d in decisions], decisions, one_pass, direct)
+        return _Fork(active, [as_column(d) for d in decisions], decisions, one_pass, direct, schema)
 
     def _write(self, feed: Feed, fork: _Fork, previous_schema: StructType | None) -> None:
         """Write the active branches (in one pass when possible, else each its own write, in parallel
@@ -402,7 +407,7 @@ class TaskRunner:
         job, active = self.job, fork.active
         if fork.direct:
             self.state.fork_feed = "direct"
-            self._run_direct(active[0], feed, previous_schema)
+            self._run_direct(active[0], feed, fork, previous_schema)
             return
         if fork.one_pass:
             seen = self._run_one_pass(active, feed.one_pass_frame(), fork.routes, previous_schema)
@@ -458,18 +463,19 @@ class TaskRunner:
         finally:
             branch.state.duration_seconds = round(time.time() - started, 3)
 
-    def _run_direct(self, branch: _Branch, feed: Feed, previous_schema: StructType | None) -> None:
-        """The one branch's Parquet written by the Python workers from the Arrow extract
-        (:mod:`portal.pipeline.destinations.directwrite`); its written count is the record count."""
+    def _run_direct(
+        self, branch: _Branch, feed: Feed, fork: _Fork, previous_schema: StructType | None
+    ) -> None:
+        """The one branch written without Spark's rows (:func:`_direct_write`); its written count is
+        the record count."""
         started = time.time()
-        scan = feed.extraction.arrow
-        assert scan is not None and isinstance(branch.writer, FileDataWriter)
+        assert fork.direct is not None and fork.schema is not None
         try:
-            check = self._branch_check(branch, scan.schema, previous_schema)
+            check = self._branch_check(branch, fork.schema, previous_schema)
             failure = run_task_policies(branch.policies, check, "before", self.state.quality)
             if failure:
                 raise QualityCheckError(failure)
-            result, records = directwrite.write(self.job.spark, scan, branch.writer)
+            result, records = fork.direct()
             feed.count_at_writer(records)
             self._finish_branch(branch, check, result, {WRITTEN: records}, None)
         except Exception as exc:
@@ -557,6 +563,27 @@ class TaskRunner:
         state.error = describe_exception(exc, self.job.props)
         branch.writer.abort()
         state.output_files, state.bytes_written = [], 0
+
+
+def _direct_write(
+    spark: SparkSession, feed: Feed, schema: StructType, branch: _Branch
+) -> Callable[[], tuple[WriteResult, int]] | None:
+    """The one branch's write that skips Spark's rows, where the feed is plain and a route takes it:
+    Parquet from an Arrow extract (:mod:`portal.pipeline.destinations.directwrite`), or a
+    database's own text copied into a staging table of that database
+    (:mod:`portal.pipeline.destinations.directcopy`)."""
+    if not feed.plain:
+        return None
+    x, writer = feed.extraction, branch.writer
+    if directwrite.eligible(spark, x.arrow, schema, writer):
+        assert x.arrow is not None and isinstance(writer, FileDataWriter)
+        scan = x.arrow
+        return lambda: directwrite.write(spark, scan, writer)
+    if directcopy.eligible(x.text, schema, writer):
+        assert x.text is not None and isinstance(writer, JdbcDataWriter)
+        text = x.text
+        return lambda: directcopy.write(text, writer)
+    return None
 
 
 def _takes_all_unchanged(active: list[_Branch], decisions: list[Any]) -> bool:

@@ -61,6 +61,8 @@ class Extraction:
     ``keep`` filters the rows to deliver after the metrics saw them (look-back de-duplication);
     ``arrow``, where set, is the same rows as Arrow batches that each Spark task can read itself (so
     a writer that takes Arrow can skip Spark's rows: :mod:`portal.pipeline.destinations.directwrite`);
+    ``text``, where set, is the same rows as one database prints its values (a destination of that
+    database takes them as they are: :mod:`portal.pipeline.destinations.directcopy`);
     ``helper_columns`` are dropped after ``keep``; ``finish`` computes the actual high watermark from
     the observed metrics once the work unit succeeded (default: the expected high); ``stage`` asks the
     runtime to read the extract once into Parquet before any branch consumes it (a database must not
@@ -76,7 +78,20 @@ class Extraction:
     finish: Callable[[dict[str, Any]], str | None] | None = None
     stage: bool = False
     arrow: ArrowScan | None = None
+    text: TextScan | None = None
     bad_records: BadRecords | None = None
+
+
+@dataclass(frozen=True)
+class TextScan:
+    """An extract of ``schema`` whose values are ``dialect``'s own text forms (and Arrow-typed
+    columns a CSV prints as that database reads them), in Parquet files on the driver's disk:
+    ``columns`` of ``paths``, in ``schema``'s order."""
+
+    dialect: str
+    paths: list[str]
+    columns: list[str]
+    schema: StructType
 
 
 class SliceReader(Protocol):

@@ -50,12 +50,12 @@ from pyspark.sql import types as T
 
 from portal.pipeline import cdc_fanout, cdc_mysql, cdc_pg, cdc_snapshot, fs, landing
 from portal.pipeline.cdc_pg import ASK_RESNAPSHOT
-from portal.pipeline.dialects import MYSQL, dialect_for
+from portal.pipeline.dialects import MYSQL, POSTGRESQL, dialect_for
 from portal.pipeline.errors import ConfigError, PipelineError
 from portal.pipeline.jobspec import JobSpec
 from portal.pipeline.pgoutput import DELETE, format_lsn
 from portal.pipeline.pgoutput_batch import BatchDecoder, Decoded
-from portal.pipeline.sources.base import Extraction, Source
+from portal.pipeline.sources.base import Extraction, Source, TextScan
 from portal.pipeline.workunits import WorkUnit
 
 TABLES_KEY = "source.cdc.tables"
@@ -513,7 +513,12 @@ class CdcSource(Source):
         df = self.spark.read.parquet(p["path"])
         picked = [F.col(name).cast(kind).alias(name) for name, kind in p["columns"]]
         picked += [F.col(OP), F.col(POSITION), F.col(COMMIT_TIME), F.col(DELETED)]
-        return Extraction(df.select(*picked))
+        df = df.select(*picked)
+        text = None
+        if dialect_for(self.props.require("source.jdbc.url"), "source.jdbc.url") is POSTGRESQL:
+            # The values are PostgreSQL's own text: a PostgreSQL destination copies them as they are.
+            text = TextScan("postgresql", [p["path"]], df.columns, df.schema)
+        return Extraction(df, text=text)
 
 
 def _stage(staged: dict[str, _Table], done: Decoded) -> None:

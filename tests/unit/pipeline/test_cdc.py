@@ -189,7 +189,8 @@ def test_a_postgresql_table_follows_the_source_row_by_row(spark, shop, tmp_path,
         for statement in statements:
             db.execute(statement)
         job["execution_id"] = execution
-        run_and_publish(spark, job, marks)
+        states = run_and_publish(spark, job, marks)
+        assert states[0]["fork_feed"] == "direct"  # the log's text copied as it is (destinations.directcopy)
         columns = "id, name, balance, seen, vip"
         source = db.execute(f"SELECT {columns} FROM shop.customers ORDER BY id").fetchall()  # noqa: S608
         copied = pg.execute(f"SELECT {columns} FROM {target} ORDER BY id").fetchall()  # noqa: S608
