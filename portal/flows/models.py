@@ -94,6 +94,8 @@ class FlowConfig(models.Model):
         indexes = [
             # "Last run failed" a page at a time, in the list's order, without a sort.
             models.Index(fields=["last_run_status", "flow_group", "flow_name"], name="flow_last_run_state"),
+            # The flows over a data node (its page, an executor's change): flows.compiler.usernodes.
+            models.Index(fields=["source"], name="flow_source"),
         ]
 
     def __str__(self) -> str:

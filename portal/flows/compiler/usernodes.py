@@ -15,43 +15,45 @@ compiler.record is imported at start-up):
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from django.db import connection
 from django.db.models import Q, QuerySet
 from django.dispatch import receiver
 
+from portal.bulk import any_of
 from portal.flows.models import CompiledHop, FlowConfig, FlowRefresh
 from portal.topology.models import DataNode
 from portal.topology.services import current_revision_number
 from portal.topology.signals import data_node_usage, executor_usage, user_node_changed, user_routing_changed
 
 
-def _named(names: Any) -> Q:
-    """Flows whose source is one of `names` (a list or a subquery), or routed through one."""
-    hops = CompiledHop.objects.filter(Q(source__in=names) | Q(destination__in=names)).values("flow_id")
-    return Q(source__in=names) | Q(pk__in=hops)
-
-
-def _destined(names: set[str], flows: QuerySet[FlowConfig]) -> list[int]:
-    """Ids of `flows` with a destination in `names`, read from the lists (SQLite has no JSON
-    containment, and a containment test takes one name, not a set)."""
-    return [
-        pk for pk, destinations in flows.values_list("pk", "destinations") if names & set(destinations or ())
-    ]
+def flows_over(names: Sequence[str]) -> QuerySet[FlowConfig]:
+    """The flows whose source or destinations name one of `names`, or that are routed through
+    one. Each is an index read of its own (the source, the hop index both ways, the destination
+    lists' GIN index), their ids joined here: one query OR-ing them across tables reads the
+    whole catalog, and runs inside every executor change (a SpecExecutor serves user kinds)."""
+    names = list(names)
+    flows = FlowConfig.objects.order_by()  # ids only: no sort
+    ids = set(flows.filter(source__in=names).values_list("pk", flat=True))
+    hops = CompiledHop.objects.filter(Q(source__in=names) | Q(destination__in=names))
+    ids.update(hops.values_list("flow_id", flat=True))
+    if connection.features.supports_json_field_contains:
+        destined = Q()
+        for name in names:
+            destined |= Q(destinations__contains=[name])
+        ids.update(flows.filter(destined).values_list("pk", flat=True))
+    else:  # the embedded portal (SQLite has no JSON containment), a small catalog: read the lists
+        wanted = set(names)
+        rest = flows.exclude(pk__in=ids).values_list("pk", "destinations")
+        ids.update(pk for pk, destinations in rest if wanted & set(destinations or ()))
+    return FlowConfig.objects.filter(pk__in=any_of(sorted(ids)))
 
 
 def flows_naming(node_name: str) -> QuerySet[FlowConfig]:
     """The flows whose source or destinations name the node, or that are routed through it."""
-    named = _named([node_name])
-    if connection.features.supports_json_field_contains:
-        flows = FlowConfig.objects.filter(named | Q(destinations__contains=[node_name]))
-    else:  # the embedded portal, a small catalog: read the lists
-        flows = FlowConfig.objects.filter(
-            named | Q(pk__in=_destined({node_name}, FlowConfig.objects.exclude(named)))
-        )
-    return flows.order_by("flow_group", "flow_name")
+    return flows_over([node_name]).order_by("flow_group", "flow_name")
 
 
 @receiver(data_node_usage, dispatch_uid="flows.data_node_usage")
@@ -87,12 +89,6 @@ def recompile_over(sender: Any, node: Any, **kwargs: Any) -> None:
 
 @receiver(user_routing_changed, dispatch_uid="flows.recompile_over_user_kinds")
 def recompile_over_kinds(sender: Any, kinds: Iterable[str], **kwargs: Any) -> None:
-    nodes = DataNode.objects.filter(user_made=True, kind__in=list(kinds)).values("name")
-    found = dict(FlowConfig.objects.filter(_named(nodes)).values_list("pk", "owner_id"))
-    waiting = FlowConfig.objects.exclude(compilation_status=FlowConfig.Compilation.COMPILED).exclude(
-        pk__in=list(found)
-    )
-    names = set(DataNode.objects.filter(user_made=True, kind__in=list(kinds)).values_list("name", flat=True))
-    ids = _destined(names, waiting) if names else []
-    found.update(FlowConfig.objects.filter(pk__in=ids).values_list("pk", "owner_id"))
-    _queue(found.items())
+    names = DataNode.objects.filter(user_made=True, kind__in=list(kinds)).values_list("name", flat=True)
+    if names := list(names):
+        _queue(flows_over(names).values_list("pk", "owner_id"))
