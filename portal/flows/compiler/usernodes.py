@@ -89,6 +89,6 @@ def recompile_over(sender: Any, node: Any, **kwargs: Any) -> None:
 
 @receiver(user_routing_changed, dispatch_uid="flows.recompile_over_user_kinds")
 def recompile_over_kinds(sender: Any, kinds: Iterable[str], **kwargs: Any) -> None:
-    names = DataNode.objects.filter(user_made=True, kind__in=list(kinds)).values_list("name", flat=True)
-    if names := list(names):
+    nodes = DataNode.objects.filter(user_made=True, kind__in=list(kinds))
+    if names := list(nodes.values_list("name", flat=True)):
         _queue(flows_over(names).values_list("pk", "owner_id"))
