@@ -5,8 +5,11 @@ Standalone (not a pytest test). What is timed is the commit step the mode change
 and write before it are the same for every mode):
 
 * PostgreSQL (a throw-away database): ``jdbc_publish`` of
-  - append of 1 % new rows into the ROWS-row table, against merge of 1 % changed rows (goal <= 2x),
-    and against a merge of 1 % rows read again unchanged (a re-run or a backfill: nothing to rewrite);
+  - a whole run of ROWS rows read again with 1 % of them changed, merged into the ROWS-row keyed
+    table, against the same number of new rows appended to it (goal <= 2x);
+  - append of 1 % new rows into the ROWS-row table, against merge of only the 1 % changed rows
+    (goal <= 2x), and against a merge of 1 % rows read again unchanged (a re-run or a backfill:
+    nothing to rewrite);
   - append of ROWS rows (a full run's rows), against overwrite with the same ROWS rows (goal <= 1.1x):
     into a table that is only its rows (the staging table is renamed to it) and into one with a
     definition of its own (a comment here; its rows are copied after a TRUNCATE).
@@ -100,11 +103,15 @@ def pg_bench(server: str, rows: int, flip: bool = False) -> list[tuple[str, floa
     conn = psycopg.connect(f"{server}/{DB}", autocommit=True)
     changed = max(1, rows // 100)
 
-    def table(name: str, start: int, count: int, tag: str, key: bool = False) -> None:
+    def table(name: str, start: int, count: int, tag: str, key: bool = False, changed_from: int = 0) -> None:
+        """``count`` rows from id ``start``, tagged ``tag`` (from id ``changed_from`` on: 'changed')."""
         conn.execute(f"DROP TABLE IF EXISTS {name}")
+        tagged = (
+            f"CASE WHEN g >= {changed_from} THEN 'changed' ELSE '{tag}' END" if changed_from else f"'{tag}'"
+        )
         conn.execute(
             f"CREATE TABLE {name} AS SELECT g::bigint AS id, 'name-' || g AS name, (g % 1000)::numeric(12,2) "  # noqa: S608
-            f"AS amount, '{tag}'::text AS tag FROM generate_series({start}, {start + count - 1}) g"
+            f"AS amount, {tagged}::text AS tag FROM generate_series({start}, {start + count - 1}) g"
         )
         if key:
             conn.execute(f"CREATE UNIQUE INDEX {name}_fp_key ON {name} (id)")
@@ -160,6 +167,32 @@ def pg_bench(server: str, rows: int, flip: bool = False) -> list[tuple[str, floa
     for run in (small_merges, small_append) if flip else (small_append, small_merges):
         run()
     append_small, merge, same = times["append"], times["merge"], times["same"]
+    # A whole run read again with 1 % changed (a full re-read of the source, merged), against the same
+    # run's rows appended: both into a keyed table of ROWS rows.
+    table("t_whole_merge", 1, rows, "a", key=True)
+    table("t_whole_append", 1, rows, "a", key=True)
+    conn.execute("VACUUM ANALYZE t_whole_merge, t_whole_append")
+    table("s7", 1, rows, "a", changed_from=rows - changed + 1)
+    table("s8", rows + 1, rows, "new")
+
+    def whole_merge() -> None:
+        times["whole merge"] = timed(
+            f"merge a run of {rows:,} rows, 1 % changed",
+            lambda: publish(7, "merge", "s7", rows, "t_whole_merge"),
+            checkpoint,
+        )
+
+    def whole_append() -> None:
+        times["whole append"] = timed(
+            f"append a run of {rows:,} rows (keyed table)",
+            lambda: publish(8, "append", "s8", rows, "t_whole_append"),
+            checkpoint,
+        )
+
+    for run in (whole_append, whole_merge) if flip else (whole_merge, whole_append):
+        run()
+    for name in ("t_whole_merge", "t_whole_append"):
+        conn.execute(f"DROP TABLE {name}")
     table("s3", 1, rows, "b")
     table("s4", 1, rows, "b")
 
@@ -199,6 +232,12 @@ def pg_bench(server: str, rows: int, flip: bool = False) -> list[tuple[str, floa
             "PostgreSQL merge 1 % read again unchanged vs append 1 %, backend CPU",
             times["same cpu"],
             times["append cpu"],
+            2.0,
+        ),
+        (
+            "PostgreSQL merge of a run read again with 1 % changed vs its append",
+            times["whole merge"],
+            times["whole append"],
             2.0,
         ),
         ("PostgreSQL overwrite vs append, full run", overwrite, append_all, 1.1),

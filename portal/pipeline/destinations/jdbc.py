@@ -346,7 +346,8 @@ class JdbcPublishCommitStep(SecretBearingStep):
                     ).description
                     or []
                 ]
-                total += conn.execute(sql.SQL("SELECT count(*) FROM {}").format(staging_ident)).fetchone()[0]
+                staged = conn.execute(sql.SQL("SELECT count(*) FROM {}").format(staging_ident)).fetchone()[0]
+                total += staged
                 if index == 0 and mode == "overwrite" and jdbc_modes.swappable(conn, target_name, staging):
                     for statement in jdbc_modes.swap(target, staging):
                         conn.execute(statement)
@@ -355,10 +356,10 @@ class JdbcPublishCommitStep(SecretBearingStep):
                 if index == 0 and not new:
                     for statement in self._before(mode):
                         conn.execute(statement)
-                if mode != "history":
-                    conn.execute(
-                        POSTGRESQL.move_rows(target, staging, columns, keys if mode == "merge" else [], order)
-                    )
+                if mode == "merge":
+                    jdbc_modes.pg_merge(conn, target, staging, columns, keys, order, staged)
+                elif mode != "history":
+                    conn.execute(POSTGRESQL.move_rows(target, staging, columns, [], order))
             for statement in self._after(POSTGRESQL, mode, columns):
                 conn.execute(statement)
             for staging in d["staging_tables"]:

@@ -4,6 +4,8 @@ after a crash (before the watermark step, or inside the step) changes nothing.""
 
 from __future__ import annotations
 
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +13,7 @@ import psycopg
 import pytest
 from pyspark.sql import SparkSession
 
-from portal.pipeline.destinations import write_modes
+from portal.pipeline.destinations import jdbc_modes, write_modes
 from portal.pipeline.destinations.commit_steps import CommitSequence, CommitStep
 from portal.pipeline.errors import ConfigError
 from portal.pipeline.properties import Properties
@@ -273,3 +275,84 @@ def test_a_flow_with_history_writes_versions_through_spark(
         ("2", "bobby", "current"),
         ("3", "cid", "current"),
     ]
+
+
+@pytest.mark.parametrize("statement", ["merge", "upsert"])
+def test_a_postgresql_merge_gives_the_same_rows_by_merge_or_by_upsert(
+    statement: str,
+    monkeypatch: pytest.MonkeyPatch,
+    pg: psycopg.Connection,
+    pg_database: dict,
+    mysql_database: dict,
+) -> None:
+    """A run as large as the target is merged by one MERGE, a small one by the upsert: the same
+    rows either way, the unchanged ones not rewritten."""
+    monkeypatch.setattr(jdbc_modes, "MERGE_SHARE", 0.0 if statement == "merge" else 1e9)
+    db = Db("postgresql", pg, pg_database, mysql_database)
+    db.run("DROP TABLE IF EXISTS wm_customers")
+    db.run("DROP TABLE IF EXISTS wm_marker")
+    db.stage("wm_s1", [(1, "ann", 1, False), (2, "bob", 1, False), (3, "cid", 1, False)])
+    _publish(db.step(1, "merge", ["wm_s1"], 3))
+    db.run("ANALYZE wm_customers")
+    stored = dict(db.rows("SELECT id, xmin FROM wm_customers"))
+    db.stage(
+        "wm_s2",
+        [
+            (1, "ann", 1, False),
+            (2, "bobby", 2, False),
+            (2, "robert", 3, False),
+            (3, "cid", 2, True),
+            (4, "dan", 2, False),
+        ],
+    )
+    seen: list[str] = []
+    monkeypatch.setattr(jdbc_modes, "_merge", _watched(jdbc_modes._merge, seen))
+    assert _publish(db.step(2, "merge", ["wm_s2"], 5)) == 1
+    assert seen == (["MERGE"] if statement == "merge" else [])
+    assert db.rows("SELECT id, name FROM wm_customers ORDER BY id") == [
+        ("1", "ann"),
+        ("2", "robert"),
+        ("4", "dan"),
+    ]
+    assert dict(db.rows("SELECT id, xmin FROM wm_customers"))["1"] == stored["1"]
+
+
+def _watched(merge: Any, seen: list[str]) -> Any:
+    def watched(*args: Any) -> str:
+        statement = merge(*args)
+        seen.append(statement.split()[0])
+        return statement
+
+    return watched
+
+
+def test_a_key_another_writer_inserts_during_the_merge_is_updated_not_refused(
+    monkeypatch: pytest.MonkeyPatch, pg: psycopg.Connection, pg_database: dict, mysql_database: dict
+) -> None:
+    """MERGE inserts a key it did not see and fails on the unique index when another transaction
+    committed it meanwhile: the publish undoes it and upserts instead, so the run's row wins."""
+    monkeypatch.setattr(jdbc_modes, "MERGE_SHARE", 0.0)
+    db = Db("postgresql", pg, pg_database, mysql_database)
+    db.run("DROP TABLE IF EXISTS wm_customers")
+    db.run("DROP TABLE IF EXISTS wm_marker")
+    db.stage("wm_s1", [(1, "ann", 1, False)])
+    _publish(db.step(1, "merge", ["wm_s1"], 1))
+    db.stage("wm_s2", [(1, "ann", 2, False), (9, "run nine", 2, False)])
+    other = psycopg.connect(**pg_database["conninfo"])
+    other.execute("INSERT INTO wm_customers (id, name, updated, deleted) VALUES (9, 'other nine', 1, false)")
+    publish = threading.Thread(
+        target=lambda: CommitSequence.from_dicts([db.step(2, "merge", ["wm_s2"], 2)]).run()
+    )
+    publish.start()
+    for _ in range(100):  # the MERGE waits on the other writer's key
+        waiting = pg.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+        ).fetchone()
+        if waiting and waiting[0]:
+            break
+        time.sleep(0.05)
+    other.commit()
+    other.close()
+    publish.join(30)
+    assert not publish.is_alive()
+    assert db.rows("SELECT id, name FROM wm_customers ORDER BY id") == [("1", "ann"), ("9", "run nine")]
