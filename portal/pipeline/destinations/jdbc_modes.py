@@ -216,6 +216,9 @@ def pg_merge(
     if conn.info.server_version < 150000 or rows < MERGE_SHARE * _estimated_rows(conn, target):
         conn.execute(upsert)
         return
+    # The staging table's statistics, or the planner, taking it for a few hundred rows, probes the
+    # target key by key (15.2 s for 10 M rows, 8.9 s by a merge join once analyzed; the ANALYZE 0.16 s).
+    conn.execute(sql.SQL("ANALYZE {}").format(pgconn.table_ident(staging)))
     try:
         with conn.transaction():
             conn.execute(_merge(conn, target, staging, columns, keys, order))
