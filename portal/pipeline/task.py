@@ -155,9 +155,8 @@ class _Fork:
     routes: list[Column]
     decisions: list[Any]
     one_pass: bool
-    direct: Callable[[], tuple[WriteResult, int]] | None = (
-        None  # the one branch's write, skipping Spark's rows
-    )
+    # The one branch's write that skips Spark's rows (_direct_write), and the schema it writes.
+    direct: Callable[[], tuple[WriteResult, int]] | None = None
     schema: StructType | None = None
 
 

@@ -16,7 +16,8 @@ and the writer's abort drops what a crash after the commit left.
 
 The server parses each value: a value its column type cannot take fails the run, naming the
 column, where Spark's cast would have staged NULL in its place (an unconstrained ``numeric`` too
-wide for the decimal it is staged as, a date before the common era).
+wide for the decimal it is staged as); a value Spark cannot read but the server can (a date before
+the common era, ``infinity``) is kept as the server has it.
 
 Taken (:func:`eligible`) only for one branch taking every record unchanged, a JDBC writer on a
 ``jdbc:postgresql:`` URL, text from PostgreSQL and an extract whose schema no rule changed.
