@@ -337,8 +337,10 @@ SPECS: tuple[PropertySpec, ...] = (
     _s("source.cdc.tables", LIST, "Change data capture (source.class portal.pipeline.sources.cdc.CdcSource "
        "on a PostgreSQL or MariaDB node): the tables whose changes are read from the log, schema.table, "
        "one dataset each.", required_for=(SOURCE_CDC,)),
-    _s("source.cdc.max.changes", INT, "PostgreSQL: at most about this many log messages one run reads (whole "
-       "transactions); the rest waits for the next run. Unset: everything up to the run's start.", minimum=1),
+    _s("source.cdc.max.changes", INT, "PostgreSQL: about this many log messages one run reads from the slot "
+       "(whole transactions), read further when another destination holds the slot behind what this one has, "
+       "and at most about this many new changes delivered; the rest waits for the next run. Unset: everything "
+       "up to the run's start.", minimum=1),
     _s("source.cdc.snapshot.chunk.size", INT, "Rows per chunk of a table's first read (its snapshot): a table with a "
        "primary key is read in chunks ordered by its key, each in a short transaction of its own, while its "
        "changes keep flowing; a table without one is read whole in one run.", default="10000", minimum=1),

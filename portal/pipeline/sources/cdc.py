@@ -496,17 +496,32 @@ class CdcSource(Source):
 
     def _changes(self, conn: Any, staged: dict[str, _Table], upto: int, limit: int | None) -> int:
         """Stage the changes after each table's position, up to ``upto``; the position the run reached.
-        Messages are decoded a batch at a time into columns (:mod:`portal.pipeline.pgoutput_batch`)."""
-        decoder, seen, last_end = BatchDecoder(), 0, 0
-        for messages in cdc_pg.peek_batches(conn, self.slot, upto, limit):
-            seen += len(messages)
-            done = decoder.feed(messages)
-            if done.committed:
-                last_end = max(last_end, max(c.end_lsn for c in done.committed))
-                _stage(staged, done)
-        if limit is not None and seen >= limit:  # stopped early: the next run goes on from here
-            return last_end
-        return max(upto, last_end)
+        Messages are decoded a batch at a time into columns (:mod:`portal.pipeline.pgoutput_batch`).
+
+        ``limit`` (``source.cdc.max.changes``) bounds the log read from the slot's position, which
+        another destination of the flow may hold behind this one's: when every change read lies at
+        or before the tables' positions, the slot is read again with twice the bound (the re-reads
+        cost at most as much again as the last one), and a read stops once it staged ``limit`` new
+        rows, so this destination goes on, about ``limit`` changes a run."""
+        bound = limit
+        while True:
+            decoder, seen, last_end, new = BatchDecoder(), 0, 0, 0
+            before = [t.error for t in staged.values()]
+            for messages in cdc_pg.peek_batches(conn, self.slot, upto, bound):
+                seen += len(messages)
+                done = decoder.feed(messages)
+                if done.committed:
+                    last_end = max(last_end, max(c.end_lsn for c in done.committed))
+                    rows = sum(t.rows for t in staged.values())
+                    _stage(staged, done)
+                    new += sum(t.rows for t in staged.values()) - rows
+                if limit is not None and new >= limit:
+                    return last_end  # whole transactions: the next run goes on from here
+            if bound is None or seen < bound:
+                return max(upto, last_end)
+            if new or [t.error for t in staged.values()] != before:
+                return last_end
+            bound *= 2
 
     def extract(self, work_unit: WorkUnit) -> Extraction:
         p = work_unit.payload

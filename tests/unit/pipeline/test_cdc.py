@@ -6,6 +6,7 @@ PostgreSQL table that matches the source row by row."""
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 import uuid
 from collections.abc import Iterator
 from decimal import Decimal
@@ -15,7 +16,7 @@ from typing import Any
 import pytest
 from pyspark.sql import SparkSession
 
-from portal.pipeline import cdc_pg, run_job
+from portal.pipeline import cdc_fanout, cdc_pg, run_job
 from portal.pipeline.pgoutput import DELETE, INSERT, UPDATE, Decoder, format_lsn, parse_lsn
 from portal.pipeline.sources.cdc import acknowledge
 from tests.pg_logical import logical_pg, own_database  # noqa: F401 (fixture)
@@ -299,3 +300,26 @@ def test_a_slot_the_server_lost_fails_runs_until_the_positions_are_cleared_then_
     finally:
         db.execute("ALTER SYSTEM RESET max_slot_wal_keep_size")
         db.execute("SELECT pg_reload_conf()")
+
+
+def test_a_destination_ahead_of_the_slot_goes_on_under_max_changes(spark, shop, tmp_path):
+    """Another destination of the flow holds the slot back at the snapshot; this one, bounded by
+    source.cdc.max.changes, still moves on run after run instead of re-reading what it has."""
+    job = spec(tmp_path, _props(shop, tmp_path, **{"source.cdc.max.changes": "6"}), flow_id=11)
+    marks: dict[str, str] = {}
+    run_and_publish(spark, job, marks)
+    held = marks["shop.customers"]
+    job[cdc_fanout.OTHERS_KEY] = {"tests.pipeline.other-destination": {"shop.customers": held}}
+    for i in range(6, 16):  # ten transactions of one insert: three messages each
+        shop["db"].execute(f"INSERT INTO shop.customers VALUES ({i}, 'c{i}', 1, NULL, false)")  # noqa: S608
+    seen = []
+    for execution in range(2, 7):
+        job["execution_id"] = execution
+        run_and_publish(spark, job, marks)
+        seen.append([i for _, op, i, _ in _changes(spark, tmp_path) if op == "c"])
+    slot = cdc_pg.state(shop["db"], cdc_pg.slot_name(11, "tests", "pipeline"))
+    assert slot is not None and slot.confirmed <= cdc_pg.parse_lsn(held)  # held by the other destination
+    counts = [0] + [len(ids) for ids in seen]
+    steps = [after - before for before, after in itertools.pairwise(counts)]
+    assert all(0 < step <= 6 for step in steps[:3]), steps  # every run goes on, at most max.changes
+    assert seen[-1] == list(range(6, 16)) and all(len(set(ids)) == len(ids) for ids in seen)
