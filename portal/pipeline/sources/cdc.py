@@ -505,22 +505,20 @@ class CdcSource(Source):
         rows, so this destination goes on, about ``limit`` changes a run."""
         bound = limit
         while True:
-            decoder, seen, last_end, new = BatchDecoder(), 0, 0, 0
-            before = [t.error for t in staged.values()]
+            decoder, seen, last_end = BatchDecoder(), 0, 0
+            rows, errors = sum(t.rows for t in staged.values()), [t.error for t in staged.values()]
             for messages in cdc_pg.peek_batches(conn, self.slot, upto, bound):
                 seen += len(messages)
                 done = decoder.feed(messages)
                 if done.committed:
                     last_end = max(last_end, max(c.end_lsn for c in done.committed))
-                    rows = sum(t.rows for t in staged.values())
                     _stage(staged, done)
-                    new += sum(t.rows for t in staged.values()) - rows
-                if limit is not None and new >= limit:
+                if limit is not None and sum(t.rows for t in staged.values()) - rows >= limit:
                     return last_end  # whole transactions: the next run goes on from here
             if bound is None or seen < bound:
                 return max(upto, last_end)
-            if new or [t.error for t in staged.values()] != before:
-                return last_end
+            if sum(t.rows for t in staged.values()) > rows or [t.error for t in staged.values()] != errors:
+                return last_end  # stopped early with something new: the next run goes on from here
             bound *= 2
 
     def extract(self, work_unit: WorkUnit) -> Extraction:
