@@ -14,6 +14,7 @@ with each TaskState dict as soon as its task ends, for live status).
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -31,8 +32,18 @@ from portal.pipeline.task import JobContext, TaskRunner, describe_exception
 from portal.pipeline.taskstate import CANCELLED, SUCCEEDED, TaskState
 from portal.pipeline.workunits import MultiWorkUnit, WorkUnit, pack
 
+log = logging.getLogger(__name__)
 
-def _planning_failure(spec: JobSpec, props: Properties, message: str) -> dict[str, Any]:
+
+CANCELLED_WHILE_PLANNING = (
+    "job cancelled while planning (reading the source's sizes and watermarks); "
+    "its statements were cancelled on the server and no work unit ran"
+)
+
+
+def _planning_failure(
+    spec: JobSpec, props: Properties, message: str, *, status: str | None = None
+) -> dict[str, Any]:
     urn = props.get("dataset.urn") or spec.job_name
     low = spec.previous_watermarks.get(urn)
     state = TaskState(
@@ -45,20 +56,23 @@ def _planning_failure(spec: JobSpec, props: Properties, message: str) -> dict[st
         actual_high_watermark=low,
     )
     state.fail(message)
+    if status is not None:
+        state.status = status
     return state.to_dict()
 
 
-def plan_work_units(
-    spark: SparkSession, spec: JobSpec, props: Properties, work_dir: str
-) -> tuple[Source, list[WorkUnit]]:
-    source_cls = load_class(props.require("source.class"), "source.class", Source)
-    source = source_cls(SourceContext(spark, spec, props.pre_fork(), work_dir))
+def make_source(spark: SparkSession, spec: JobSpec, props: Properties, work_dir: str) -> Source:
+    source_cls: type[Source] = load_class(props.require("source.class"), "source.class", Source)
+    return source_cls(SourceContext(spark, spec, props.pre_fork(), work_dir))
+
+
+def plan_work_units(spec: JobSpec, source: Source) -> list[WorkUnit]:
     units = source.get_work_units()
     if spec.is_backfill:
         units = _backfill_units(spec, units)
     for index, wu in enumerate(units):
         wu.task_id = f"task_{spec.job_name}_{spec.execution_id}_{index}"
-    return source, units
+    return units
 
 
 def _backfill_units(spec: JobSpec, units: list[WorkUnit]) -> list[WorkUnit]:
@@ -106,13 +120,31 @@ def _run(
     try:
         if not work_dir:
             raise PipelineError("jobspec field 'work_dir' (or property job.work.dir) is required")
-        source, units = plan_work_units(spark, spec, props, work_dir)
+        source = make_source(spark, spec, props, work_dir)
     except Exception as exc:
+        return [_planning_failure(spec, props, describe_exception(exc, props))]
+    job = JobContext(spark, spec, props, source, work_dir, cancel_event or threading.Event())
+    watcher = _CancelWatcher(job) if cancel_event is not None else None
+    try:
+        return _plan_and_run(job, on_task_state)
+    finally:
+        if watcher:
+            watcher.stop()
+
+
+def _plan_and_run(
+    job: JobContext, on_task_state: Callable[[dict[str, Any]], None] | None
+) -> list[dict[str, Any]]:
+    spark, spec, props = job.spark, job.jobspec, job.props
+    try:
+        units = plan_work_units(spec, job.source)
+    except Exception as exc:
+        if job.cancel_event.is_set():
+            return [_planning_failure(spec, props, CANCELLED_WHILE_PLANNING, status=CANCELLED)]
         return [_planning_failure(spec, props, describe_exception(exc, props))]
     if not units:
         return []
     progress.execution_planned(spec.job_name, spec.execution_id, [(u.task_id, u.dataset_urn) for u in units])
-    job = JobContext(spark, spec, props, source, work_dir, cancel_event or threading.Event())
     max_groups = props.get_int("mr.job.max.mappers") or spark.sparkContext.defaultParallelism
     groups = pack(units, max_groups, prefix=f"mwu_{spec.job_name}_{spec.execution_id}")
     results: dict[str, dict[str, Any]] = {}
@@ -146,30 +178,32 @@ def _run(
                 failed_datasets.add(wu.dataset_urn)
             report(state.to_dict())
 
-    watcher = _CancelWatcher(spark, job) if cancel_event is not None else None
-    try:
-        with ThreadPoolExecutor(max_workers=len(groups), thread_name_prefix="task") as pool:
-            list(pool.map(run_group, groups))
-    finally:
-        if watcher:
-            watcher.stop()
+    with ThreadPoolExecutor(max_workers=len(groups), thread_name_prefix="task") as pool:
+        list(pool.map(run_group, groups))
     order = {wu.task_id: i for i, wu in enumerate(units)}
     return [results[k] for k in sorted(results, key=order.__getitem__)]
 
 
 class _CancelWatcher:
-    """Cancels the job's running Spark jobs (by job group) as soon as the cancel event is set."""
+    """From planning to the last work unit: as soon as the cancel event is set, cancels the job's
+    running Spark jobs (by job group) and the statements its source still runs on its server
+    (:mod:`portal.pipeline.cancelling`), and again every half second while the job goes on (a
+    statement started meanwhile)."""
 
-    def __init__(self, spark: SparkSession, job: JobContext) -> None:
+    def __init__(self, job: JobContext) -> None:
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._watch, args=(spark, job), daemon=True)
+        self._thread = threading.Thread(target=self._watch, args=(job,), daemon=True)
         self._thread.start()
 
-    def _watch(self, spark: SparkSession, job: JobContext) -> None:
+    def _watch(self, job: JobContext) -> None:
         while not self._stop.is_set():
             if job.cancel_event.wait(0.2):
                 for group in sorted(job.active_groups):
-                    spark.sparkContext.cancelJobGroup(group)
+                    job.spark.sparkContext.cancelJobGroup(group)
+                try:
+                    job.source.cancel_statements()
+                except Exception:  # the server may be gone too: the job ends when its read does
+                    log.warning("could not cancel the source's statements", exc_info=True)
                 self._stop.wait(0.5)
 
     def stop(self) -> None:

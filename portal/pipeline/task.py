@@ -205,7 +205,7 @@ class TaskRunner:
         except BaseException as exc:
             if isinstance(exc, CancelledError) or self.job.cancel_event.is_set():
                 self.state.status = CANCELLED
-                self.state.error = str(exc) if isinstance(exc, CancelledError) else "job cancelled"
+                self.state.error = str(exc) if isinstance(exc, CancelledError) else self._cancelled()
                 self.state.actual_high_watermark = self.state.low_watermark
             else:
                 self.state.fail(describe_exception(exc, self.job.props))
@@ -227,6 +227,12 @@ class TaskRunner:
             self.state.stage_progress = stage_progress(self.job.spark, self.group)
             progress.task_status(spec.job_name, spec.execution_id, self.wu.task_id, self.state.status)
         return self.state
+
+    def _cancelled(self) -> str:
+        return (
+            f"job cancelled while this work unit ran ({self.wu.dataset_urn}): its Spark jobs and "
+            "the source's statements were cancelled"
+        )
 
     # -- the pipeline -------------------------------------------------------------------------------
 
@@ -505,7 +511,7 @@ class TaskRunner:
             if self.job.cancel_event.is_set():
                 for branch in active:
                     self._branch_failed(branch, exc)
-                raise CancelledError("job cancelled") from exc
+                raise CancelledError(self._cancelled()) from exc
             log.warning(
                 "one-pass fork of %s failed, writing its branches one by one: %s",
                 self.wu.task_id,

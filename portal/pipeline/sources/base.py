@@ -153,3 +153,10 @@ class Source(ABC):
     @abstractmethod
     def extract(self, work_unit: WorkUnit) -> Extraction:
         """The lazy DataFrame of one WorkUnit's watermark range."""
+
+    def cancel_statements(self) -> None:
+        """The job was killed: stop what this source's server is still running for it (called from
+        another thread while planning or a work unit runs). Spark's own jobs are cancelled by the
+        runner; a source that sends statements to a server cancels them here
+        (:mod:`portal.pipeline.cancelling`)."""
+        return None

@@ -41,6 +41,7 @@ Values in the generated SQL come from the database's own text output; identifier
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import re
 from decimal import Decimal
 from typing import Any
@@ -50,13 +51,15 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from portal.pipeline import landing, watermarks
+from portal.pipeline import cancelling, landing, watermarks
 from portal.pipeline.dialects import Dialect, dialect_for, root_cause
 from portal.pipeline.errors import ConfigError, MissingPropertyError, PipelineError
 from portal.pipeline.propertyrules import missing_message, spec_for
 from portal.pipeline.sources import arrow_pg, jdbc_tables
 from portal.pipeline.sources.base import Extraction, Source
 from portal.pipeline.workunits import WorkUnit
+
+log = logging.getLogger(__name__)
 
 _IDENT = re.compile(r'^[A-Za-z_"][A-Za-z0-9_$".]*$')
 _DURATION = re.compile(r"^(?P<n>\d+(\.\d+)?)\s*(?P<unit>[smhd]?)$")
@@ -182,6 +185,19 @@ class JdbcSource(Source):
             self._landing = found
         return found
 
+    @property
+    def statement_tag(self) -> str:
+        """The tag this job's statements carry, so a kill can cancel them on the server."""
+        return cancelling.statement_tag(self.jobspec.job_name, self.jobspec.execution_id)
+
+    def cancel_statements(self) -> None:
+        if self._landing is None:  # never connected: nothing runs there
+            return
+        stopped = cancelling.cancel_statements(
+            self.spark, self._options(), self.dialect.name, self.statement_tag
+        )
+        log.info("%s: %d running statement(s) of this job cancelled on the server", self.what, stopped)
+
     def _read(self, query: str, **options: str) -> DataFrame:
         reader = self.spark.read.format("jdbc").options(**self._options(), **options)
         return reader.option("dbtable", query).load()
@@ -229,12 +245,14 @@ class JdbcSource(Source):
             )
         if uri is None:  # SQLite says NUMERIC for a text cast: read the watermark as text
             as_text = {"customSchema": "wm_min STRING, wm_max STRING"} if with_watermark else {}
-            row = self._read(f"({query}) AS fp_stats", **as_text).first()
+            row = self._read(
+                f"({cancelling.tagged(query, self.statement_tag)}) AS fp_stats", **as_text
+            ).first()
             return row.asDict() if row else {}
         with psycopg.connect(uri, autocommit=True) as conn, conn.cursor() as cur:
             landing.check(conn, self.what, portal=self.portal())
             arrow_pg.set_jdbc_session(cur, arrow_pg.jvm_zone(self.spark))
-            cur.execute(query)  # built from validated identifiers
+            cur.execute(cancelling.tagged(query, self.statement_tag))  # built from validated identifiers
             found = cur.fetchone()
             names = [d.name for d in cur.description or []]
         return dict(zip(names, found, strict=True)) if found else {}
@@ -400,7 +418,8 @@ class JdbcSource(Source):
                 )
         condition = " WHERE " + " AND ".join(where) if where else ""
         # identifiers validated by _ident, values quoted by the dialect
-        query = f"(SELECT t.*{extra_cols} FROM {table} t{condition}) AS fp_wu"  # noqa: S608
+        select = f"SELECT t.*{extra_cols} FROM {table} t{condition}"  # noqa: S608
+        query = f"({cancelling.tagged(select, self.statement_tag)}) AS fp_wu"
         reader = self.spark.read.format("jdbc").options(**self._options()).option("dbtable", query)
         if self.dialect.read_as:
             custom = self.dialect.custom_schema(self._table_schema(table))
