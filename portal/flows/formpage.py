@@ -23,7 +23,9 @@ from portal.flows.forms import (
     NOT_YET_ENCRYPTED,
     FlowConfigForm,
     destination_mode_field,
+    destination_table_field,
 )
+from portal.pipeline.destinations.table_templates import KEY as TABLE_KEY
 from portal.pipeline.destinations.write_modes import KEY as WRITE_MODE_KEY
 from portal.pipeline.destinations.write_modes import PRIMARY_KEY
 from portal.pipeline.propertyrules import PropertySpec, spec_for
@@ -52,6 +54,12 @@ class FlowFormPage:
     @property
     def destination_mode_fields(self) -> list[Any]:
         return [self.form[destination_mode_field(node.name)] for node in self.form.nodes]
+
+    @property
+    def destination_table_fields(self) -> list[Any]:
+        """A table field for each database destination the owner may write to."""
+        names = [destination_table_field(node.name) for node in self.form.nodes]
+        return [self.form[name] for name in names if name in self.form.fields]
 
     @property
     def destination_modes_chosen(self) -> bool:
@@ -111,6 +119,7 @@ class FlowFormPage:
             shown = {*form.template_attributes().names, WRAPPED_KEY_PROPERTY, WRITE_MODE_KEY, PRIMARY_KEY}
             shown |= {MAX_COUNT, MAX_FRACTION}  # their fields
             shown |= {scoped.scoped_key(WRITE_MODE_KEY, node.name) for node in form.nodes}  # their selects
+            shown |= {scoped.scoped_key(TABLE_KEY, n.name) for n in form.nodes if n.kind == "jdbc"}  # their inputs
             rows = [  # by key: the database (jsonb) keeps no order
                 Row(key, value)
                 for key, value in sorted(form.stored.items())

@@ -38,6 +38,8 @@ from portal.flows.formfields import (
 from portal.flows.models import FlowConfig
 from portal.flows.secrets import SecretEncrypter, with_column_rules_key
 from portal.flows.services import FlowAlreadyExists
+from portal.pipeline.destinations.table_templates import KEY as TABLE_KEY
+from portal.pipeline.destinations.table_templates import PLACEHOLDER as TABLE_PLACEHOLDER
 from portal.pipeline.destinations.write_modes import KEY as WRITE_MODE_KEY
 from portal.pipeline.destinations.write_modes import KEYED, PRIMARY_KEY
 from portal.pipeline.destinations.write_modes import MODES as WRITE_MODES
@@ -57,6 +59,11 @@ GROUPS = ("destinations", "properties", "secrets")
 def destination_mode_field(node: str) -> str:
     """The form field of one destination's write mode (its name mirrors the property's)."""
     return f"write_mode@{node}"
+
+
+def destination_table_field(node: str) -> str:
+    """The form field of a database destination's table."""
+    return f"table@{node}"
 
 
 class FlowConfigForm(forms.ModelForm):
@@ -215,6 +222,24 @@ class FlowConfigForm(forms.ModelForm):
             )
             stored = self.stored.get(scoped.scoped_key(WRITE_MODE_KEY, node.name), "")
             self.initial.setdefault(name, stored.lower())
+            if node.kind == "jdbc":
+                self._add_destination_table(node.name)
+
+    def _add_destination_table(self, node: str) -> None:
+        """A database destination's table, stored as ``destination.<node>.writer.jdbc.table``; left
+        empty, each table the flow reads keeps its own name there (``{table}``)."""
+        name = destination_table_field(node)
+        self.fields[name] = forms.CharField(
+            label=f"Table in {node}",
+            required=False,
+            max_length=200,
+            help_text=(
+                "Left empty: each table keeps its source name ({table}). A name (analytics.orders), or a "
+                "pattern with {table} (copy_{table}) for a flow that reads several tables."
+            ),
+            widget=forms.TextInput(attrs={"placeholder": TABLE_PLACEHOLDER, "spellcheck": "false"}),
+        )
+        self.initial.setdefault(name, self.stored.get(scoped.scoped_key(TABLE_KEY, node), ""))
 
     # --- the fields' inputs ------------------------------------------------
 
@@ -334,6 +359,14 @@ class FlowConfigForm(forms.ModelForm):
         if mode in KEYED and not properties.get(PRIMARY_KEY):
             self.add_error("primary_key", f"{mode} needs a primary key: the column(s) that identify a row.")
         for node in cleaned.get("destinations") or []:
+            table = (cleaned.get(destination_table_field(node)) or "").strip()
+            if table:
+                put(
+                    scoped.scoped_key(TABLE_KEY, node),
+                    table,
+                    f"the table in {node}",
+                    destination_table_field(node),
+                )
             field = destination_mode_field(node)
             chosen = cleaned.get(field) or ""
             if not chosen:

@@ -409,8 +409,8 @@ SPECS: tuple[PropertySpec, ...] = (
        required_for=(WRITER_JDBC,)),
     _s("writer.jdbc.driver", STRING, "JDBC driver of the destination (set from the destination data node)."),
     _s("writer.jdbc.table", STRING, "Destination table; {table} in it is each dataset's own table name "
-       "(copy_{table}, analytics.{table}: one target per table of a whole schema).",
-       required_for=(WRITER_JDBC,)),
+       "(copy_{table}, analytics.{table}: one target per table of a whole schema). Left out: {table}, "
+       "each dataset into a table named as its source table.", default="{table}"),
     _s("writer.jdbc.username", STRING, "Destination database user."),
     _s("writer.jdbc.password", STRING, "Destination database password; give it as ENC(...)."),
     _s("writer.jdbc.batchsize", INT, "Rows per insert batch."),

@@ -8,6 +8,10 @@ import json
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from portal.pipeline.destinations import table_templates
+from portal.pipeline.errors import ConfigError
+from portal.pipeline.properties import Properties
+
 COMPILED, PENDING, FAILED = "COMPILED", "PENDING", "FAILED"
 
 
@@ -53,6 +57,27 @@ class JobSpecPlan:
             **({"datasets": list(self.datasets)} if self.datasets else {}),
             **({"datasetsNote": self.datasets_note} if self.datasets_note else {}),
         }
+
+    def destination_tables(self) -> list[str]:
+        """Where a first hop into a database puts each table it reads (``writer.jdbc.table`` with
+        ``{table}`` filled in), so the preview says it before the flow runs; the template itself where
+        a name cannot be filled in."""
+        props = Properties(self.properties)
+        if self.parents or props.get("flowport.hop.destination.kind") != "jdbc":
+            return []
+        template = table_templates.target_template(props)
+        datasets = (
+            self.datasets or props.get_list("source.jdbc.tables") or props.get_list("source.cdc.tables")
+        )
+        if not table_templates.has_placeholder(template) or not datasets:
+            return [template]
+        found = []
+        for urn in datasets:
+            try:
+                found.append(table_templates.resolve(template, urn, table_templates.KEY))
+            except ConfigError:  # a pattern, or a name the worker refuses (it says why)
+                found.append(template)
+        return list(dict.fromkeys(found))
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> JobSpecPlan:

@@ -66,8 +66,7 @@ class JdbcDataWriter(DataWriter):
         super().__init__(props, ctx)
         self.url = props.require("writer.jdbc.url")
         # ``{table}``: this dataset's own target (portal.pipeline.destinations.table_templates)
-        key = "writer.jdbc.table"
-        self.table = table_templates.resolve(props.require(key), ctx.dataset_urn, props.describe(key))
+        self.table = table_templates.target(props, ctx.dataset_urn)
         self.staging_table = staging_table_name(self.table, ctx.jobspec, ctx.task_id, ctx.branch_index)
         self.error_staging_table: str | None = None  # bad records staged (badtables)
         self.write_mode = write_modes.resolve(props, "JDBC")  # refused here, before any read

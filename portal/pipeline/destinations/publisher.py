@@ -107,8 +107,7 @@ def _existing_key(props: Properties, key: str) -> str | None:
 def _jdbc_table(bprops: Properties, urn: str) -> str:
     """The dataset's target, ``{table}`` put in as the writer did (and checked again: a task state
     does not choose where rows go)."""
-    key = "writer.jdbc.table"
-    return table_templates.resolve(bprops.require(key), urn, bprops.describe(key))
+    return table_templates.target(bprops, urn)
 
 
 def _backfill_range(spec: JobSpec, bprops: Properties, urn: str) -> dict[str, Any] | None:

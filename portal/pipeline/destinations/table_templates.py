@@ -19,7 +19,9 @@ from __future__ import annotations
 import re
 
 from portal.pipeline.errors import ConfigError
+from portal.pipeline.properties import Properties
 
+KEY = "writer.jdbc.table"
 PLACEHOLDER = "{table}"
 KNOWN = ("table",)
 MAX_NAME = 63  # PostgreSQL's identifier limit (MySQL's is 64)
@@ -57,6 +59,18 @@ def fill(template: str, name: str) -> str:
 def table_of(dataset_urn: str) -> str:
     """The dataset's table name: ``public.orders`` -> ``orders``; ``orders_eu`` as it is."""
     return dataset_urn.rpartition(".")[2]
+
+
+def target_template(props: Properties) -> str:
+    """A JDBC branch's table template: ``writer.jdbc.table``, else ``{table}`` (each dataset into a
+    table named as its source table: what a newcomer expects of a flow into a database, and what
+    lineage already reports for such a flow)."""
+    return props.get(KEY) or PLACEHOLDER
+
+
+def target(props: Properties, dataset_urn: str) -> str:
+    """The JDBC branch's destination table for ``dataset_urn`` (:func:`resolve` of its template)."""
+    return resolve(target_template(props), dataset_urn, props.describe(KEY))
 
 
 def resolve(template: str, dataset_urn: str, named: str) -> str:

@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from portal.pipeline import propertydoc, propertyrules
+from portal.pipeline.destinations import table_templates
 from portal.pipeline.destinations.builder import ALL_FORMATS
-from portal.pipeline.errors import ConfigError, MissingPropertyError
+from portal.pipeline.errors import ConfigError
 from portal.pipeline.jobcheck import job_property_problems
 from portal.pipeline.properties import Properties
 from portal.pipeline.propertyrules import SPECS, spec_for
@@ -89,7 +90,8 @@ def test_required_keys_follow_the_source_and_each_branchs_destination():
         "missing required property 'extract.delta.fields' (unless extract.is.full=true)",
     ]
     assert job_property_problems({**jdbc, "source.jdbc.tables": "t", "extract.is.full": "true"}) == []
-    # Two branches into a JDBC destination: each branch names its table.
+    # Two branches into a JDBC destination: a branch that names no table writes each dataset into
+    # a table named as its source table.
     forked = {
         **files_job,
         "source.files.format": "csv",
@@ -98,15 +100,10 @@ def test_required_keys_follow_the_source_and_each_branchs_destination():
         "writer.output.format.1": "jdbc",
         "writer.jdbc.table.0": "t0",
     }
-    assert job_property_problems(forked) == [
-        "missing required property 'writer.jdbc.table.1' for branch 1 (fork_1)"
-    ]
-    # The worker says the same when it reads the branch.
-    branch = Properties(forked).for_branch(1, 2, "fork_1")
-    with pytest.raises(
-        MissingPropertyError, match=r"^missing required property 'writer.jdbc.table.1' for branch 1"
-    ):
-        branch.require("writer.jdbc.table")
+    assert job_property_problems(forked) == []
+    props = Properties(forked)
+    assert table_templates.target(props.for_branch(0, 2, "fork_0"), "public.orders") == "t0"
+    assert table_templates.target(props.for_branch(1, 2, "fork_1"), "public.orders") == "orders"
     # A later hop replicates what its parent published: only its writer is judged.
     assert job_property_problems(files_job, first_hop=False) == []
 
