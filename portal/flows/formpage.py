@@ -119,7 +119,9 @@ class FlowFormPage:
             shown = {*form.template_attributes().names, WRAPPED_KEY_PROPERTY, WRITE_MODE_KEY, PRIMARY_KEY}
             shown |= {MAX_COUNT, MAX_FRACTION}  # their fields
             shown |= {scoped.scoped_key(WRITE_MODE_KEY, node.name) for node in form.nodes}  # their selects
-            shown |= {scoped.scoped_key(TABLE_KEY, n.name) for n in form.nodes if n.kind == "jdbc"}  # their inputs
+            shown |= {
+                scoped.scoped_key(TABLE_KEY, n.name) for n in form.nodes if n.kind == "jdbc"
+            }  # their inputs
             rows = [  # by key: the database (jsonb) keeps no order
                 Row(key, value)
                 for key, value in sorted(form.stored.items())
