@@ -29,6 +29,7 @@ from portal.pipeline.destinations.table_templates import KEY as TABLE_KEY
 from portal.pipeline.destinations.write_modes import KEY as WRITE_MODE_KEY
 from portal.pipeline.destinations.write_modes import PRIMARY_KEY
 from portal.pipeline.propertyrules import PropertySpec, spec_for
+from portal.topology import picker
 
 
 def schema_help(spec: PropertySpec) -> str:
@@ -54,6 +55,15 @@ class FlowFormPage:
     @property
     def destination_mode_fields(self) -> list[Any]:
         return [self.form[destination_mode_field(node.name)] for node in self.form.nodes]
+
+    @cached_property
+    def picker(self) -> dict[str, object] | None:
+        """The source picker as the user left it, when the form comes back with its picks (a
+        refused save): shown again with every choice, not reset to its button."""
+        form = self.form
+        if not form.is_bound or not form.data.get("pick_dataset"):
+            return None
+        return picker.shown(form.user, form.data)
 
     @property
     def destination_table_fields(self) -> list[Any]:

@@ -63,6 +63,64 @@ class Choices:
         return next((p for p in self.pickables or [] if p.name == name), None)
 
 
+@dataclass
+class Picks:
+    """What the picker shows as chosen for one table or folder: the user's own picks when the form
+    comes back (a refused save, another table looked at and back), else the catalog's suggestions."""
+
+    columns: set[str]
+    rules: dict[str, str]
+    primary_key: set[str]
+    watermark: str
+    rows: list[PickedColumn] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class PickedColumn:
+    """One column as the picker shows it."""
+
+    column: connections.Column
+    kept: bool
+    rule: str
+    in_key: bool
+
+
+def _with_rows(picks: Picks, chosen: Pickable) -> Picks:
+    picks.rows = [
+        PickedColumn(c, c.name in picks.columns, picks.rules.get(c.name, ""), c.name in picks.primary_key)
+        for c in chosen.columns
+    ]
+    return picks
+
+
+def _getlist(data: Mapping, key: str) -> list[str]:
+    getlist = getattr(data, "getlist", lambda name: data.get(name) or [])
+    return [str(value) for value in getlist(key) if value]
+
+
+def picks_for(data: Mapping, chosen: Pickable) -> Picks:
+    """The picks posted for ``chosen`` (the picker posts ``pick_for``: the dataset its columns were
+    shown for), else the suggestions: every column kept, the table's primary key, no watermark."""
+    if (data.get("pick_for") or "") != chosen.name:
+        return _with_rows(Picks({c.name for c in chosen.columns}, {}, set(chosen.primary_key), ""), chosen)
+    rules = {c.name: str(data.get(f"pick_rule-{c.name}") or "") for c in chosen.columns}
+    picks = Picks(
+        set(_getlist(data, "pick_columns")),
+        {name: rule for name, rule in rules.items() if rule in RULES},
+        set(_getlist(data, "pick_primary_key")),
+        str(data.get("pick_watermark") or ""),
+    )
+    return _with_rows(picks, chosen)
+
+
+def shown(user, data: Mapping) -> dict[str, object]:
+    """The picker's template context for the posted flow form: the source's tables or folders, the
+    one chosen and its picks."""
+    found = choices(user, str(data.get("source") or ""), connect_as=connection_user(data))
+    chosen = found.find(str(data.get("pick_dataset") or ""))
+    return {"found": found, "chosen": chosen, "picks": picks_for(data, chosen) if chosen else None}
+
+
 def connection_user(data: Mapping) -> str:
     """The flow's `source.conn.username`, when typed in a property row: the
     JDBC user the flow will read as, so discovery sees what the flow will."""
@@ -99,12 +157,11 @@ def picked_properties(data: Mapping, source_kind: str) -> dict[str, str]:
     dataset = (data.get("pick_dataset") or "").strip()
     if not dataset:
         return {}
-    getlist = getattr(data, "getlist", lambda key: data.get(key) or [])
-    ticked = [name for name in getlist("pick_columns") if name]
-    known = [name for name in getlist("pick_known_columns") if name]
+    ticked = _getlist(data, "pick_columns")
+    known = _getlist(data, "pick_known_columns")
     dropped = [name for name in known if name not in ticked]
     properties: dict[str, str] = {}
-    keys = [name for name in getlist("pick_primary_key") if name]
+    keys = _getlist(data, "pick_primary_key")
     if keys:
         properties["extract.primary.key.fields"] = ",".join(keys)
     if source_kind == DataNode.Kind.JDBC:

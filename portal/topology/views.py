@@ -413,9 +413,4 @@ def datanode_discover(request: HttpRequest, name: str) -> HttpResponse:
 def source_picker(request: HttpRequest) -> HttpResponse:
     """The flow form's picker (htmx, the whole form posted): the source's
     tables or folders; with one chosen, its columns and watermark columns."""
-    found = picker.choices(
-        request.user, request.POST.get("source", ""), connect_as=picker.connection_user(request.POST)
-    )
-    chosen = found.find(request.POST.get("pick_dataset", ""))
-    context = {"found": found, "chosen": chosen}
-    return render(request, "topology/partials/source_picker.html", context)
+    return render(request, "topology/partials/source_picker.html", picker.shown(request.user, request.POST))

@@ -197,3 +197,36 @@ def test_a_watermark_typed_in_the_properties_wins_over_the_pickers_none(browser,
     assert response.status_code == 302, response.content.decode()[:3000]
     properties = FlowConfig.objects.get(flow_name="orders").properties
     assert "extract.is.full" not in properties and properties["extract.delta.fields"]
+
+
+def test_every_pick_survives_a_refused_save(browser, shop):
+    """A save refused for something else (here the schedule) shows the picker as it was left, not
+    its button: the table, the unticked column, the rule, the key and the watermark."""
+    form = without_template(
+        **{"prop-0-key": "", "prop-0-value": "", "properties_text": ""},
+        source="shop",
+        destinations=[],
+        schedule="every tuesday",
+        pick_dataset="items",
+        pick_for="items",
+        pick_known_columns=["sku", "stock", "changed", "note"],
+        pick_columns=["sku", "stock", "changed"],
+        pick_primary_key=["sku"],
+        pick_watermark="changed",
+        **{"pick_rule-sku": "hash"},
+    )
+    refused = browser.post("/flows/new/", form)
+    assert refused.status_code == 400
+    page = refused.content.decode()
+    assert '<option value="items" selected>items</option>' in page
+    assert 'value="stock" id="id_pick_column-2" checked>' in page
+    assert 'value="note" id="id_pick_column-4">' in page  # left out, still left out
+    assert '<option value="hash" selected>hash</option>' in page
+    assert 'name="pick_primary_key" value="sku" id="id_pick_primary_key-1" checked>' in page
+    assert '<option value="changed" selected>' in page
+    assert not FlowConfig.objects.exists()
+
+    # Another table looked at: its own suggestions, not the first one's picks.
+    other = browser.post("/topology/source-picker/", {**form, "pick_dataset": "refunds"}).content.decode()
+    assert 'name="pick_primary_key" value="id" id="id_pick_primary_key-1" checked>' in other
+    assert '<option value="hash" selected>' not in other
