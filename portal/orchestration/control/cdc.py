@@ -27,6 +27,7 @@ from portal.orchestration.control.jobspecs import bind_hop
 from portal.orchestration.models import DatasetState
 from portal.orchestration.state import statestore
 from portal.pipeline import cdc_mysql, cdc_pg
+from portal.pipeline.jobspec import with_node_credentials
 from portal.pipeline.properties import Properties
 from portal.topology.reach import portal_landings
 
@@ -104,10 +105,17 @@ def resnapshot(flow: Any, *, user: Any) -> list[str]:
     return cleared
 
 
+def _as_the_worker_reads(props: dict[str, str]) -> dict[str, str]:
+    """The hop's properties decrypted, with its JDBC node's user and password where the flow names
+    none — as the worker's JobSpec reads them, so the slot card, the lag monitor and the slot's drop
+    log in as the flow's runs do."""
+    return with_node_credentials(decrypt_properties(props))
+
+
 def source_connection(props: dict[str, str], flow_label: str, timeout: int | None = None) -> Any:
     """A connection to a cdc flow's source server as the flow's owner reaches it (its
     credentials decrypted here, the portal's own database refused where the connection lands)."""
-    clear = decrypt_properties(props)
+    clear = _as_the_worker_reads(props)
     return cdc_pg.connect(
         clear["source.jdbc.url"],
         clear.get("source.conn.username"),
@@ -121,7 +129,7 @@ def source_connection(props: dict[str, str], flow_label: str, timeout: int | Non
 def binlog_connection(props: dict[str, str], flow_label: str, timeout: int | None = None) -> Any:
     """A connection to a binlog flow's MariaDB server, reached as :func:`source_connection` reaches
     a PostgreSQL one (credentials decrypted here, the portal's own database refused)."""
-    clear = decrypt_properties(props)
+    clear = _as_the_worker_reads(props)
     server = cdc_mysql.server_of(
         clear["source.jdbc.url"], clear.get("source.conn.username"), clear.get("source.conn.password")
     )
