@@ -232,7 +232,11 @@ def flow_delete(request: HttpRequest, flow_group: str, flow_name: str) -> HttpRe
     return render(
         request,
         "flows/flow_confirm_delete.html",
-        {"flow": flow, "capture": capture.DELETED if capture.captures_changes(flow) else ""},
+        {
+            "flow": flow,
+            "capture": capture.DELETED if capture.captures_changes(flow) else "",
+            "feeds": trigger_services.feeds(flow),
+        },
     )
 
 

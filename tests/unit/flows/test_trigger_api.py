@@ -145,3 +145,25 @@ def test_a_paused_flow_answers_its_webhook_409_and_runs_nothing(api, flows):
     response = APIClient().post("/api/hooks/flows/sales/report", HTTP_AUTHORIZATION=f"Bearer {token}")
     assert response.status_code == 409 and "paused" in response.json()["detail"]
     assert not FlowExecution.objects.filter(trigger="WEBHOOK").exists()
+
+
+def test_deleting_a_flow_that_feeds_another_says_so_first(api, client, owner, flows):
+    """The delete page names the flows that start on this one's commits and says the watermarks are
+    not carried over to a flow made again under the same name."""
+    response = api.put(
+        "/api/flowconfigs/sales/report/triggers", {"upstream": ["sales/orders"]}, format="json"
+    )
+    assert response.status_code == 200, response.content
+    client.force_login(owner)
+
+    page = client.get("/flows/sales/orders/delete/").content.decode()
+    assert "1 flow starts when this one commits:" in page
+    assert '<a href="/flows/sales/report/">sales/report</a>' in page
+    assert "It will no longer start on its commits" in page
+    assert "a flow created again as <code>sales/orders</code> reads its sources from the beginning" in page
+
+    quiet = client.get("/flows/sales/report/delete/").content.decode()
+    assert 'data-test="feeds-on-delete"' not in quiet  # feeds nothing
+
+    assert client.post("/flows/sales/orders/delete/").status_code == 302
+    assert api.get("/api/flowconfigs/sales/report/triggers").json()["upstream"] == []
