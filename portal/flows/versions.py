@@ -84,6 +84,15 @@ def redacted_spec(spec: dict[str, Any]) -> dict[str, Any]:
     return {**spec, "properties": redact(dict(spec.get("properties") or {}))}
 
 
+# The fields as a diff names them (a person reads it, not the model).
+LABELS = {
+    "schedule_given": "schedule as written (Quartz)",
+    "run_immediately": "run immediately",
+    "template_uris": "templates",
+    "owning_group": "owning group",
+}
+
+
 def _shown(spec: dict[str, Any], other: dict[str, Any], *, newer: bool) -> list[str]:
     """The spec as lines a person can read and diff, with secrets masked as
     everywhere (crypto.encrypted.redact). Two different ciphertexts mask the
@@ -102,7 +111,7 @@ def _shown(spec: dict[str, Any], other: dict[str, Any], *, newer: bool) -> list[
         if name == "properties":
             lines += [f"properties.{key} = {val}" for key, val in sorted(value.items())]
         else:
-            lines.append(f"{name} = {json.dumps(value, ensure_ascii=False)}")
+            lines.append(f"{LABELS.get(name, name)} = {json.dumps(value, ensure_ascii=False)}")
     return lines
 
 

@@ -123,4 +123,5 @@ def test_a_flow_without_a_schedule_says_it_runs_when_saved(browser, owner, sales
     assert flow.executions.get().trigger == "RUN_IMMEDIATELY"
     detail = browser.get(saved["Location"]).content.decode()
     assert "none — runs once when saved" in detail and ">runs once<" not in detail
+    assert "Run immediately" not in detail  # it did run on save: no "Run immediately: no"
     assert "once, on save" in browser.get("/flows/").content.decode()

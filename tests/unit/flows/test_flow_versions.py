@@ -205,3 +205,14 @@ def test_a_re_run_asked_for_no_known_version_is_refused_with_the_reason(flow, ow
     )
     assert response.status_code == 200 and "Choose &#x27;ran&#x27;" in response.content.decode()
     assert FlowExecution.objects.count() == 1
+
+
+def test_a_diff_names_the_fields_as_a_person_reads_them(flow, owner):
+    flow = services.update_flow(
+        flow, data={"schedule": "0 3 * * *", "schedule_given": "0 0 3 * * ?", "run_immediately": True}, by="x"
+    )
+    body = browser_of(owner).get("/api/flowconfigs/sales/orders/versions/2").json()
+    changed = [line for line in body["diff"] if line[:1] in "+-" and not line.startswith(("+++", "---"))]
+    assert '+schedule as written (Quartz) = "0 0 3 * * ?"' in changed
+    assert "+run immediately = true" in changed
+    assert not any("schedule_given" in line or "run_immediately" in line for line in body["diff"])
