@@ -3,7 +3,7 @@
 // so, while a confirmation (<details>) or a <dialog> in it is open, or while the focus is on
 // something in it that has no id: htmx gives the focus back after a swap only to an element
 // with an id, so the focus would be lost. The next tick after that refreshes as usual.
-// Escape closes an open confirmation and gives the focus back to its summary.
+// Escape, or its Cancel button, closes an open confirmation and gives the focus back to its summary.
 (function () {
   "use strict";
   var POLLING = /^\s*every\s/;
@@ -35,12 +35,19 @@
     },
     true
   );
-  document.addEventListener("keydown", function (event) {
-    if (event.key !== "Escape" || !event.target.closest) return;
-    var open = event.target.closest("details.confirm[open]");
-    if (!open) return;
+  function closeConfirmation(open) {
     open.open = false;
     var summary = open.querySelector("summary");
     if (summary) summary.focus();
+  }
+  document.addEventListener("keydown", function (event) {
+    if (event.key !== "Escape" || !event.target.closest) return;
+    var open = event.target.closest("details.confirm[open]");
+    if (open) closeConfirmation(open);
+  });
+  // A confirmation's Cancel button closes it, as Escape does.
+  document.addEventListener("click", function (event) {
+    var cancel = event.target.closest && event.target.closest("details.confirm [data-cancel]");
+    if (cancel) closeConfirmation(cancel.closest("details.confirm"));
   });
 })();

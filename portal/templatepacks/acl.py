@@ -31,6 +31,15 @@ def _describe(entries: list[dict[str, str]]) -> list[str]:
     ]
 
 
+def _changes(before: list[str], after: list[str]) -> str:
+    """What an ACL change did, in a line: the history's heading already says it was the ACL."""
+    added = [e for e in after if e not in before]
+    removed = [e for e in before if e not in after]
+    parts = [f"{', '.join(added)} added"] if added else []
+    parts += [f"{', '.join(removed)} removed"] if removed else []
+    return "; ".join(parts)
+
+
 def _parse(entries: Any) -> list[PackAcl]:
     rows = parse_principal_grants(entries, PackAcl, roles=ROLES, field="entries")
     if not any(row.role == PackAcl.Role.OWNER for row in rows):
@@ -54,7 +63,7 @@ def apply_acl(pack: TemplatePack, entries: list[dict], *, user, request=None) ->
                 action=PackAuditEvent.Action.ACL,
                 user=user,
                 request=request,
-                summary="ACL changed",
+                summary=_changes(before, after),
                 diff=audit.acl_diff(before, after),
             )
     return before, after

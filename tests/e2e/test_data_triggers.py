@@ -37,7 +37,7 @@ def test_alice_chains_two_flows_and_runs_one_from_a_script(page, logged_in, lake
     page.get_by_label("Freshness goal", exact=True).fill("within 2h")
     page.get_by_role("button", name="Save triggers").click()
     expect(page).to_have_url(re.compile(r"/flows/e2e/numbers-report/$"))
-    expect(page.locator('[data-test="runs-when"]')).to_contain_text("runs when e2e/numbers commits")
+    expect(page.locator('[data-test="runs-when"]')).to_contain_text("e2e/numbers commits")
     expect(page.locator("#flow-triggers")).to_contain_text("committed within 2h")
     page.goto("/flows/e2e/numbers/")
     expect(page.locator('[data-test="feeds"]')).to_contain_text("feeds e2e/numbers-report")

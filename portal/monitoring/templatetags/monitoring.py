@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from django import template
 from django.urls import reverse
+from django.utils import timezone
 
 from portal.events.links import execution_path
 from portal.flows.capture import captures_changes
@@ -38,6 +39,14 @@ def took(started, ended) -> str:
     if started is None or ended is None:
         return "—"
     return format_duration(max(0.0, (ended - started).total_seconds()))
+
+
+@register.filter
+def for_how_long(since) -> str:
+    """How long from ``since`` to now, to the second (``timesince`` says "0 minutes" for a minute)."""
+    if since is None:
+        return "—"
+    return format_duration(max(0.0, (timezone.now() - since).total_seconds()))
 
 
 @register.filter

@@ -70,6 +70,7 @@ def test_a_stale_dataset_raises_its_event_once_reaches_subscribers_and_the_dashb
     client.force_login(rita)
     page = client.get("/monitoring/").content.decode()
     assert 'data-test="stale-datasets"' in page and "goal: committed within 2h" in page
+    assert "stale for <time" in page and "0 minutes" not in page  # to the second, never "0 minutes"
     assert "stale" in client.get("/flows/sales/orders/").content.decode()
 
 

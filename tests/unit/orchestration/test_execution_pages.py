@@ -11,6 +11,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.template.loader import render_to_string
 from django.test import Client
+from django.utils import timezone
 
 from portal.orchestration.control.actions import enqueue_for, process_actions
 from portal.orchestration.models import Action, ActionKind, FlowExecution
@@ -315,6 +316,9 @@ def test_kill_from_the_page_cancels_the_execution(browser, owner, running):
     process_actions()
     running.refresh_from_db()
     assert running.cancel_requested and running.message == f"Killed by {owner.username}."
+    assert "<dt>Kill</dt><dd>asked for; its jobs stop within seconds</dd>" in (
+        browser.get(page_url(running)).content.decode()
+    )
 
 
 def test_a_kill_that_came_too_late_is_explained(browser, flow):
@@ -473,3 +477,9 @@ def test_the_page_says_what_each_destination_received_with_thousands_separators(
     page = browser.get(page_url(done)).content.decode()
     assert "<dt>Delivered</dt><dd>3,000,000 records to archive</dd>" in page
     assert "3,000,000 records</dd>" in page and "6,000,000" not in page
+
+
+def test_a_kill_asked_of_a_run_that_then_ended_says_how_it_ended(browser, flow):
+    ended = FlowExecutionFactory(flow=flow, status="FAILED", cancel_requested=True, ended_at=timezone.now())
+    page = browser.get(page_url(ended)).content.decode()
+    assert "<dt>Kill</dt><dd>asked for; the run ended failed</dd>" in page

@@ -82,6 +82,7 @@ def test_history_api_lists_every_change_with_diffs(pack, owner):
     assert [e["action"] for e in history] == ["rollback", "acl", "edit", "acl", "upload", "create"]
     acl = history[1]
     assert "-reader user:rita" in acl["diff"]
+    assert acl["summary"] == "reader user:rita removed"  # what changed, not "ACL changed" again
     assert "+job.commit.policy = partial" in history[2]["diff"]
     assert all(e["actor"] == "olivia" and e["onBehalfOf"] is None for e in history)
 
