@@ -32,6 +32,17 @@ def test_staff_set_a_users_quota_on_the_page(client, staff, owner):
     assert (quota.max_concurrent_jobs, quota.updated_by, quota.max_executions_per_hour) == (4, "stella", None)
 
 
+def test_removing_a_quota_asks_first(client, staff, owner):
+    quota = Quota.objects.create(scope="USER", user=owner, max_concurrent_jobs=4, updated_by="stella")
+    client.force_login(staff)
+    page = client.get("/quotas/").content.decode()
+    confirm = page[page.index('<details class="confirm">') :]
+    assert confirm.index("Remove…") < confirm.index(f'action="/quotas/{quota.pk}/delete/"')
+    assert f"Remove the quota for {owner.username}?" in confirm and "data-cancel" in confirm
+    assert client.post(f"/quotas/{quota.pk}/delete/").status_code == 302
+    assert not Quota.objects.exists()
+
+
 def test_the_form_names_the_missing_target_of_its_scope(client, staff):
     client.force_login(staff)
     page = client.post("/quotas/new/", {"scope": "GROUP", "max_concurrent_jobs": 4}).content.decode()
