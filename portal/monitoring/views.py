@@ -21,6 +21,7 @@ from django_htmx.http import HttpResponseClientRedirect
 from portal.accounts.requests import AuthenticatedRequest, HtmxRequest
 from portal.monitoring import history, metrics, subscriptions
 from portal.monitoring.dashboard import dashboard_context
+from portal.monitoring.first_steps import first_steps
 from portal.monitoring.forms import SubscriptionForm
 from portal.monitoring.models import Subscription
 from portal.orchestration.state import lineage, statestore
@@ -50,7 +51,7 @@ def dashboard(request: HtmxRequest) -> HttpResponse:
     context = dashboard_context()
     if request.htmx:
         return render(request, "monitoring/partials/dashboard_live.html", context)
-    return render(request, "monitoring/dashboard.html", context)
+    return render(request, "monitoring/dashboard.html", {**context, "first_steps": first_steps(request.user)})
 
 
 def flow_chart_context(request: HttpRequest, flow_group: str, flow_name: str) -> dict:
