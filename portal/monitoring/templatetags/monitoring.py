@@ -11,7 +11,7 @@ from portal.events.links import execution_path
 from portal.flows.capture import captures_changes
 from portal.monitoring import history, subscriptions
 from portal.monitoring.charts import format_count, format_duration
-from portal.pipeline.watermarks import value_of
+from portal.pipeline import backfills
 
 register = template.Library()
 
@@ -68,9 +68,9 @@ def flow_chart(flow_group: str, flow_name: str) -> dict:
 
 @register.filter
 def watermark_value(watermark: str | None) -> str:
-    """The plain value of a watermark (a look-back one shows its value, not its hashes)."""
-
-    return value_of(watermark) or ""
+    """A watermark as a person reads it: a look-back one as its value (not its hashes), a files one
+    as the time of the newest file read and its name (not ``001796348793911:part-…``)."""
+    return backfills.shown(watermark)
 
 
 @register.inclusion_tag("monitoring/partials/flow_subscription.html", takes_context=True)

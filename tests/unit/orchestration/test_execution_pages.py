@@ -483,3 +483,18 @@ def test_a_kill_asked_of_a_run_that_then_ended_says_how_it_ended(browser, flow):
     ended = FlowExecutionFactory(flow=flow, status="FAILED", cancel_requested=True, ended_at=timezone.now())
     page = browser.get(page_url(ended)).content.decode()
     assert "<dt>Kill</dt><dd>asked for; the run ended failed</dd>" in page
+
+
+def test_a_files_watermark_reads_as_the_newest_files_time_and_name(browser, flow):
+    execution = FlowExecutionFactory(flow=flow, status="COMMITTED", ended_at=timezone.now())
+    JobExecutionFactory(
+        execution=execution,
+        job_name="ingest",
+        status="COMMITTED",
+        low_watermark="",
+        high_watermark="001796348793911:part-00001-abc.snappy.parquet",
+        spec={"properties": {}},
+    )
+    page = browser.get(page_url(execution)).content.decode()
+    assert "<code>2026-12-04T01:46:33Z (part-00001-abc.snappy.parquet)</code>" in page
+    assert "001796348793911" not in page
