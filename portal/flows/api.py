@@ -22,7 +22,7 @@ from portal.flows import services
 from portal.flows.compiler import scoped
 from portal.flows.filters import FlowConfigFilterSet
 from portal.flows.models import FlowConfig, FlowRefresh
-from portal.flows.rules import CHANGE_DENIED
+from portal.flows.rules import flow_for
 from portal.pipeline.destinations import write_modes
 
 # API name → model field; errors from the model are reported under API names.
@@ -278,13 +278,12 @@ class FlowConfigViewSet(
 
     def get_object(self) -> FlowConfig:
         action = access.VIEW if self.request.method in permissions.SAFE_METHODS else access.CHANGE
-        return access.get_allowed(
-            self.get_queryset(),
+        return flow_for(
             self.request.user,
+            self.kwargs["flowGroup"],
+            self.kwargs["flowName"],
             action,
-            denied=CHANGE_DENIED,
-            flow_group=self.kwargs["flowGroup"],
-            flow_name=self.kwargs["flowName"],
+            queryset=self.get_queryset(),
         )
 
     def create(self, request, *args, **kwargs):

@@ -12,13 +12,13 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from portal.accounts import access
 from portal.accounts.requests import api_user
 from portal.api_fields import StringMapField
 from portal.flows import services
 from portal.flows.api import FlowConfigSerializer, api_validation_error
 from portal.flows.compiler import compile_flow
 from portal.flows.models import CompiledJobDag, FlowConfig
+from portal.flows.rules import flow_for
 from portal.topology.credentials import masked
 
 
@@ -74,9 +74,7 @@ class FlowJobsView(APIView):
 
     @extend_schema(responses=CompiledFlowSerializer, operation_id="flowconfigs_jobs")
     def get(self, request: Request, flowGroup: str, flowName: str) -> Response:
-        flow = access.get_allowed(
-            FlowConfig.objects.select_related("owner"), request.user, flow_group=flowGroup, flow_name=flowName
-        )
+        flow = flow_for(request.user, flowGroup, flowName)
         stored = CompiledJobDag.objects.filter(flow=flow).first()
         if stored is None:  # a flow saved before the compiler existed
             return Response({**_shown(compile_flow(flow).to_dict()), "compiledAt": None})

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db.models import Q
+from django.db.models import Q, QuerySet
 
 from portal.accounts import access
 from portal.flows.models import FlowConfig
@@ -20,6 +20,27 @@ def flow_rule(user: Any, action: str) -> Q:
     if action == access.VIEW or user.is_staff:
         return Q()
     return Q(owner=user) | Q(owning_group__in=user.groups.all())
+
+
+def flow_for(
+    user: Any,
+    flow_group: str,
+    flow_name: str,
+    action: str = access.VIEW,
+    *,
+    queryset: QuerySet[FlowConfig] | None = None,
+) -> FlowConfig:
+    """The flow at (group, name) that ``user`` may ``action``: a 404 when they may not see it, a 403
+    saying who may change it when they see it but may not ``action`` it. Every page and endpoint
+    addressed by a flow's key asks here (``queryset``: the related rows it reads besides)."""
+    return access.get_allowed(
+        FlowConfig.objects.select_related("owner") if queryset is None else queryset,
+        user,
+        action,
+        denied=CHANGE_DENIED,
+        flow_group=flow_group,
+        flow_name=flow_name,
+    )
 
 
 def register() -> None:

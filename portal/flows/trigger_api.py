@@ -22,7 +22,7 @@ from portal.accounts import access
 from portal.api_fields import StrictCharField
 from portal.flows import trigger_services
 from portal.flows.models import FlowConfig
-from portal.flows.rules import CHANGE_DENIED
+from portal.flows.rules import flow_for
 from portal.flows.triggers import FRESHNESS_HELP, MAX_DEBOUNCE_SECONDS, FlowTrigger
 
 API_NAMES = {
@@ -98,14 +98,7 @@ def _answer(flow: FlowConfig) -> dict[str, Any]:
 
 def _flow(request: Request, flow_group: str, flow_name: str) -> FlowConfig:
     action = access.VIEW if request.method in permissions.SAFE_METHODS else access.CHANGE
-    return access.get_allowed(
-        FlowConfig.objects.select_related("owner"),
-        request.user,
-        action,
-        denied=CHANGE_DENIED,
-        flow_group=flow_group,
-        flow_name=flow_name,
-    )
+    return flow_for(request.user, flow_group, flow_name, action)
 
 
 class FlowTriggersView(APIView):

@@ -14,19 +14,12 @@ from portal.accounts import access
 from portal.accounts.requests import AuthenticatedRequest
 from portal.flows import trigger_services
 from portal.flows.models import FlowConfig
-from portal.flows.rules import CHANGE_DENIED
+from portal.flows.rules import flow_for
 from portal.flows.trigger_forms import TriggersForm, initial_of
 
 
 def _flow(request: AuthenticatedRequest, flow_group: str, flow_name: str) -> FlowConfig:
-    return access.get_allowed(
-        FlowConfig.objects.select_related("owner"),
-        request.user,
-        access.CHANGE,
-        denied=CHANGE_DENIED,
-        flow_group=flow_group,
-        flow_name=flow_name,
-    )
+    return flow_for(request.user, flow_group, flow_name, access.CHANGE)
 
 
 @login_required

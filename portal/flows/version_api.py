@@ -17,10 +17,9 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from portal.accounts import access
 from portal.flows import versions
 from portal.flows.models import FlowConfig, FlowVersion
-from portal.flows.rules import CHANGE_DENIED
+from portal.flows.rules import flow_for
 
 LISTED = 200
 LARGEST = 2**31 - 1  # FlowVersion.number is an integer column
@@ -33,14 +32,7 @@ _SUMMARY: dict[str, serializers.Field] = {
 
 
 def _flow(request: Request, flow_group: str, flow_name: str) -> FlowConfig:
-    return access.get_allowed(
-        FlowConfig.objects.select_related("owner"),
-        request.user,
-        access.VIEW,
-        denied=CHANGE_DENIED,
-        flow_group=flow_group,
-        flow_name=flow_name,
-    )
+    return flow_for(request.user, flow_group, flow_name)
 
 
 def _summary(version: FlowVersion) -> dict[str, Any]:

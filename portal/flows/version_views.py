@@ -9,10 +9,8 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from portal.accounts import access
 from portal.flows import versions
-from portal.flows.models import FlowConfig
-from portal.flows.rules import CHANGE_DENIED
+from portal.flows.rules import flow_for
 
 SHOWN = 200
 
@@ -30,14 +28,7 @@ def _number(request: HttpRequest, name: str, errors: dict[str, str]) -> int | No
 @login_required
 @require_GET
 def flow_versions(request: HttpRequest, flow_group: str, flow_name: str) -> HttpResponse:
-    flow = access.get_allowed(
-        FlowConfig.objects.select_related("owner"),
-        request.user,
-        access.VIEW,
-        denied=CHANGE_DENIED,
-        flow_group=flow_group,
-        flow_name=flow_name,
-    )
+    flow = flow_for(request.user, flow_group, flow_name)
     listed = list(versions.versions_of(flow)[:SHOWN])
     errors: dict[str, str] = {}
     new_number, old_number = _number(request, "new", errors), _number(request, "old", errors)

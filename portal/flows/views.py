@@ -33,7 +33,7 @@ from portal.flows.formpage import FlowFormPage
 from portal.flows.forms import FlowConfigForm
 from portal.flows.models import FlowConfig, FlowRefresh
 from portal.flows.packflows import flows_using_pack
-from portal.flows.rules import CHANGE_DENIED
+from portal.flows.rules import flow_for
 from portal.flows.trigger_forms import TriggersForm, initial_of
 from portal.keys.services import redact
 from portal.quotas.services import QuotaExceeded
@@ -42,14 +42,7 @@ from portal.templatepacks.services import template_paths
 
 
 def _flow_for(request: HttpRequest, flow_group: str, flow_name: str, action: str = access.VIEW) -> FlowConfig:
-    return access.get_allowed(
-        FlowConfig.objects.select_related("owner"),
-        request.user,
-        action,
-        denied=CHANGE_DENIED,
-        flow_group=flow_group,
-        flow_name=flow_name,
-    )
+    return flow_for(request.user, flow_group, flow_name, action)
 
 
 @login_required

@@ -15,21 +15,15 @@ from django.views.decorators.http import require_GET, require_POST
 from portal.accounts import access
 from portal.accounts.requests import AuthenticatedRequest
 from portal.flows.models import FlowConfig
-from portal.flows.rules import CHANGE_DENIED
+from portal.flows.rules import flow_for
 from portal.monitoring import slots
 from portal.orchestration.control import cdc
 from portal.orchestration.state.statestore import PendingCommitSteps
 
 
 def _flow(request: AuthenticatedRequest, flow_group: str, flow_name: str, action: str) -> FlowConfig:
-    return access.get_allowed(
-        FlowConfig.objects.select_related("compiled_dag"),
-        request.user,
-        action,
-        denied=CHANGE_DENIED,
-        flow_group=flow_group,
-        flow_name=flow_name,
-    )
+    queryset = FlowConfig.objects.select_related("owner", "compiled_dag")
+    return flow_for(request.user, flow_group, flow_name, action, queryset=queryset)
 
 
 @login_required
