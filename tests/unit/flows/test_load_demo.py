@@ -19,7 +19,6 @@ from psycopg import sql
 from rest_framework.test import APIClient
 
 from portal.flows.management.commands.load_demo import DEFAULT_POSTGRES, SHOP_PREFIX
-
 from portal.flows.models import FlowConfig
 from portal.templatepacks.models import PackAuditEvent, TemplatePack
 from portal.topology import connections
