@@ -145,6 +145,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "portal.events.context_processors.unread_notifications",
             ],
         },
     },
@@ -495,7 +496,18 @@ OPENLINEAGE_TIMEOUT_SECONDS = env_int("OPENLINEAGE_TIMEOUT_SECONDS", 5)
 # and anyone only when MONITORING_METRICS_PUBLIC is set (portal.monitoring.metrics.may_scrape).
 MONITORING_METRICS_TOKEN = env_secret("MONITORING_METRICS_TOKEN")
 MONITORING_METRICS_PUBLIC = env_bool("MONITORING_METRICS_PUBLIC", False)
-EMAIL_HOST = env("EMAIL_HOST", "localhost")
+# A mail server when EMAIL_HOST names one; without it (the embedded default) mail is not sent
+# but written, one file per message, to EMAIL_FILE_PATH, and the pages say so (events.sinks).
+# EMAIL_BACKEND chooses another Django backend (e.g. the console's).
+EMAIL_HOST = env("EMAIL_HOST")
+EMAIL_BACKEND = env(
+    "EMAIL_BACKEND",
+    "django.core.mail.backends.smtp.EmailBackend"
+    if EMAIL_HOST
+    else "django.core.mail.backends.filebased.EmailBackend",
+)
+EMAIL_HOST = EMAIL_HOST or "localhost"
+EMAIL_FILE_PATH = env("EMAIL_FILE_PATH", str(VAR_DIR / "mail"))
 EMAIL_PORT = env_int("EMAIL_PORT", 25)
 EMAIL_HOST_USER = env("EMAIL_HOST_USER")
 EMAIL_HOST_PASSWORD = env_secret("EMAIL_HOST_PASSWORD")
