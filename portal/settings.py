@@ -10,10 +10,13 @@ from __future__ import annotations
 import os
 import secrets
 import socket
+import sys
 from pathlib import Path
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
+
+from portal.crypto.secret_file import SecretFileError, read_secret_file
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -48,10 +51,15 @@ def env_list(name: str, default: str = "") -> list[str]:
 
 
 def env_secret(name: str) -> str:
-    """A secret from `NAME` or from the file named by `NAME_FILE` (Docker/K8s style)."""
+    """A secret from `NAME` or from the file named by `NAME_FILE` (Docker/K8s style). A file
+    that is not there stops the process with one line saying so (and, for SECRET_KEY_FILE,
+    the command that makes it): every process would fail on it, and a traceback hides why."""
     path = os.environ.get(f"{name}_FILE")
     if path:
-        return Path(path).read_text().strip()
+        try:
+            return read_secret_file(name, path)
+        except SecretFileError as error:
+            sys.exit(f"Flowport cannot start: {error}")
     return os.environ.get(name, "")
 
 
