@@ -420,6 +420,11 @@ WORKER_WEDGED_SECONDS = env_int("WORKER_WEDGED_SECONDS", 60)
 # A worker told to stop (SIGTERM) lets its running jobs finish this long, then
 # exits whatever Spark is doing; their leases lapse and they run again elsewhere.
 WORKER_STOP_SECONDS = env_int("WORKER_STOP_SECONDS", 30)
+# A job whose Spark application holds no executor (a standalone master with no free cores, its
+# Spark workers gone) waits this long, then is given up: FAILED, saying what an operator can do
+# (orchestration.worker.heartbeat); it raises a job.waiting_for_spark_executors event when it
+# begins to wait. 0: it waits as long as it takes.
+SPARK_EXECUTOR_WAIT_LIMIT_SECONDS = env_int("SPARK_EXECUTOR_WAIT_LIMIT_SECONDS", 1800)
 # A job whose worker stopped heartbeating without reporting is started again
 # at most this many times; once more and it fails as a poison job (its code
 # kills or wedges every worker that runs it).
