@@ -53,7 +53,7 @@ def unread_count(user) -> int:
     return len(unread)
 
 
-def page_of(user, number: object) -> Page:
+def page_of(user, number: str | None) -> Page:
     """One page of the user's list, newest first."""
     return Paginator(Notification.objects.filter(user=user), PAGE_SIZE).get_page(number)
 
