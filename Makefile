@@ -65,12 +65,14 @@ demo: migrate
 	$(MANAGE) ensure_master_key
 	$(MANAGE) load_demo
 
+# scripts/supervise.py gives supervisord the terminal, so Ctrl-C stops it alone and `make run`
+# ends with status 0 (not "Error 254"), and runs it as the current user (no "running as root").
 run: demo
 	@echo ""
 	@echo "  Flowport is starting at http://$(BIND)/  (Ctrl-C stops web, worker and scheduler)"
 	@echo ""
 	@mkdir -p var
-	FLOWPORT_BIND=$(BIND) $(VENV)/bin/honcho run $(VENV)/bin/supervisord -c deploy/supervisord.conf
+	FLOWPORT_BIND=$(BIND) $(VENV)/bin/honcho run $(PY) scripts/supervise.py $(VENV)/bin/supervisord -c deploy/supervisord.conf
 
 lint: $(VENV)/.dev-installed
 	$(VENV)/bin/ruff check .

@@ -10,10 +10,13 @@ from __future__ import annotations
 import os
 import secrets
 import socket
+import sys
 from pathlib import Path
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
+
+from portal.crypto.secret_file import SecretFileError, read_secret_file
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -48,10 +51,15 @@ def env_list(name: str, default: str = "") -> list[str]:
 
 
 def env_secret(name: str) -> str:
-    """A secret from `NAME` or from the file named by `NAME_FILE` (Docker/K8s style)."""
+    """A secret from `NAME` or from the file named by `NAME_FILE` (Docker/K8s style). A file
+    that is not there stops the process with one line saying so (and, for SECRET_KEY_FILE,
+    the command that makes it): every process would fail on it, and a traceback hides why."""
     path = os.environ.get(f"{name}_FILE")
     if path:
-        return Path(path).read_text().strip()
+        try:
+            return read_secret_file(name, path)
+        except SecretFileError as error:
+            sys.exit(f"Flowport cannot start: {error}")
     return os.environ.get(name, "")
 
 
@@ -145,6 +153,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "portal.events.context_processors.unread_notifications",
             ],
         },
     },
@@ -158,12 +167,16 @@ DATABASES = {
 }
 if not DATABASES["default"]["ENGINE"].endswith(("postgresql", "sqlite3")):
     # The portal's own tables are built and tested on these two; MySQL/MariaDB
-    # stops half-way through the migrations (an index longer than InnoDB
-    # allows), so say so before anything is written. A MySQL/MariaDB server is
+    # stops half-way through the migrations (MariaDB 10.11: 65 of 77 applied, then
+    # orchestration.0017's index is longer than InnoDB allows), and past that it has
+    # none of the conditional unique constraints the exactly-once rules rest on
+    # (Django's models.W036 on 8 of them: event dedupe, customer keys, actions,
+    # executions), so say so before anything is written. A MySQL/MariaDB server is
     # a data node, not the portal's database.
     raise ImproperlyConfigured(
         f"DATABASE_URL names a {DATABASES['default']['ENGINE'].rsplit('.', 1)[-1]} database: the portal's "
-        "own database must be PostgreSQL (postgres://…) or SQLite (sqlite:///…). MySQL and MariaDB "
+        "own database must be PostgreSQL (postgres://…) or SQLite (sqlite:///…): its exactly-once rules "
+        "rest on partial unique indexes, which MySQL and MariaDB do not have. MySQL and MariaDB "
         "servers are welcome as data nodes."
     )
 if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
@@ -411,6 +424,11 @@ WORKER_WEDGED_SECONDS = env_int("WORKER_WEDGED_SECONDS", 60)
 # A worker told to stop (SIGTERM) lets its running jobs finish this long, then
 # exits whatever Spark is doing; their leases lapse and they run again elsewhere.
 WORKER_STOP_SECONDS = env_int("WORKER_STOP_SECONDS", 30)
+# A job whose Spark application holds no executor (a standalone master with no free cores, its
+# Spark workers gone) waits this long, then is given up: FAILED, saying what an operator can do
+# (orchestration.worker.heartbeat); it raises a job.waiting_for_spark_executors event when it
+# begins to wait. 0: it waits as long as it takes.
+SPARK_EXECUTOR_WAIT_LIMIT_SECONDS = env_int("SPARK_EXECUTOR_WAIT_LIMIT_SECONDS", 1800)
 # A job whose worker stopped heartbeating without reporting is started again
 # at most this many times; once more and it fails as a poison job (its code
 # kills or wedges every worker that runs it).
@@ -495,7 +513,18 @@ OPENLINEAGE_TIMEOUT_SECONDS = env_int("OPENLINEAGE_TIMEOUT_SECONDS", 5)
 # and anyone only when MONITORING_METRICS_PUBLIC is set (portal.monitoring.metrics.may_scrape).
 MONITORING_METRICS_TOKEN = env_secret("MONITORING_METRICS_TOKEN")
 MONITORING_METRICS_PUBLIC = env_bool("MONITORING_METRICS_PUBLIC", False)
-EMAIL_HOST = env("EMAIL_HOST", "localhost")
+# A mail server when EMAIL_HOST names one; without it (the embedded default) mail is not sent
+# but written, one file per message, to EMAIL_FILE_PATH, and the pages say so (events.sinks).
+# EMAIL_BACKEND chooses another Django backend (e.g. the console's).
+EMAIL_HOST = env("EMAIL_HOST")
+EMAIL_BACKEND = env(
+    "EMAIL_BACKEND",
+    "django.core.mail.backends.smtp.EmailBackend"
+    if EMAIL_HOST
+    else "django.core.mail.backends.filebased.EmailBackend",
+)
+EMAIL_HOST = EMAIL_HOST or "localhost"
+EMAIL_FILE_PATH = env("EMAIL_FILE_PATH", str(VAR_DIR / "mail"))
 EMAIL_PORT = env_int("EMAIL_PORT", 25)
 EMAIL_HOST_USER = env("EMAIL_HOST_USER")
 EMAIL_HOST_PASSWORD = env_secret("EMAIL_HOST_PASSWORD")

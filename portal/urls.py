@@ -90,6 +90,7 @@ urlpatterns = [
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("flows/", include("portal.flows.urls")),
     path("account/", include("portal.accounts.urls")),
+    path("notifications/", include("portal.events.urls")),
     # A pack's flows: the flow catalog answers under the pack's address.
     path("packs/<str:name>/flows/", flows_views.pack_flows, name="pack_flows"),
     path("packs/", include("portal.templatepacks.urls")),

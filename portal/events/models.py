@@ -7,6 +7,7 @@ monitoring) imports it downwards."""
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.db import models
 
 
@@ -74,3 +75,35 @@ class FlowOutcome(models.Model):
 
     def __str__(self) -> str:
         return f"{self.flow_group}/{self.flow_name}: {'good' if self.good else 'failed'}"
+
+
+class Notification(models.Model):
+    """One event as one user reads it in the portal (their alerts page): a
+    copy of the event's fields as that user may read them (events are pruned
+    with the history; a message may be redacted for them), and whether they
+    have read it. Written by the in-portal sink (events.notifications); every
+    query is scoped to one user."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="notifications")
+    event_id = models.BigIntegerField()
+    kind = models.CharField(max_length=64)
+    severity = models.CharField(max_length=8, choices=Event.Severity.choices)
+    flow_group = models.CharField(max_length=128, blank=True)
+    flow_name = models.CharField(max_length=128, blank=True)
+    execution_id = models.BigIntegerField(null=True, blank=True)
+    message = models.TextField()
+    created = models.DateTimeField(help_text="When the event was raised.")
+    read_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-id"]
+        indexes = [
+            models.Index(fields=["user", "-id"], name="notification_newest"),
+            models.Index(fields=["user", "read_at"], name="notification_unread"),
+        ]
+        constraints = [
+            models.UniqueConstraint(fields=["user", "event_id"], name="notification_once_per_user_event")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} for {self.user_id}: {self.message[:60]}"

@@ -14,6 +14,9 @@ from __future__ import annotations
 import json
 import logging
 import os
+import smtplib
+import socket
+import ssl
 import threading
 import urllib.error
 import urllib.request
@@ -24,6 +27,7 @@ from functools import partial
 from urllib.parse import urlsplit
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.core.mail import get_connection, send_mail
 from django.db import close_old_connections
 from django.db.models import Q
@@ -108,6 +112,64 @@ def send_email(event: Event, to: list[str] | None = None) -> None:
         to if to is not None else settings.MONITORING_EMAIL_TO,
         connection=connection,
     )
+
+
+FILE_BACKEND = "django.core.mail.backends.filebased.EmailBackend"
+CONSOLE_BACKEND = "django.core.mail.backends.console.EmailBackend"
+
+
+def email_destination() -> str:
+    """Where "email" goes, said on the pages: empty when it is sent to a mail server; else
+    where the embedded mode (no EMAIL_HOST) keeps it instead."""
+    if settings.EMAIL_BACKEND == FILE_BACKEND:
+        return (
+            f"No mail server is set (EMAIL_HOST), so email is not sent: each message is written "
+            f"to a file in {settings.EMAIL_FILE_PATH} on the portal's server."
+        )
+    if settings.EMAIL_BACKEND == CONSOLE_BACKEND:
+        return "No mail server is set (EMAIL_HOST), so email is not sent: it is printed in the portal's log."
+    return ""
+
+
+def _mail_server() -> str:
+    return f"the mail server {settings.EMAIL_HOST}:{settings.EMAIL_PORT} (EMAIL_HOST, EMAIL_PORT)"
+
+
+def describe_failure(exc: BaseException) -> str:
+    """Why a delivery failed, in words a subscriber can act on (shown on their pages): never
+    a bare exception. The server's log keeps the exception itself."""
+    if isinstance(exc, outbound.WebhookRefused | urllib.error.HTTPError):
+        return str(exc)  # "HTTP Error 503: Service Unavailable", "…: a private address"
+    if isinstance(exc, urllib.error.URLError):
+        reason = exc.reason
+        if isinstance(reason, ConnectionRefusedError):
+            return "the webhook's server refused the connection (nothing listens at that address and port)"
+        if isinstance(reason, TimeoutError | socket.timeout):
+            return f"the webhook did not answer within {settings.MONITORING_SINK_TIMEOUT_SECONDS} s"
+        if isinstance(reason, ssl.SSLError):
+            return f"the webhook's TLS connection failed: {reason.reason or reason}"
+        return f"the webhook could not be reached: {getattr(reason, 'strerror', None) or reason}"
+    if isinstance(exc, smtplib.SMTPAuthenticationError):
+        return f"{_mail_server()} refused the portal's login (EMAIL_HOST_USER, EMAIL_HOST_PASSWORD)"
+    if isinstance(exc, smtplib.SMTPRecipientsRefused):
+        return f"{_mail_server()} refused the address {', '.join(exc.recipients)}"
+    if isinstance(exc, smtplib.SMTPException):
+        return f"{_mail_server()} answered with an error: {exc}"
+    if isinstance(exc, ConnectionRefusedError):
+        return f"{_mail_server()} refused the connection: no mail server is running there"
+    if isinstance(exc, TimeoutError | socket.timeout):
+        return f"{_mail_server()} did not answer within {settings.MONITORING_SINK_TIMEOUT_SECONDS} s"
+    if isinstance(exc, socket.gaierror):
+        return f"{_mail_server()}: its name does not resolve"
+    if isinstance(exc, ssl.SSLError):
+        return f"{_mail_server()}: TLS failed ({exc.reason or exc}; EMAIL_USE_TLS, EMAIL_USE_SSL)"
+    if isinstance(exc, OSError):
+        return f"could not reach {_mail_server()}: {exc.strerror or exc}"
+    if isinstance(exc, ValidationError):
+        return " ".join(exc.messages)  # a subscriber's webhook the checks turn down now
+    if isinstance(exc, ValueError):
+        return str(exc)  # our own refusals (a webhook URL the checks turned down)
+    return "an unexpected error; the portal's log has the details"
 
 
 class _NoRedirects(urllib.request.HTTPRedirectHandler):
@@ -303,9 +365,11 @@ def deliver_pending_events(now: datetime | None = None, limit: int = BATCH) -> i
             try:
                 send()
             except Exception as exc:
-                error = f"{type(exc).__name__}: {exc}"
+                error = describe_failure(exc)
                 errors.append(f"{name}: {error}")
-                logger.warning("event %s not delivered to %s: %s", event.pk, name, exc)
+                logger.warning(
+                    "event %s not delivered to %s: %s: %s", event.pk, name, type(exc).__name__, exc
+                )
                 _tell(owner, event, Attempt(name, number, error[:1000], retry_at))
             else:
                 done.append(name)

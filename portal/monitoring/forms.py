@@ -5,6 +5,7 @@ from __future__ import annotations
 from django import forms
 from django.core.exceptions import ValidationError
 
+from portal.events import sinks
 from portal.monitoring import subscriptions
 from portal.monitoring.models import Subscription
 
@@ -27,6 +28,9 @@ class SubscriptionForm(forms.ModelForm):
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.fields["webhook_format"].required = False
+        where = sinks.email_destination()
+        if where:  # the embedded mode: say where "email" goes instead of a mail server
+            self.fields["by_email"].help_text += " " + where
         self._stored_webhook = self.instance.webhook_url
         if self._stored_webhook:
             self.initial["webhook_url"] = subscriptions.masked_webhook(self._stored_webhook)

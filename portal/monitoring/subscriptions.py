@@ -20,7 +20,7 @@ from django.db import transaction
 from django.db.models import Q
 
 from portal.accounts.access import VIEW
-from portal.events import outbound, outcomes, sinks
+from portal.events import notifications, outbound, outcomes, sinks
 from portal.events.models import Event
 from portal.flows.models import FlowConfig
 from portal.monitoring.models import Delivery, Subscription
@@ -47,6 +47,8 @@ KINDS_BY_SWITCH: dict[str, tuple[str, ...]] = {
     "on_success": (SUCCEEDED, RECOVERED),
 }
 KEEP_DELIVERIES = 50
+# The channel every subscription has: the subscriber's notifications in the portal.
+PORTAL = "portal"
 # What a subscriber chooses (events and channels), the same on the page and in the API.
 CHOICES = (
     "on_failure",
@@ -140,8 +142,6 @@ def check(subscription: Subscription) -> None:
         errors.setdefault("on_failure", []).append(
             "Choose at least one of failure, SLA miss, recovery or success."
         )
-    if not subscription.by_email and not subscription.webhook_url:
-        errors.setdefault("by_email", []).append("Choose email, a webhook URL, or both.")
     if subscription.by_email and not subscription.user.email:
         errors.setdefault("by_email", []).append(
             "Your account has no email address; use a webhook or ask an administrator to add one."
@@ -226,6 +226,8 @@ def targets_for(event: Event) -> dict[str, Callable[[], None]]:
         if not FlowConfig.objects.restrict(user, VIEW).filter(pk=subscription.flow_id).exists():
             continue
         seen = _as_read_by(event, user)
+        # Always on the subscriber's own list in the portal (events.notifications), whatever else.
+        targets[f"sub{subscription.pk}:{PORTAL}"] = partial(notifications.notify, seen, user)
         if subscription.by_email and user.email:
             targets[f"sub{subscription.pk}:email"] = partial(sinks.send_email, seen, [user.email])
         if subscription.webhook_url:
@@ -239,8 +241,8 @@ def record_attempt(event: Event, attempt: sinks.Attempt) -> None:
     """Keep one attempt at `sub<id>:<channel>` for the subscription's pages,
     then drop what is beyond its newest KEEP_DELIVERIES."""
     label, _, channel = attempt.name.partition(":")
-    if not label.startswith("sub") or not label[3:].isdigit():
-        return
+    if not label.startswith("sub") or not label[3:].isdigit() or channel == PORTAL:
+        return  # the portal's own list is its own report
     subscription = Subscription.objects.filter(pk=int(label[3:])).first()
     if subscription is None:
         return  # removed meanwhile
@@ -279,6 +281,8 @@ def delivery_report(subscription: Subscription) -> list[dict]:
         report.append(
             {
                 "channel": channel,
+                # Where "delivered" email went when no mail server is set (the embedded mode).
+                "note": sinks.email_destination() if channel == "email" else "",
                 "delivered": attempts.filter(status=Delivery.Status.DELIVERED).first(),
                 "failure": newest if newest and newest.status != Delivery.Status.DELIVERED else None,
             }
@@ -313,4 +317,4 @@ def describe(subscription: Subscription) -> str:
     )
     if subscription.webhook_url and subscription.webhook_format == Subscription.WebhookFormat.CHAT:
         how = how.replace("webhook", "chat webhook")
-    return f"{what} by {how}"
+    return f"{what} by {how}" if how else f"{what} in your notifications only"

@@ -92,6 +92,17 @@ def spark_jars(configured: str | None = None) -> list[str]:
     return list(dict.fromkeys(j for j in [*ours, *listed] if j and (j in listed or os.path.exists(j))))
 
 
+def driver_host_settings(master: str) -> dict[str, str]:
+    """Where a cluster's executors reach this driver: ``SPARK_LOCAL_IP`` when the operator set it.
+    Spark would advertise the name it makes of that address instead, which on many hosts is
+    ``localhost`` (the host's name resolving to a loopback address in /etc/hosts), unreachable
+    from any other machine. An executor's own ``spark.driver.host`` overrides this."""
+    local_ip = os.environ.get("SPARK_LOCAL_IP", "").strip()
+    if not master or master.startswith("local") or not local_ip:
+        return {}
+    return {"spark.driver.host": local_ip}
+
+
 def get_or_create_spark(
     master: str,
     app_name: str,
@@ -122,6 +133,7 @@ def get_or_create_spark(
         # Python workers forked warm (portal/pipeline/pydaemon.py), from this checkout.
         settings["spark.python.daemon.module"] = "portal.pipeline.pydaemon"
         _on_python_path(str(REPO_ROOT))
+    settings.update(driver_host_settings(master))
     settings.update(conf or {})
     if master:  # under spark-submit (empty master) its --jars are the ones that reach the cluster
         settings["spark.jars"] = ",".join(spark_jars(settings.get("spark.jars")))

@@ -99,6 +99,8 @@ def test_the_main_pages_have_no_serious_accessibility_violations(axe_source, pag
     _ready(page, "/account/")
     expect(page.locator("#subscription-table")).to_contain_text("e2e / a11y")
     check("profile-subscriptions")
+    _ready(page, "/notifications/")
+    check("notifications")
     _ready(page, "/keys/")
     check("keys")
     # A pack with a long line and a change, its history with every diff open.

@@ -69,7 +69,7 @@ def test_a_user_subscribes_hears_of_failure_re_runs_the_job_hears_of_recovery_an
 
     page.goto("/flows/e2e/flaky/")
     card = page.locator("#subscription")
-    expect(card).to_contain_text("Get an email or a webhook call")
+    expect(card).to_contain_text("always in your notifications, and by email or a webhook call")
     card.get_by_role("link", name="Subscribe").click()
     page.get_by_label("Recovery").check()
     page.get_by_label("Email me").uncheck()
@@ -92,7 +92,24 @@ def test_a_user_subscribes_hears_of_failure_re_runs_the_job_hears_of_recovery_an
     link = f"{stack}/executions/e2e/flaky/{failed.execution_id}/"
     assert body["url"] == link
 
-    # She follows it and re-runs the failed job: the same execution, no new one.
+    # The failure is on her notifications too: the menu counts it, the page links the execution.
+    page.goto("/flows/")
+    menu_link = page.get_by_role("navigation", name="Main").get_by_role(
+        "link", name=re.compile("Notifications")
+    )
+    expect(menu_link).to_contain_text("1")
+    menu_link.click()
+    row = page.locator("#notification-table tbody tr").first
+    expect(row).to_contain_text("execution.failed")
+    expect(row.get_by_role("link", name=f"execution {failed.execution_id}")).to_have_attribute(
+        "href", f"/executions/e2e/flaky/{failed.execution_id}/"
+    )
+    ui.screenshot(page, "notifications")
+    page.get_by_role("button", name="Mark all as read").click()
+    expect(page.locator(".messages")).to_contain_text("Marked 1 notification as read.")
+    expect(page.locator(".badge.count")).to_have_count(0)
+
+    # She follows the webhook's link and re-runs the failed job: the same execution, no new one.
     page.goto(body["url"])
     page.get_by_role("button", name=re.compile("Re-run this job")).click()
     expect(page.locator(".messages")).to_contain_text("Re-run of")

@@ -32,6 +32,8 @@ def embedded_env(var_dir: Path, port: int) -> dict[str, str]:
         SCHEDULER_POLL_SECONDS="1",
         WEB_WORKERS="1",
         PYTHONUNBUFFERED="1",
+        # No shop database on the machine's PostgreSQL: each var folder would leave one behind.
+        DEMO_POSTGRES_URL="",
     )
     return env
 

@@ -5,8 +5,12 @@ and each supervisor restarts a process that dies."""
 from __future__ import annotations
 
 import configparser
+import os
 import shlex
+import subprocess
 from pathlib import Path
+
+import pyspark
 
 ROOT = Path(__file__).resolve().parents[2]
 PROCESSES = ("web", "worker", "scheduler")
@@ -53,3 +57,28 @@ def test_the_systemd_units_run_the_procfile_commands_and_restart_them():
 def test_make_run_starts_supervisord():
     run = (ROOT / "Makefile").read_text().split("\nrun:", 1)[1].split("\n\n", 1)[0]
     assert "supervisord -c deploy/supervisord.conf" in run
+
+
+def test_the_spark_workers_of_the_deploy_files_clean_their_work_folders_outside_the_venv():
+    """What Spark's own launcher makes of deploy/spark/spark-env.sh (the folder the Spark units
+    name as SPARK_CONF_DIR): a Worker started from it removes finished applications' folders,
+    kept in /var/lib/flowport/spark-work instead of $SPARK_HOME/work inside the virtualenv."""
+    spark_home = Path(pyspark.__file__).parent
+    for unit in ("flowport-spark-master", "flowport-spark-worker"):
+        service = ini(ROOT / "deploy" / "systemd" / f"{unit}.service")["Service"]
+        assert service["Environment"] == "SPARK_CONF_DIR=/opt/flowport/deploy/spark"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SPARK_WORKER_")}
+    env.update(SPARK_HOME=str(spark_home), SPARK_CONF_DIR=str(ROOT / "deploy" / "spark"))
+    script = (
+        '. "$SPARK_HOME/bin/load-spark-env.sh"; echo "$SPARK_WORKER_DIR"; '
+        'java -cp "$SPARK_HOME/jars/*" org.apache.spark.launcher.Main '
+        "org.apache.spark.deploy.worker.Worker spark://127.0.0.1:7077"
+    )
+    launched = subprocess.run(["bash", "-c", script], env=env, capture_output=True, text=True, timeout=120)
+    assert launched.returncode == 0, launched.stderr
+    work_dir, command = launched.stdout.split("\n", 1)
+    argv = command.split("\0")
+    assert work_dir == "/var/lib/flowport/spark-work"
+    assert "-Dspark.worker.cleanup.enabled=true" in argv
+    assert "-Dspark.worker.cleanup.appDataTtl=86400" in argv
+    assert "org.apache.spark.deploy.worker.Worker" in argv

@@ -177,6 +177,8 @@ def _run(run: JobRun, message: dict[str, Any]) -> str:
     if run.cancel.is_set():
         cleanup_task_output(spec)
         figures = summarise(spec, states, committed=[])  # nothing delivered
+        if run.heartbeat.gave_up:  # no Spark executor came in SPARK_EXECUTOR_WAIT_LIMIT_SECONDS
+            return run.finish(JobStatus.FAILED, run.heartbeat.gave_up, **figures, **progress)
         return run.finish(JobStatus.CANCELLED, "Cancelled; nothing published.", **figures, **progress)
     failpoint("after_task_output")
     commits = run.commit(spec, states)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -19,6 +20,7 @@ from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 
+from portal.events.services import raise_event
 from portal.orchestration.models import JobExecution, JobStatus
 from portal.orchestration.state import joblogs
 
@@ -31,6 +33,15 @@ EXECUTORS_LOST, EXECUTORS_ADDED = "executors_lost", "executors_added"
 TASKS_FAILED = "task_attempts_failed"
 NO_EXECUTORS, EXECUTORS_BACK = "no_executors", "executors_back"
 RUNNING, WAITING = "RUNNING", "WAITING"  # the application, as the job sees it
+# The event (dashboard, events API) raised once per attempt when a job starts waiting for executors.
+WAITING_EVENT = "job.waiting_for_spark_executors"
+# What an operator can do about a job waiting for executors: said on the job's page and in the event.
+OPERATOR_OPTIONS = (
+    "What to do: free cores on that Spark master (another application may hold them all: stop it, "
+    "or lower its spark.cores.max), start or restart its Spark workers, lower spark.cores.max, "
+    "spark.executor.cores or spark.executor.memory in this executor's Spark settings (topology) "
+    "so every worker's application fits, or move the flow to another executor."
+)
 
 
 class SparkRecord:
@@ -98,6 +109,11 @@ class JobHeartbeat:
         self.spark: Any = None  # set once the SparkSession is there (attach)
         self.record = SparkRecord()
         self._waiting = False  # the job's message says it waits for Spark executors
+        self._waiting_since = 0.0  # time.monotonic() when it began to
+        self._wait_alert: str = ""  # a WAITING_EVENT the next beat raises
+        # Why the job was given up (the wait for executors passed SPARK_EXECUTOR_WAIT_LIMIT_SECONDS):
+        # the run then ends FAILED with this instead of CANCELLED.
+        self.gave_up = ""
         self._executors: int | None = None  # the cluster application's, at the last beat
         self._failed_tasks = 0
         self._stop = threading.Event()
@@ -128,6 +144,7 @@ class JobHeartbeat:
                         progress = {**progress, SPARK_KEY: spark}
                     updates = {"lease_until": lease_until(), "progress": progress, **self.log.fields()}
                     updates.update(waiting)
+                    self.raise_wait_alert()
                     if self.log.records_so_far:  # tasks finished so far; the final report sets the total
                         updates["processed_count"] = self.log.records_so_far
                 row = JobExecution.objects.filter(pk=self.job.pk, attempt=self.attempt)
@@ -223,10 +240,14 @@ class JobHeartbeat:
 
         return self.shortage(executor_shortage())
 
-    def shortage(self, shortage: str) -> dict[str, str]:
+    def shortage(self, shortage: str, now: float | None = None) -> dict[str, str]:
         """The job's message for `shortage` (sparkctx.executor_shortage: why the application has
-        no executor, or ""); its start and its end are events of the job."""
+        no executor, or ""), with what an operator can do; its start and its end are events of the
+        job, its start an alert too (the next beat raises it). Past SPARK_EXECUTOR_WAIT_LIMIT_SECONDS
+        of waiting the job is given up: cancelled in Spark, and it ends FAILED saying why."""
+        now = time.monotonic() if now is None else now
         if shortage:
+            limit = settings.SPARK_EXECUTOR_WAIT_LIMIT_SECONDS
             if not self._waiting:
                 self.event(
                     NO_EXECUTORS,
@@ -234,13 +255,46 @@ class JobHeartbeat:
                     "WARN",
                 )
                 self.record.seen(WAITING, 0)
+                self._waiting_since = now
+                self._wait_alert = (
+                    f"Job {self.job.job_name} waits for Spark executors: {shortage} {OPERATOR_OPTIONS}"
+                )
             self._waiting = True
-            return {"message": f"Waiting for Spark executors: {shortage}"[:4000]}
+            if limit and now - self._waiting_since >= limit and not self.gave_up:
+                self.gave_up = (
+                    f"Given up after waiting {limit} s for Spark executors (SPARK_EXECUTOR_WAIT_LIMIT_SECONDS): "
+                    f"{shortage} Nothing was published. {OPERATOR_OPTIONS}"
+                )
+                self.log.write(self.gave_up, "ERROR")
+                self.cancel.set()
+            deadline = (
+                f" The job is given up {limit} s after it began to wait (SPARK_EXECUTOR_WAIT_LIMIT_SECONDS)."
+                if limit
+                else ""
+            )
+            return {"message": f"Waiting for Spark executors: {shortage} {OPERATOR_OPTIONS}{deadline}"[:4000]}
         if self._waiting:
             self._waiting = False
             self.event(EXECUTORS_BACK, "Spark executors came: the job's tasks run")
             return {"message": ""}
         return {}
+
+    def raise_wait_alert(self) -> None:
+        """The event of a job that began to wait for executors (once per attempt): the dashboard
+        lists it and the operator's sinks forward it."""
+        if not self._wait_alert:
+            return
+        message, self._wait_alert = self._wait_alert, ""
+        execution = self.job.execution
+        raise_event(
+            WAITING_EVENT,
+            joblogs.mask(message, self.log.secrets),
+            dedupe_key=f"{WAITING_EVENT}:{self.job.pk}:{self.attempt}",
+            flow_group=execution.flow_group,
+            flow_name=execution.flow_name,
+            execution_id=execution.execution_id,
+            job_name=self.job.job_name,
+        )
 
     def progress(self) -> dict[str, Any]:
         """The job's Spark progress in this process ({} when it runs elsewhere or is not known),

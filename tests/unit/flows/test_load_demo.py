@@ -8,12 +8,17 @@ from __future__ import annotations
 
 import io
 import re
+from collections.abc import Iterator
+from pathlib import Path
 
+import psycopg
 import pytest
 from django.contrib.auth import authenticate
 from django.core.management import call_command
+from psycopg import sql
 from rest_framework.test import APIClient
 
+from portal.flows.management.commands.load_demo import DEFAULT_POSTGRES, SHOP_PREFIX
 from portal.flows.models import FlowConfig
 from portal.templatepacks.models import PackAuditEvent, TemplatePack
 from portal.topology import connections
@@ -31,11 +36,53 @@ def load_demo(*args: str) -> str:
     return out.getvalue()
 
 
+def drop_shop_databases(var_dirs: list[Path]) -> None:
+    """What load_demo made on the machine's PostgreSQL for these var folders (each test's own)."""
+    ids = [(var / "install-id").read_text().strip() for var in var_dirs if (var / "install-id").exists()]
+    with psycopg.connect(DEFAULT_POSTGRES, autocommit=True) as admin:
+        for name in (SHOP_PREFIX + install for install in ids):
+            admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+            admin.execute(sql.SQL("DROP ROLE IF EXISTS {}").format(sql.Identifier(name)))
+
+
 @pytest.fixture
-def demo(settings, tmp_path) -> str:
-    settings.VAR_DIR = tmp_path
-    settings.FLOWPORT_DATA_DIR = tmp_path / "data"
+def var_dirs(tmp_path) -> Iterator[list[Path]]:
+    """Var folders of "clones" of the portal; their shop databases are dropped after the test."""
+    made: list[Path] = []
+    yield made
+    drop_shop_databases(made)
+
+
+def use_var(settings, var_dirs: list[Path], var: Path) -> None:
+    var.mkdir(parents=True, exist_ok=True)
+    var_dirs.append(var)
+    settings.VAR_DIR = var
+    settings.FLOWPORT_DATA_DIR = var / "data"
+
+
+@pytest.fixture
+def demo(settings, tmp_path, var_dirs) -> str:
+    use_var(settings, var_dirs, tmp_path / "var")
     return load_demo()
+
+
+def register_shop(output: str, name: str, owner=None):
+    """The newcomer registers the printed database as a node of their own."""
+    newcomer = owner or authenticate(
+        username="newcomer", password=printed(r"Demo user: +newcomer / (\S+)", output)
+    )
+    return topology.create_data_node(
+        {
+            "name": name,
+            "kind": "jdbc",
+            "properties": {
+                "url": printed(r"their database: (jdbc:postgresql://\S+)", output),
+                "user": printed(r"Database user (\S+),", output),
+            },
+            "secrets": {"password": printed(r"password (\S+)\)", output)},
+        },
+        user=newcomer,
+    )
 
 
 def printed(pattern: str, output: str) -> str:
@@ -48,19 +95,8 @@ def test_the_newcomer_registers_the_printed_database_and_sees_its_orders(demo):
     password = printed(r"Demo user: +newcomer / (\S+)", demo)
     newcomer = authenticate(username="newcomer", password=password)
     assert newcomer is not None and not newcomer.is_staff
-    url = printed(r"their database: (jdbc:postgresql://\S+)", demo)
-    db_user = printed(r"Database user (\S+),", demo)
-    db_password = printed(r"password (\S+)\)", demo)
 
-    node = topology.create_data_node(
-        {
-            "name": "my-shop",
-            "kind": "jdbc",
-            "properties": {"url": url, "user": db_user},
-            "secrets": {"password": db_password},
-        },
-        user=newcomer,
-    )
+    node = register_shop(demo, "my-shop")
 
     assert node.properties["password"].startswith("ENC(")
     assert connections.test_connection(node).ok
@@ -69,6 +105,21 @@ def test_the_newcomer_registers_the_printed_database_and_sees_its_orders(demo):
     (orders,) = [d for d in found.datasets if d.name.endswith("orders")]
     assert [c.name for c in orders.columns if c.key_position] == ["order_id"]
     assert any(c.name == "updated_at" and c.watermark_suitable for c in orders.columns)
+
+
+def test_a_second_clone_on_the_same_server_leaves_the_first_ones_database_alone(settings, tmp_path, var_dirs):
+    use_var(settings, var_dirs, tmp_path / "first")
+    first = load_demo()
+    node = register_shop(first, "first-shop")
+    assert connections.test_connection(node).ok
+
+    use_var(settings, var_dirs, tmp_path / "second")  # another clone's var folder, same PostgreSQL
+    second = load_demo()
+
+    database = printed(r"their database: jdbc:postgresql://[^/]+/(\S+)", first)
+    assert database.startswith(SHOP_PREFIX) and database == printed(r"Database user (\S+),", first)
+    assert printed(r"their database: (\S+)", second) != printed(r"their database: (\S+)", first)
+    assert connections.test_connection(node).ok, "the second clone re-keyed the first one's database"
 
 
 def test_without_postgresql_the_newcomer_gets_sample_files_in_their_own_area(settings, tmp_path):

@@ -89,7 +89,7 @@ def test_a_failing_webhook_is_logged_retried_later_and_never_raised(webhook, set
     assert sinks.deliver_pending_events() == 0
     event.refresh_from_db()
     assert event.delivered_at is None and event.delivered_to == ["email"]
-    assert "webhook: HTTPError" in event.delivery_error
+    assert "webhook: HTTP Error 500" in event.delivery_error
     assert "not delivered to webhook" in caplog.text
     assert sinks.deliver_pending_events() == 0  # backing off: not yet
     # After the backoff the webhook works again; the email is not sent twice.

@@ -56,4 +56,5 @@ def test_a_subscriber_gets_the_failure_by_smtp(smtp, flow):
     assert "Subject: [Flowport] ERROR execution.failed: sales/orders" in content
     assert "connection refused" in content
     event.refresh_from_db()
-    assert event.delivered_to == [f"sub{Subscription.objects.get().pk}:email"]
+    sub = Subscription.objects.get().pk
+    assert sorted(event.delivered_to) == [f"sub{sub}:email", f"sub{sub}:portal"]

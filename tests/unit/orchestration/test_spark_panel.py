@@ -40,7 +40,9 @@ def test_what_spark_did_to_a_job_is_kept_as_entries_and_told_in_its_log(beats):
     beats.spark_events({"tasks_failed": 1})
     beats.executors_seen("app-20260301-0007", 1)
     beats.executors_seen("app-20260301-0007", 0)
-    assert beats.shortage(SHORTAGE) == {"message": f"Waiting for Spark executors: {SHORTAGE}"}
+    assert beats.shortage(SHORTAGE)["message"].startswith(
+        f"Waiting for Spark executors: {SHORTAGE} What to do:"
+    )
     beats.shortage(SHORTAGE)  # still waiting: said once
     beats.executors_seen("app-20260301-0007", 2)
     assert beats.shortage("") == {"message": ""}

@@ -3,7 +3,12 @@ template pack, sample data and a flow â€” so `make run` shows a working portal â
 and an ordinary user with something of their own to connect: a small shop
 database on this machine's PostgreSQL when it answers, and sample files in
 their own area always, so a newcomer's first flow needs nobody else.
-Safe to run again: the same accounts, passwords, database and files."""
+Safe to run again: the same accounts, passwords, database and files.
+
+The shop database and its role carry this portal's install id (made once into
+var/), so two clones sharing one PostgreSQL server each get their own and
+never re-key the other's: a node the first clone's newcomer registered keeps
+connecting after a second clone's `load_demo`."""
 
 from __future__ import annotations
 
@@ -34,9 +39,9 @@ logger = logging.getLogger(__name__)
 
 DEMO_USER = "newcomer"
 # The shop database the newcomer registers as their own node: a server, a database and an owner
-# of its own, so the node they make reaches nothing of the portal's.
-SHOP_DATABASE = "flowport_demo_shop"
-SHOP_ROLE = "flowport_demo_shop"
+# of its own, so the node they make reaches nothing of the portal's. Both are named
+# SHOP_PREFIX + this portal's install id (`shop_name`).
+SHOP_PREFIX = "flowport_demo_shop_"
 # Where load_demo may make that database: a server administrator's connection (PostgreSQL's
 # own defaults on a developer machine). `--postgres ''` skips it.
 DEFAULT_POSTGRES = os.environ.get("DEMO_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
@@ -83,6 +88,27 @@ def kept_password(name: str) -> str:
     return path.read_text().strip()
 
 
+def install_id() -> str:
+    """This portal's own id, made once into var/ (a clone, a var folder: one id), so what
+    the demo makes outside the portal (a database, a role) is named after it and no
+    other clone on the same server ever touches it."""
+    path = settings.VAR_DIR / "install-id"
+    if not path.exists():
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError:  # another load_demo made it meanwhile
+            pass
+        else:
+            with os.fdopen(fd, "w") as handle:
+                handle.write(secrets.token_hex(4))
+    return path.read_text().strip()
+
+
+def shop_name(install: str) -> str:
+    """The shop's database and role: `flowport_demo_shop_<install id>`."""
+    return SHOP_PREFIX + install
+
+
 def write_sample_orders(folder: Path, rows: int = 200) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     target = folder / "orders-0001.csv"
@@ -106,40 +132,39 @@ class ShopDatabase:
     password: str
 
 
-def make_shop_database(admin_url: str, password: str, rows: int = 50) -> ShopDatabase | None:
-    """The newcomer's own PostgreSQL database with an `orders` table, made (or brought back to
-    the same state) through `admin_url`; None when that server does not answer, so embedded
-    defaults without PostgreSQL still get a demo (the files in the user's area)."""
+def make_shop_database(admin_url: str, name: str, password: str, rows: int = 50) -> ShopDatabase | None:
+    """The newcomer's own PostgreSQL database `name` (owned by a role of that name) with an
+    `orders` table, made (or brought back to the same state) through `admin_url`; None when
+    that server does not answer, so embedded defaults without PostgreSQL still get a demo
+    (the files in the user's area)."""
     if not admin_url:
         return None
     try:
-        return _make_shop_database(admin_url, password, rows)
+        return _make_shop_database(admin_url, name, password, rows)
     except psycopg.Error as error:
         logger.info("no demo shop database: %s", str(error).strip().splitlines()[0] if str(error) else error)
         return None
 
 
-def _make_shop_database(admin_url: str, password: str, rows: int) -> ShopDatabase:
+def _make_shop_database(admin_url: str, name: str, password: str, rows: int) -> ShopDatabase:
     with psycopg.connect(admin_url, connect_timeout=3, autocommit=True) as admin:
-        role_exists = admin.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", [SHOP_ROLE]).fetchone()
+        role_exists = admin.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", [name]).fetchone()
+        # The role is this install's own (its id is in the name), and its password is the one kept
+        # in this var/: setting it again changes nothing unless var/ lost it.
         verb = "ALTER" if role_exists else "CREATE"
         # The password is a literal in DDL (no bind parameters there); sql.Literal quotes it.
         admin.execute(
-            sql.SQL(verb + " ROLE {} LOGIN PASSWORD {}").format(
-                sql.Identifier(SHOP_ROLE), sql.Literal(password)
-            )
+            sql.SQL(verb + " ROLE {} LOGIN PASSWORD {}").format(sql.Identifier(name), sql.Literal(password))
         )
-        if not admin.execute("SELECT 1 FROM pg_database WHERE datname = %s", [SHOP_DATABASE]).fetchone():
+        if not admin.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone():
             admin.execute(
-                sql.SQL("CREATE DATABASE {} OWNER {}").format(
-                    sql.Identifier(SHOP_DATABASE), sql.Identifier(SHOP_ROLE)
-                )
+                sql.SQL("CREATE DATABASE {} OWNER {}").format(sql.Identifier(name), sql.Identifier(name))
             )
     parts = urlsplit(admin_url)
     host, port = parts.hostname or "127.0.0.1", parts.port or 5432
-    shop_url = parts._replace(path=f"/{SHOP_DATABASE}").geturl()
+    shop_url = parts._replace(path=f"/{name}").geturl()
     with psycopg.connect(shop_url, connect_timeout=3, autocommit=True) as shop:
-        shop.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(SHOP_ROLE)))
+        shop.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(name)))
         shop.execute(
             "CREATE TABLE IF NOT EXISTS orders (order_id integer PRIMARY KEY, customer text NOT NULL,"
             " amount numeric(10, 2) NOT NULL, updated_at timestamp NOT NULL)"
@@ -150,9 +175,7 @@ def _make_shop_database(admin_url: str, password: str, rows: int) -> ShopDatabas
             " ON CONFLICT (order_id) DO NOTHING",
             [rows],
         )
-    return ShopDatabase(
-        url=f"jdbc:postgresql://{host}:{port}/{SHOP_DATABASE}", user=SHOP_ROLE, password=password
-    )
+    return ShopDatabase(url=f"jdbc:postgresql://{host}:{port}/{name}", user=name, password=password)
 
 
 def load_pack(owner) -> None:
@@ -194,7 +217,7 @@ class Command(BaseCommand):
             flow_services.create_flow(owner=admin, data=DEMO_FLOW)
         newcomer, newcomer_password = self._newcomer(user_model)
         area = self._newcomer_files(newcomer)
-        shop = make_shop_database(postgres, kept_password("demo-shop-password"))
+        shop = make_shop_database(postgres, shop_name(install_id()), kept_password("demo-shop-password"))
         self.stdout.write(self.style.SUCCESS("Demo data ready."))
         note = "" if created else " (as set on first run; kept in var/demo-admin-password)"
         self.stdout.write(f"  Demo admin: admin / {password}{note}")
