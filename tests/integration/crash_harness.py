@@ -13,18 +13,24 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import time
 from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
+
+import pytest
+import redis
 
 from portal.orchestration.models import (
     CommitStoreDataset,
     DatasetState,
     FlowExecution,
     JobExecution,
+    JobState,
     JobStatus,
 )
 from portal.orchestration.state.commitstore import FailpointCrash, arm
@@ -32,10 +38,12 @@ from portal.orchestration.worker import executor
 from portal.pipeline import fs, run_job
 from portal.pipeline.jobspec import JobSpec
 from portal.pipeline.sources.files import file_watermark
+from tests.integration.stack import VENV_BIN, Proc, process_env, relay_through, start_scheduler, wait_until
 from tests.ports import own_redis_url
 
 CRASH_BROKER_URL = own_redis_url("TEST_REDIS_DB_CRASH", 11)
 MTIME_BASE = 1_700_000_000
+QUEUE = "eo.ingest"  # the crash stories' executor queue
 
 
 class Landing:
@@ -240,3 +248,112 @@ def all_points(max_steps: int) -> list[str]:
 
 def by_dataset(points: Iterable[str], datasets: Iterable[str]) -> list[str]:
     return [f"{p}@{d}" for p in points for d in datasets]
+
+
+# --- real processes: a scheduler and warm workers SIGKILLed at a named point ---------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def eo_dir(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("exactly-once")
+
+
+@pytest.fixture(autouse=True)
+def _relay_through_the_stack_broker(monkeypatch):
+    """This module's stack has a broker of its own (overrides the conftest's)."""
+    relay_through(monkeypatch, CRASH_BROKER_URL)
+
+
+@pytest.fixture(scope="module")
+def eo_env(django_db_setup, django_db_blocker, eo_dir):
+    url = CRASH_BROKER_URL
+    redis.Redis.from_url(url).flushdb()
+    with django_db_blocker.unblock():
+        return process_env(
+            eo_dir / "var",
+            url,
+            WORKER_LEASE_SECONDS="5",
+        )
+
+
+@pytest.fixture
+def eo_scheduler(eo_env, eo_dir):
+    proc = start_scheduler("eo-scheduler", eo_env, eo_dir / "logs")
+    yield proc
+    proc.stop()
+
+
+class Workers:
+    """Two warm workers consume the executor's queue, each armed through a
+    failpoint file of its own. When one dies the survivor takes the
+    redelivered attempt (no Spark start-up on the way) and a replacement
+    starts in the background."""
+
+    SIZE = 2
+
+    def __init__(self, env: dict[str, str], log_dir: Path) -> None:
+        self.env, self.log_dir = env, log_dir
+        self.count = 0
+        self.live: list[tuple[Proc, Path]] = []
+
+    def _argv(self, name: str) -> list[str]:
+        return [
+            str(VENV_BIN / "celery"),
+            *("-A", "portal.celery", "worker", "--pool", "threads", "--concurrency", "2"),
+            *("--without-mingle", "--without-gossip", "--loglevel", "INFO", "-n", f"{name}@%h", "-Q", QUEUE),
+        ]
+
+    def fill(self, point: str) -> None:
+        """Start workers (armed with `point`) until there are SIZE; does not wait for them."""
+        while len(self.live) < self.SIZE:
+            self.count += 1
+            armed = self.log_dir / f"failpoint-{self.count}"
+            armed.parent.mkdir(parents=True, exist_ok=True)
+            armed.write_text(point)
+            name = f"eo-worker-{self.count}"
+            env = {**self.env, "FLOWPORT_FAILPOINT_FILE": str(armed), "FLOWPORT_FAILPOINT_ACTION": "kill"}
+            self.live.append((Proc(name, self._argv(name), env, self.log_dir), armed))
+
+    def wait_ready(self) -> None:
+        for proc, _ in self.live:
+            proc.wait_for_log("ready.", timeout=120)
+
+    def arm(self, point: str) -> None:
+        for _, armed in self.live:
+            armed.write_text(point)
+
+    def wait_for_a_death(self, timeout: float = 300) -> bool:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for entry in list(self.live):
+                proc = entry[0]
+                if not proc.alive():
+                    self.live.remove(entry)
+                    with contextlib.suppress(ProcessLookupError, PermissionError):
+                        proc.kill9()  # the dead worker's Spark JVM, if it is still there
+                    return True
+            time.sleep(0.1)
+        return False
+
+    def stop(self) -> None:
+        for proc, _ in self.live:
+            proc.stop()
+
+
+def finished(execution: FlowExecution, timeout: float = 300) -> FlowExecution:
+    def done() -> bool:
+        execution.refresh_from_db()
+        return execution.status in {"COMMITTED", "FAILED", "CANCELLED", "SKIPPED"}
+
+    wait_until(done, timeout, f"execution {execution.execution_id} to finish")
+    return execution
+
+
+def how(execution: FlowExecution) -> str:
+    job = execution.jobs.get()
+    last = JobState.objects.filter(job=job).order_by("-attempt").first()
+    recovered = last.recovered if last else {}
+    redone = sum(d["executed"] for d in recovered.values() if d["status"] == "RECOVERED")
+    if recovered:
+        return f"attempt {job.attempt}: {len(recovered)} dataset(s) finished, {redone} step(s) redone"
+    return f"attempt {job.attempt}: nothing stored, pulled again"

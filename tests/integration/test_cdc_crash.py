@@ -24,16 +24,16 @@ from portal.orchestration.models import CommitStoreDataset, DatasetState, Execut
 from portal.pipeline import cdc_pg, cdc_snapshot
 from portal.topology import services as topology
 from tests.factories import UserFactory
-from tests.integration.crash_harness import format_table
-from tests.integration.test_exactly_once import (  # noqa: F401 (fixtures)
+from tests.integration.crash_harness import (  # noqa: F401 (fixtures)
     QUEUE,
     Workers,
-    _finished,
-    _how,
     _relay_through_the_stack_broker,
     eo_dir,
     eo_env,
     eo_scheduler,
+    finished,
+    format_table,
+    how,
 )
 from tests.pg_logical import logical_pg, own_database  # noqa: F401 (fixture)
 
@@ -104,7 +104,7 @@ def crash_a_run(
     died = workers.wait_for_a_death()
     workers.arm("")
     workers.fill("")
-    return _finished(execution, timeout=900), died  # minutes of Spark on 2 busy cores
+    return finished(execution, timeout=900), died  # minutes of Spark on 2 busy cores
 
 
 @pytest.mark.timeout(1500)
@@ -162,7 +162,7 @@ def test_sigkill_at_each_commit_step_leaves_each_change_once(shop, tmp_path, req
                 {
                     "point": scenario[0],
                     "crashed": "SIGKILL" if died else "no",
-                    "recovered": f"yes ({_how(execution)})"
+                    "recovered": f"yes ({how(execution)})"
                     if execution.status == ExecutionStatus.COMMITTED
                     else f"NO: {execution.status} {execution.message[:80]}",
                     "duplicates": len(positions) - len(set(positions)),
