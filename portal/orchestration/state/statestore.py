@@ -94,6 +94,27 @@ def previous_state(
     return watermarks, schemas
 
 
+def delivered_by(
+    execution_id: int | None, flow_group: str, flow_name: str, job_name: str, flow_id: int | None = None
+) -> dict[str, str]:
+    """The watermarks, by dataset URN, that this execution already checked in (an earlier attempt of
+    it committed them, or this attempt's recovery finished that attempt's steps). The execution is
+    done with those datasets: a later attempt that pulled them again would publish under the same
+    execution's publish markers, task-output paths and Iceberg run, where a second publish is taken
+    for the first (a conflict, or rows silently dropped)."""
+    if execution_id is None:
+        return {}
+    flow_id = flow_id_for(flow_id, flow_group, flow_name)
+    rows = DatasetState.objects.filter(
+        flow_id=flow_id,
+        flow_group=flow_group,
+        flow_name=flow_name,
+        job_name=job_name,
+        execution_id=execution_id,
+    ).exclude(last_status=SKIPPED)
+    return {state.dataset_urn: state.watermark for state in rows.only("dataset_urn", "watermark")}
+
+
 def check_in(
     *,
     flow_id: int | None = None,

@@ -88,6 +88,29 @@ def test_a_redelivered_attempt_recovers_its_own_execution(world):
     assert [s.status for s in job.run_states.order_by("attempt")] == ["RUNNING", "COMMITTED"]
 
 
+@in_db
+def test_a_redelivered_attempt_does_not_publish_again_what_its_execution_delivered(world):
+    """Issue #45: the redo of the killed attempt's steps publishes its output; the redelivered
+    attempt used to pull again and publish under the same execution's paths (and publish markers),
+    where the second publish conflicts with the first."""
+    _two_datasets(world)
+    job = world.new_job()
+    assert world.run(job, "after_steps_written@orders") == "crashed"
+    late = world.landing.add("orders", 2)  # arrives between the crash and the redelivery
+    world.redeliver(job)
+    assert world.run(job) == "committed"
+    job.refresh_from_db()
+    delivered = job.message.split(
+        "already delivered by an earlier attempt of this execution, not pulled again: "
+    )
+    assert "orders" in delivered[1]  # customers may have committed before the crash too
+    assert not set(late) & set(read_ids(world.publish / "orders"))  # left for the next execution
+    assert not CommitStoreDataset.objects.exists()
+    assert world.run(world.new_job()) == "committed"
+    assert world.exactly_once() == (0, 0)
+    assert world.watermark("orders") == world.landing.max_watermark("orders")
+
+
 def _steps_that_cannot_be_redone(world: World, dataset: str) -> Path:
     """Leave the dataset's steps stored, then put different content where one publishes."""
     pending = world.pending(dataset)
@@ -108,9 +131,11 @@ def test_a_dataset_whose_steps_cannot_be_redone_is_skipped_and_the_rest_goes_on(
     world.landing.add("customers", 2)
 
     second = world.new_job()
-    assert world.run(second) == "committed"
+    assert world.run(second) == "failed"  # never COMMITTED while a dataset of it was left behind
     second.refresh_from_db()
-    assert "Skipped 1 dataset(s) whose earlier commit could not be finished: orders." in second.message
+    assert second.message.startswith(
+        "1 dataset(s) waiting to be finished (orders): not delivered by this run."
+    )
     # orders was not pulled at all; customers was.
     assert world.pipeline.specs[-1].properties["source.files.datasets"] == "customers"
     assert compare(world.landing.ids("customers"), read_ids(world.publish / "customers")) == (0, 0)
@@ -143,7 +168,9 @@ def test_a_job_whose_every_dataset_is_skipped_fails_with_the_reason(world):
     second = world.new_job()
     assert world.run(second) == "failed"
     second.refresh_from_db()
-    assert second.message.startswith("Nothing ran: every dataset of the job was skipped.")
+    assert second.message.startswith(
+        "1 dataset(s) waiting to be finished (orders): not delivered by this run, nothing else ran."
+    )
     assert len(world.pipeline.specs) == 1  # the second run pulled nothing
 
 
