@@ -174,8 +174,8 @@ def recover(
             "dataset.skipped",
             f"{spec.job_name}: {result.message}",
             severity=Event.Severity.ERROR,
-            # once per run (a redelivered attempt does not repeat it) and stuck commit
-            dedupe_key=f"dataset.skipped:{store_name}:{result.token}:{spec.execution_id}",
+            # once per stuck commit: every later run it holds back says so in its own status
+            dedupe_key=f"dataset.skipped:{store_name}:{result.token}",
             subject=result.dataset_urn[:200],
             flow_group=spec.flow_group,
             flow_name=spec.flow_name,
