@@ -87,9 +87,10 @@ def change(db: psycopg.Connection, run: int) -> None:
     """Inserts, updates, a delete and a key change (a delete and an upsert at one position)."""
     base = 100 * (run + 1)
     db.execute(
-        "INSERT INTO audit.items SELECT g, 'n' || g, g FROM generate_series(%s, %s) g", (base, base + 9)
+        "INSERT INTO audit.items SELECT g, 'n' || g, g FROM generate_series(%s::int, %s::int) g",
+        (base, base + 9),
     )
-    db.execute("UPDATE audit.items SET qty = qty + 1, name = name || '+' WHERE id %% 3 = %s", (run % 3,))
+    db.execute("UPDATE audit.items SET qty = qty + 1, name = name || '+' WHERE id %% 3 = %s::int", (run % 3,))
     db.execute("DELETE FROM audit.items WHERE id = (SELECT min(id) FROM audit.items)")
     db.execute(
         "UPDATE audit.items SET id = id + 5000 WHERE id = (SELECT max(id) FROM audit.items WHERE id < 5000)"
