@@ -314,11 +314,16 @@ class JobRun:
                 self.log.task_state(state)
         elif run_spec is not None:
             states = run_job(
-                self.spark, run_spec, cancel_event=self.cancel, on_task_state=self.log.task_state
+                self.spark, run_spec, cancel_event=self.cancel, on_task_state=self.task_done
             )
         states = [s for s in states if s["dataset_urn"] not in skipped]
         ran_here = run_spec is not None and not self.submitted
         return states, {"progress": self.heartbeat.progress()} if ran_here else {}
+
+    def task_done(self, state: dict[str, Any]) -> None:
+        """A task of the pull finished (its output staged), the pull goes on: logged; a crash point."""
+        self.log.task_state(state)
+        failpoint("while_pulling", str(state.get("dataset_urn") or ""))
 
     def commit(
         self, spec: JobSpec, states: list[dict[str, Any]], delivered: dict[str, str]
