@@ -366,6 +366,8 @@ def how(execution: FlowExecution) -> str:
     redone = sum(d["executed"] for d in recovered.values() if d["status"] == "RECOVERED")
     if recovered:
         return f"attempt {job.attempt}: {len(recovered)} dataset(s) finished, {redone} step(s) redone"
+    if "already delivered by an earlier attempt" in job.message:
+        return f"attempt {job.attempt}: nothing stored, delivered by attempt {job.attempt - 1}"
     return f"attempt {job.attempt}: nothing stored, pulled again"
 
 
