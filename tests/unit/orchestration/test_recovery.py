@@ -303,6 +303,15 @@ def test_exclude_datasets_narrows_the_source(tmp_path):
     assert recovery.exclude_datasets(jdbc, {"x", "y"}) is None
     custom = JobSpec.from_dict({"job_name": "j", "properties": {"source.class": "my.Source"}})
     assert recovery.exclude_datasets(custom, {"x"}) == custom
+    # A cdc job reads one log for all its tables: it runs while one is left, not at all after.
+    cdc = JobSpec.from_dict(
+        {
+            "job_name": "j",
+            "properties": {"source.class": recovery.cdc.CDC_SOURCE_CLASS, "source.cdc.tables": "s.x,s.y"},
+        }
+    )
+    assert recovery.exclude_datasets(cdc, {"s.x"}) == cdc
+    assert recovery.exclude_datasets(cdc, {"s.x", "s.y"}) is None
     backfill = replace(jdbc, backfill={"x": {"low": "1", "high": "9"}, "y": {"low": "1", "high": "9"}})
     narrowed = recovery.exclude_datasets(backfill, {"x"})
     assert list(narrowed.backfill) == ["y"] and narrowed.properties["source.jdbc.tables"] == "y"
