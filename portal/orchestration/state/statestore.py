@@ -101,8 +101,8 @@ def delivered_by(
     """The watermarks, by dataset URN, that this execution already checked in (an earlier attempt of
     it committed them, or this attempt's recovery finished that attempt's steps). The execution is
     done with those datasets: a later attempt that pulled them again would publish under the same
-    execution's publish markers, task-output paths and Iceberg run, where a second publish is taken
-    for the first (a conflict, or rows silently dropped)."""
+    execution's JDBC publish marker, where a second publish is taken for the first (a conflict, or
+    rows silently dropped: issue #45)."""
     if execution_id is None:
         return {}
     flow_id = flow_id_for(flow_id, flow_group, flow_name)

@@ -90,9 +90,10 @@ def test_a_redelivered_attempt_recovers_its_own_execution(world):
 
 @in_db
 def test_a_redelivered_attempt_does_not_publish_again_what_its_execution_delivered(world):
-    """Issue #45: the redo of the killed attempt's steps publishes its output; the redelivered
-    attempt used to pull again and publish under the same execution's paths (and publish markers),
-    where the second publish conflicts with the first."""
+    """The rule that fixes issue #45 (a JDBC publish marker is per execution, so a second publish
+    of the same execution is taken for the first): the redelivered attempt leaves out what its
+    execution already delivered, here finished by its own recovery; a file that landed meanwhile
+    waits for the next execution, which publishes it once."""
     _two_datasets(world)
     job = world.new_job()
     assert world.run(job, "after_steps_written@orders") == "crashed"
