@@ -313,9 +313,7 @@ class JobRun:
             for state in states:
                 self.log.task_state(state)
         elif run_spec is not None:
-            states = run_job(
-                self.spark, run_spec, cancel_event=self.cancel, on_task_state=self.task_done
-            )
+            states = run_job(self.spark, run_spec, cancel_event=self.cancel, on_task_state=self.task_done)
         states = [s for s in states if s["dataset_urn"] not in skipped]
         ran_here = run_spec is not None and not self.submitted
         return states, {"progress": self.heartbeat.progress()} if ran_here else {}
