@@ -13,29 +13,47 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import time
+import uuid
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+import psycopg
+import pyarrow.parquet as pq
+import pytest
+import redis
+
+from portal.flows import services as flow_services
+from portal.orchestration import services
+from portal.orchestration.control.actions import process_actions
 from portal.orchestration.models import (
     CommitStoreDataset,
     DatasetState,
+    ExecutionStatus,
     FlowExecution,
     JobExecution,
+    JobState,
     JobStatus,
 )
-from portal.orchestration.state.commitstore import FailpointCrash, arm
+from portal.orchestration.state.commitstore import FailpointCrash, arm, reset_failpoints
 from portal.orchestration.worker import executor
 from portal.pipeline import fs, run_job
+from portal.pipeline.destinations.iceberg import load_catalog
 from portal.pipeline.jobspec import JobSpec
 from portal.pipeline.sources.files import file_watermark
+from portal.topology import services as topology
+from tests.integration.stack import VENV_BIN, Proc, process_env, relay_through, start_scheduler, wait_until
 from tests.ports import own_redis_url
+from tests.unit.pipeline.conftest import MYSQL_HOST, MYSQL_PORT, mysql
 
 CRASH_BROKER_URL = own_redis_url("TEST_REDIS_DB_CRASH", 11)
 MTIME_BASE = 1_700_000_000
+QUEUE = "eo.ingest"  # the crash stories' executor queue
 
 
 class Landing:
@@ -240,3 +258,354 @@ def all_points(max_steps: int) -> list[str]:
 
 def by_dataset(points: Iterable[str], datasets: Iterable[str]) -> list[str]:
     return [f"{p}@{d}" for p in points for d in datasets]
+
+
+# --- real processes: a scheduler and warm workers SIGKILLed at a named point ---------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def eo_dir(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("exactly-once")
+
+
+@pytest.fixture(autouse=True)
+def _relay_through_the_stack_broker(monkeypatch):
+    """This module's stack has a broker of its own (overrides the conftest's)."""
+    relay_through(monkeypatch, CRASH_BROKER_URL)
+
+
+@pytest.fixture(scope="module")
+def eo_env(django_db_setup, django_db_blocker, eo_dir):
+    url = CRASH_BROKER_URL
+    redis.Redis.from_url(url).flushdb()
+    with django_db_blocker.unblock():
+        return process_env(
+            eo_dir / "var",
+            url,
+            WORKER_LEASE_SECONDS="5",
+        )
+
+
+@pytest.fixture
+def eo_scheduler(eo_env, eo_dir):
+    proc = start_scheduler("eo-scheduler", eo_env, eo_dir / "logs")
+    yield proc
+    proc.stop()
+
+
+class Workers:
+    """Two warm workers consume the executor's queue, each armed through a
+    failpoint file of its own. When one dies the survivor takes the
+    redelivered attempt (no Spark start-up on the way) and a replacement
+    starts in the background."""
+
+    SIZE = 2
+
+    def __init__(self, env: dict[str, str], log_dir: Path) -> None:
+        self.env, self.log_dir = env, log_dir
+        self.count = 0
+        self.live: list[tuple[Proc, Path]] = []
+
+    def _argv(self, name: str) -> list[str]:
+        return [
+            str(VENV_BIN / "celery"),
+            *("-A", "portal.celery", "worker", "--pool", "threads", "--concurrency", "2"),
+            *("--without-mingle", "--without-gossip", "--loglevel", "INFO", "-n", f"{name}@%h", "-Q", QUEUE),
+        ]
+
+    def fill(self, point: str) -> None:
+        """Start workers (armed with `point`) until there are SIZE; does not wait for them."""
+        while len(self.live) < self.SIZE:
+            self.count += 1
+            armed = self.log_dir / f"failpoint-{self.count}"
+            armed.parent.mkdir(parents=True, exist_ok=True)
+            armed.write_text(point)
+            name = f"eo-worker-{self.count}"
+            env = {**self.env, "FLOWPORT_FAILPOINT_FILE": str(armed), "FLOWPORT_FAILPOINT_ACTION": "kill"}
+            self.live.append((Proc(name, self._argv(name), env, self.log_dir), armed))
+
+    def wait_ready(self) -> None:
+        for proc, _ in self.live:
+            proc.wait_for_log("ready.", timeout=120)
+
+    def arm(self, point: str) -> None:
+        for _, armed in self.live:
+            armed.write_text(point)
+
+    def wait_for_a_death(self, timeout: float = 300) -> bool:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for entry in list(self.live):
+                proc = entry[0]
+                if not proc.alive():
+                    self.live.remove(entry)
+                    with contextlib.suppress(ProcessLookupError, PermissionError):
+                        proc.kill9()  # the dead worker's Spark JVM, if it is still there
+                    return True
+            time.sleep(0.1)
+        return False
+
+    def stop(self) -> None:
+        for proc, _ in self.live:
+            proc.stop()
+
+
+def finished(execution: FlowExecution, timeout: float = 300) -> FlowExecution:
+    def done() -> bool:
+        execution.refresh_from_db()
+        return execution.status in {"COMMITTED", "FAILED", "CANCELLED", "SKIPPED"}
+
+    wait_until(done, timeout, f"execution {execution.execution_id} to finish")
+    return execution
+
+
+def how(execution: FlowExecution) -> str:
+    job = execution.jobs.get()
+    last = JobState.objects.filter(job=job).order_by("-attempt").first()
+    recovered = last.recovered if last else {}
+    redone = sum(d["executed"] for d in recovered.values() if d["status"] == "RECOVERED")
+    if recovered:
+        return f"attempt {job.attempt}: {len(recovered)} dataset(s) finished, {redone} step(s) redone"
+    if "already delivered by an earlier attempt" in job.message:
+        return f"attempt {job.attempt}: nothing stored, delivered by attempt {job.attempt - 1}"
+    return f"attempt {job.attempt}: nothing stored, pulled again"
+
+
+# --- one attempt in a worker process of its own, SIGKILLed at a named point ---------------------
+
+_ATTEMPT = (
+    "import json, sys, django; django.setup(); "
+    "from portal.orchestration.worker import executor; "
+    "executor.execute_job(int(sys.argv[1]), int(sys.argv[2]), json.loads(sys.argv[3]))"
+)
+
+
+def killed_attempt(job: JobExecution, env: dict[str, str], point: str, log_dir: Path) -> int:
+    """Run the job's current attempt as a worker does (``execute_job``: claim, Spark, recovery,
+    pull, commit) in a process of its own, armed to SIGKILL itself at `point` (a failpoint name,
+    or several separated by commas); its exit code (-9 when it was killed there)."""
+    import subprocess
+
+    from django.conf import settings
+
+    job.refresh_from_db()
+    log_dir.mkdir(parents=True, exist_ok=True)
+    with (log_dir / f"attempt-{job.pk}-{job.attempt}.log").open("ab") as out:
+        done = subprocess.run(
+            [str(VENV_BIN / "python"), "-c", _ATTEMPT, str(job.pk), str(job.attempt), json.dumps(job.spec)],
+            cwd=str(Path(__file__).resolve().parents[2]),
+            env={
+                **env,
+                "DJANGO_SETTINGS_MODULE": "portal.settings",
+                # the worker's security check: the flow's work folder is under this one
+                "FLOWPORT_WORK_DIR": str(settings.FLOWPORT_WORK_DIR),
+                "FLOWPORT_LOG_DIR": str(settings.FLOWPORT_LOG_DIR),
+                "FLOWPORT_FAILPOINT": point,
+                "FLOWPORT_FAILPOINT_ACTION": "kill",
+            },
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            timeout=600,
+            check=False,
+        )
+    return done.returncode
+
+
+# --- a files flow into each destination kind and write mode (test_exactly_once_modes, the matrix) ---
+
+ADMIN_URL = "postgres://postgres@127.0.0.1:5432/postgres"
+TARGETS = ["parquet", "postgresql", "mariadb", "iceberg"]
+MODES = ["overwrite", "merge", "history"]
+# What each run brings: (id, name).
+RUNS = [
+    [(1, "ann"), (2, "bob"), (3, "cid"), (4, "dee")],
+    [(3, "cid-2"), (4, "dee-2"), (5, "eve"), (6, "fay")],
+    [(6, "fay-3"), (7, "gus")],
+]
+
+
+class Destination:
+    """One destination node and how a reader outside Flowport sees its rows."""
+
+    def __init__(self, kind: str, tmp_path: Path, mode: str) -> None:
+        self.kind, self.mode, self.tmp = kind, mode, tmp_path
+        self.table = f"customers_{mode}"
+        self.name = f"lake-{mode}"
+        self.pg_db = self.my_db = ""
+        if kind == "postgresql":
+            self.pg_db = f"fp_modes_{uuid.uuid4().hex[:8]}"
+            with psycopg.connect(ADMIN_URL, autocommit=True) as admin:
+                admin.execute(f'CREATE DATABASE "{self.pg_db}"')
+        if kind == "mariadb":
+            self.my_db = f"fp_modes_{uuid.uuid4().hex[:8]}"
+            mysql(f"CREATE DATABASE `{self.my_db}`")
+
+    def node(self) -> dict[str, Any]:
+        if self.kind == "parquet":
+            return {"name": self.name, "kind": "files", "properties": {"path": str(self.tmp / "lake")}}
+        if self.kind == "iceberg":
+            uri = f"sqlite:///{self.tmp / 'catalog.db'}"
+            return {
+                "name": self.name,
+                "kind": "iceberg",
+                "properties": {"catalog.uri": uri, "warehouse": str(self.tmp / "warehouse")},
+            }
+        url = (
+            f"jdbc:postgresql://127.0.0.1:5432/{self.pg_db}"
+            if self.kind == "postgresql"
+            else f"jdbc:mariadb://{MYSQL_HOST}:{MYSQL_PORT}/{self.my_db}"
+        )
+        return {"name": self.name, "kind": "jdbc", "properties": {"url": url}}
+
+    def properties(self) -> dict[str, str]:
+        if self.kind == "parquet":
+            return {"writer.output.format": "parquet"}
+        if self.kind == "iceberg":
+            return {"writer.iceberg.table": self.table}
+        user = "postgres" if self.kind == "postgresql" else "root"
+        return {"writer.jdbc.table": self.table, "writer.jdbc.username": user}
+
+    def rows(self) -> list[tuple[int, str, bool]]:
+        """(id, name, current) of every stored row; current is True outside history."""
+        history = self.mode == "history"
+        if self.kind == "parquet":
+            found = sorted(p for p in (self.tmp / "lake").rglob("*.parquet") if _visible(p))
+            records = [r for p in found for r in pq.read_table(p).to_pylist()]
+        elif self.kind == "iceberg":
+            catalog = load_catalog(f"sqlite:///{self.tmp / 'catalog.db'}", None, str(self.tmp / "warehouse"))
+            records = catalog.load_table(("modes", self.table)).scan().to_arrow().to_pylist()
+        elif self.kind == "postgresql":
+            columns = "id, name, is_current, valid_to IS NULL" if history else "id, name, TRUE, TRUE"
+            with psycopg.connect(f"postgres://postgres@127.0.0.1:5432/{self.pg_db}") as db:
+                got = db.execute(f"SELECT {columns} FROM {self.table}").fetchall()  # noqa: S608
+            records = [{"id": i, "name": n, "is_current": c, "open": o} for i, n, c, o in got]
+        else:
+            columns = "id, name, is_current, valid_to IS NULL" if history else "id, name, 1, 1"
+            lines = mysql(f"SELECT {columns} FROM {self.table}", self.my_db).splitlines()  # noqa: S608
+            records = [
+                {"id": int(i), "name": n, "is_current": c == "1", "open": o == "1"}
+                for i, n, c, o in (line.split("\t") for line in lines)
+            ]
+        out = []
+        for r in records:
+            current = bool(r.get("is_current", True)) if history else True
+            is_open = r["open"] if "open" in r else r.get("valid_to") is None
+            if history:
+                # A version is current exactly when it is open: is_current and valid_to agree.
+                assert current == bool(is_open), f"{self.kind}: version {r} is inconsistent"
+            out.append((int(r["id"]), str(r["name"]), current))
+        return sorted(out)
+
+    def drop(self) -> None:
+        if self.pg_db:
+            with psycopg.connect(ADMIN_URL, autocommit=True) as admin:
+                admin.execute(f'DROP DATABASE "{self.pg_db}" WITH (FORCE)')
+        if self.my_db:
+            mysql(f"DROP DATABASE IF EXISTS `{self.my_db}`")
+
+
+def _visible(path: Path) -> bool:
+    return not any(part.startswith((".", "_")) for part in path.parts[-3:])
+
+
+def expected(mode: str, runs: int) -> list[tuple[int, str, bool]]:
+    """What `runs` runs of RUNS leave at the destination in `mode`."""
+    if mode == "overwrite":
+        return sorted((i, n, True) for i, n in RUNS[runs - 1])
+    if mode == "append":
+        return sorted((i, n, True) for batch in RUNS[:runs] for i, n in batch)
+    latest: dict[int, str] = {}
+    versions: list[tuple[int, str, bool]] = []
+    for batch in RUNS[:runs]:
+        for i, n in batch:
+            if i in latest and latest[i] != n:
+                versions.remove((i, latest[i], True))
+                versions.append((i, latest[i], False))
+            if latest.get(i) != n:
+                versions.append((i, n, True))
+            latest[i] = n
+    if mode == "merge":
+        return sorted((i, n, True) for i, n in latest.items())
+    return sorted(versions)
+
+
+@pytest.fixture
+def failpoints() -> Iterator[None]:
+    reset_failpoints()
+    yield
+    reset_failpoints()
+
+
+class Story:
+    """The flow landing → lake, its executions run in this process."""
+
+    def __init__(self, tmp_path: Path, target: str, mode: str, owner: Any) -> None:
+        self.landing = tmp_path / "landing"
+        (self.landing / "customers").mkdir(parents=True)
+        self.dest = Destination(target, tmp_path, mode)
+        self.owner = owner
+        source = f"landing-{mode}"
+        topology.create_data_node(
+            {"name": source, "kind": "files", "properties": {"path": str(self.landing)}}
+        )
+        topology.create_data_node(self.dest.node())
+        from django.conf import settings
+
+        topology.create_executor(
+            {"name": f"inproc-{mode}", "technology": "spark-local", "spark_master": settings.SPARK_MASTER,
+             "queue": f"it.modes-{mode}"},
+            capabilities=[(source, self.dest.name)],
+        )  # fmt: skip
+        flow = flow_services.create_flow(
+            owner=self.owner,
+            data={
+                "flow_group": "modes",
+                "flow_name": f"{target}-{mode}",
+                "source": source,
+                "destinations": [self.dest.name],
+                "paused": True,
+                "properties": {
+                    "source.files.format": "csv",
+                    "source.schema": "id BIGINT, name STRING",
+                    "writer.write.mode": mode,
+                    "extract.primary.key.fields": "id",
+                    **self.dest.properties(),
+                },
+            },
+        )
+        self.flow = flow_services.set_paused(flow, False)
+        self.files = 0
+
+    def land(self, rows: list[tuple[int, str]]) -> None:
+        self.files += 1
+        path = self.landing / "customers" / f"batch-{self.files}.csv"
+        path.write_text("id,name\n" + "".join(f"{i},{n}\n" for i, n in rows))
+        stamp = 1_700_000_000 + self.files
+        os.utime(path, (stamp, stamp))
+
+    def start(self) -> JobExecution:
+        execution = services.run_now(self.flow, user=self.owner)
+        process_actions()
+        return execution.jobs.get()
+
+    @staticmethod
+    def run(job: JobExecution, *points: str) -> str:
+        job.refresh_from_db()
+        with arm(*points), contextlib.suppress(FailpointCrash):
+            return executor.execute_job(job.pk, job.attempt, job.spec)
+        return "crashed"
+
+    @staticmethod
+    def redeliver(job: JobExecution) -> JobExecution:
+        """What the orchestrator does when the worker's lease lapsed."""
+        reset_failpoints()
+        JobExecution.objects.filter(pk=job.pk).update(status=JobStatus.ORCHESTRATED, attempt=job.attempt + 1)
+        job.refresh_from_db()
+        return job
+
+    @staticmethod
+    def give_up(job: JobExecution) -> None:
+        """The orchestrator gave the dead attempt up: the job and its execution failed."""
+        reset_failpoints()
+        JobExecution.objects.filter(pk=job.pk).update(status=JobStatus.FAILED)
+        FlowExecution.objects.filter(pk=job.execution_id).update(status=ExecutionStatus.FAILED)

@@ -3,7 +3,8 @@ workers run the flow on Spark from a private ``wal_level=logical`` PostgreSQL in
 Parquet files, a real scheduler redelivers the attempt of the dead worker, and another worker
 recovers. The table's snapshot is read in chunks of 4 rows, one a run, so the first scenarios crash
 in the middle of it. After every scenario the change log holds each change once (0 duplicates: no
-log position twice), and replaying it gives the source table row by row (0 lost). The harness (two warm workers
+(position, key, operation) twice; a key change puts a delete of the old key and the new row at one
+position, so a position alone does not identify a change), and replaying it gives the source table row by row (0 lost). The harness (two warm workers
 armed through failpoint files, a broker of its own) is the files exactly-once story's."""
 
 from __future__ import annotations
@@ -24,16 +25,16 @@ from portal.orchestration.models import CommitStoreDataset, DatasetState, Execut
 from portal.pipeline import cdc_pg, cdc_snapshot
 from portal.topology import services as topology
 from tests.factories import UserFactory
-from tests.integration.crash_harness import format_table
-from tests.integration.test_exactly_once import (  # noqa: F401 (fixtures)
+from tests.integration.crash_harness import (  # noqa: F401 (fixtures)
     QUEUE,
     Workers,
-    _finished,
-    _how,
     _relay_through_the_stack_broker,
     eo_dir,
     eo_env,
     eo_scheduler,
+    finished,
+    format_table,
+    how,
 )
 from tests.pg_logical import logical_pg, own_database  # noqa: F401 (fixture)
 
@@ -64,6 +65,17 @@ def change_log(folder: Path) -> list[dict[str, Any]]:
     for path in sorted(folder.rglob("*.parquet")):
         rows.extend(pq.read_table(path).to_pylist())
     return sorted(rows, key=lambda r: r["_cdc_position"])
+
+
+def change_identity(row: dict[str, Any]) -> tuple[Any, ...]:
+    """What identifies one change in the log: its position, its key and its operation (a key
+    change puts a delete of the old key and the new row at one position)."""
+    return (row["_cdc_position"], row["id"], row["_cdc_op"])
+
+
+def duplicates(log: list[dict[str, Any]]) -> int:
+    """Changes the log holds more than once."""
+    return len(log) - len({change_identity(row) for row in log})
 
 
 def replay(log: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
@@ -99,12 +111,14 @@ def crash_a_run(
     db.execute("INSERT INTO shop.customers VALUES (%s, 'new', 1)", (new_id,))
     db.execute("UPDATE shop.customers SET balance = balance + 1, name = name || '+' WHERE id % 3 = 0")
     db.execute("DELETE FROM shop.customers WHERE id = (SELECT min(id) FROM shop.customers)")
+    # A key change: a delete of the old key and the new row, both at the update's position.
+    db.execute("UPDATE shop.customers SET id = id + 1000 WHERE id = %s", (new_id - 1,))
     workers.arm(point)
     execution = services.run_now(flow, user=flow.owner)
     died = workers.wait_for_a_death()
     workers.arm("")
     workers.fill("")
-    return _finished(execution, timeout=900), died  # minutes of Spark on 2 busy cores
+    return finished(execution, timeout=900), died  # minutes of Spark on 2 busy cores
 
 
 @pytest.mark.timeout(1500)
@@ -149,7 +163,6 @@ def test_sigkill_at_each_commit_step_leaves_each_change_once(shop, tmp_path, req
             execution, died = crash_a_run(db, workers, flow, scenario[0], next_id)
             next_id += 1
             log = change_log(folder)
-            positions = [r["_cdc_position"] for r in log]
             source = [
                 (i, n, Decimal(b))
                 for i, n, b in db.execute("SELECT * FROM shop.customers ORDER BY id").fetchall()
@@ -162,10 +175,10 @@ def test_sigkill_at_each_commit_step_leaves_each_change_once(shop, tmp_path, req
                 {
                     "point": scenario[0],
                     "crashed": "SIGKILL" if died else "no",
-                    "recovered": f"yes ({_how(execution)})"
+                    "recovered": f"yes ({how(execution)})"
                     if execution.status == ExecutionStatus.COMMITTED
                     else f"NO: {execution.status} {execution.message[:80]}",
-                    "duplicates": len(positions) - len(set(positions)),
+                    "duplicates": duplicates(log),
                     "lost": "0" if matches(replay(log), source, snapshot) else "ROWS DIFFER",
                     "watermark": mark,
                     "snapshot": f"after {list(snapshot.after or [])}" if snapshot else "done",

@@ -21,19 +21,19 @@ from portal.pipeline import cdc_pg
 from portal.pipeline.destinations.iceberg import load_catalog
 from portal.topology import services as topology
 from tests.factories import UserFactory
-from tests.integration.crash_harness import format_table
-from tests.integration.test_cdc_crash import POINTS, crash_a_run
-from tests.integration.test_cdc_crash import shop as shop  # fixture
-from tests.integration.test_exactly_once import (  # noqa: F401 (fixtures)
+from tests.integration.crash_harness import (  # noqa: F401 (fixtures)
     QUEUE,
     Workers,
-    _finished,
-    _how,
     _relay_through_the_stack_broker,
     eo_dir,
     eo_env,
     eo_scheduler,
+    finished,
+    format_table,
+    how,
 )
+from tests.integration.test_cdc_crash import POINTS, crash_a_run
+from tests.integration.test_cdc_crash import shop as shop  # fixture
 from tests.pg_logical import logical_pg  # noqa: F401 (fixture)
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -126,7 +126,7 @@ def test_sigkill_at_each_commit_step_merges_each_change_into_iceberg_once(
                 {
                     "point": scenario[0],
                     "crashed": "SIGKILL" if died else "no",
-                    "recovered": f"yes ({_how(execution)})"
+                    "recovered": f"yes ({how(execution)})"
                     if execution.status == ExecutionStatus.COMMITTED
                     else f"NO: {execution.status} {execution.message[:80]}",
                     "duplicates": appends_of(table, execution.execution_id) - 1,

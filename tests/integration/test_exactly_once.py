@@ -24,14 +24,11 @@ Both print the table: crash point → recovered? duplicates? lost?
 
 from __future__ import annotations
 
-import contextlib
 import os
 import random
 import time
-from pathlib import Path
 
 import pytest
-import redis
 
 from portal.flows import services as flow_services
 from portal.orchestration import services
@@ -39,28 +36,32 @@ from portal.orchestration.models import (
     CommitStoreDataset,
     DatasetState,
     ExecutionStatus,
-    FlowExecution,
-    JobState,
 )
 from portal.orchestration.state import commitstore
 from portal.orchestration.worker import executor
 from portal.topology import services as topology
 from tests.factories import UserFactory
-from tests.integration.crash_harness import (
+from tests.integration.crash_harness import (  # noqa: F401 (fixtures)
     CRASH_BROKER_URL,
+    QUEUE,
     Landing,
     RecordingPipeline,
+    Workers,
     World,
+    _relay_through_the_stack_broker,
     all_points,
     compare,
+    eo_dir,
+    eo_env,
+    eo_scheduler,
+    finished,
     format_table,
+    how,
     read_ids,
 )
-from tests.integration.stack import VENV_BIN, Proc, process_env, relay_through, start_scheduler, wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-QUEUE = "eo.ingest"
 DATASETS = ("customers", "orders")
 
 # Each entry is one scenario: the failpoints of successive attempts (the
@@ -76,96 +77,6 @@ SIGKILL_POINTS = [
     ["before_steps_removed"],
     ["after_step:2", "recovery.after_step:1"],
 ]
-
-
-# --- real processes ---------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def eo_dir(tmp_path_factory) -> Path:
-    return tmp_path_factory.mktemp("exactly-once")
-
-
-@pytest.fixture(autouse=True)
-def _relay_through_the_stack_broker(monkeypatch):
-    """This module's stack has a broker of its own (overrides the conftest's)."""
-    relay_through(monkeypatch, CRASH_BROKER_URL)
-
-
-@pytest.fixture(scope="module")
-def eo_env(django_db_setup, django_db_blocker, eo_dir):
-    url = CRASH_BROKER_URL
-    redis.Redis.from_url(url).flushdb()
-    with django_db_blocker.unblock():
-        return process_env(
-            eo_dir / "var",
-            url,
-            WORKER_LEASE_SECONDS="5",
-        )
-
-
-@pytest.fixture
-def eo_scheduler(eo_env, eo_dir):
-    proc = start_scheduler("eo-scheduler", eo_env, eo_dir / "logs")
-    yield proc
-    proc.stop()
-
-
-class Workers:
-    """Two warm workers consume the executor's queue, each armed through a
-    failpoint file of its own. When one dies the survivor takes the
-    redelivered attempt (no Spark start-up on the way) and a replacement
-    starts in the background."""
-
-    SIZE = 2
-
-    def __init__(self, env: dict[str, str], log_dir: Path) -> None:
-        self.env, self.log_dir = env, log_dir
-        self.count = 0
-        self.live: list[tuple[Proc, Path]] = []
-
-    def _argv(self, name: str) -> list[str]:
-        return [
-            str(VENV_BIN / "celery"),
-            *("-A", "portal.celery", "worker", "--pool", "threads", "--concurrency", "2"),
-            *("--without-mingle", "--without-gossip", "--loglevel", "INFO", "-n", f"{name}@%h", "-Q", QUEUE),
-        ]
-
-    def fill(self, point: str) -> None:
-        """Start workers (armed with `point`) until there are SIZE; does not wait for them."""
-        while len(self.live) < self.SIZE:
-            self.count += 1
-            armed = self.log_dir / f"failpoint-{self.count}"
-            armed.parent.mkdir(parents=True, exist_ok=True)
-            armed.write_text(point)
-            name = f"eo-worker-{self.count}"
-            env = {**self.env, "FLOWPORT_FAILPOINT_FILE": str(armed), "FLOWPORT_FAILPOINT_ACTION": "kill"}
-            self.live.append((Proc(name, self._argv(name), env, self.log_dir), armed))
-
-    def wait_ready(self) -> None:
-        for proc, _ in self.live:
-            proc.wait_for_log("ready.", timeout=120)
-
-    def arm(self, point: str) -> None:
-        for _, armed in self.live:
-            armed.write_text(point)
-
-    def wait_for_a_death(self, timeout: float = 300) -> bool:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            for entry in list(self.live):
-                proc = entry[0]
-                if not proc.alive():
-                    self.live.remove(entry)
-                    with contextlib.suppress(ProcessLookupError, PermissionError):
-                        proc.kill9()  # the dead worker's Spark JVM, if it is still there
-                    return True
-            time.sleep(0.1)
-        return False
-
-    def stop(self) -> None:
-        for proc, _ in self.live:
-            proc.stop()
 
 
 @pytest.fixture
@@ -201,31 +112,12 @@ def lake_flow(tmp_path):
     return flow, Landing(tmp_path / "landing"), tmp_path / "lake" / "eo" / "landing-to-lake"
 
 
-def _finished(execution: FlowExecution, timeout: float = 300) -> FlowExecution:
-    def done() -> bool:
-        execution.refresh_from_db()
-        return execution.status in {"COMMITTED", "FAILED", "CANCELLED", "SKIPPED"}
-
-    wait_until(done, timeout, f"execution {execution.execution_id} to finish")
-    return execution
-
-
-def _how(execution: FlowExecution) -> str:
-    job = execution.jobs.get()
-    last = JobState.objects.filter(job=job).order_by("-attempt").first()
-    recovered = last.recovered if last else {}
-    redone = sum(d["executed"] for d in recovered.values() if d["status"] == "RECOVERED")
-    if recovered:
-        return f"attempt {job.attempt}: {len(recovered)} dataset(s) finished, {redone} step(s) redone"
-    return f"attempt {job.attempt}: nothing stored, pulled again"
-
-
 @pytest.mark.timeout(1500)  # minutes of real Spark workers; far longer on 2 vCPUs shared with other suites
-def test_sigkill_at_every_crash_point_then_a_fresh_worker_recovers(
-    lake_flow, eo_env, eo_dir, eo_scheduler, capsys
-):
+def test_sigkill_at_every_crash_point_then_a_fresh_worker_recovers(lake_flow, request, capsys):
+    env, folder = request.getfixturevalue("eo_env"), request.getfixturevalue("eo_dir")
+    request.getfixturevalue("eo_scheduler")
     flow, landing, lake = lake_flow
-    workers = Workers(eo_env, eo_dir / "logs")
+    workers = Workers(env, folder / "logs")
     rows = []
     try:
         workers.fill("")
@@ -245,7 +137,7 @@ def test_sigkill_at_every_crash_point_then_a_fresh_worker_recovers(
                     break
                 workers.arm(following)  # the survivor takes the redelivered attempt
                 workers.fill(following)
-            execution = _finished(execution)
+            execution = finished(execution)
             duplicates, lost = compare(landing.ids(), read_ids(lake))
             marks = [
                 DatasetState.objects.get(dataset_urn=d).watermark == landing.max_watermark(d)
@@ -255,7 +147,7 @@ def test_sigkill_at_every_crash_point_then_a_fresh_worker_recovers(
                 {
                     "point": " then ".join(scenario),
                     "crashed": "SIGKILL" if all(crashed) else f"no ({crashed})",
-                    "recovered": f"yes ({_how(execution)})"
+                    "recovered": f"yes ({how(execution)})"
                     if execution.status == ExecutionStatus.COMMITTED
                     else f"NO: {execution.status} {execution.message[:80]}",
                     "duplicates": duplicates,

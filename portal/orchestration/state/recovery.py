@@ -40,7 +40,7 @@ from portal.pipeline import fs
 from portal.pipeline.destinations.commit_steps import CommitStep
 from portal.pipeline.destinations.publisher import remove_task_output
 from portal.pipeline.jobspec import JobSpec
-from portal.pipeline.sources import jdbc_tables
+from portal.pipeline.sources import cdc, jdbc_tables
 
 logger = logging.getLogger(__name__)
 
@@ -174,8 +174,8 @@ def recover(
             "dataset.skipped",
             f"{spec.job_name}: {result.message}",
             severity=Event.Severity.ERROR,
-            # once per run (a redelivered attempt does not repeat it) and stuck commit
-            dedupe_key=f"dataset.skipped:{store_name}:{result.token}:{spec.execution_id}",
+            # once per stuck commit: every later run it holds back says so in its own status
+            dedupe_key=f"dataset.skipped:{store_name}:{result.token}",
             subject=result.dataset_urn[:200],
             flow_group=spec.flow_group,
             flow_name=spec.flow_name,
@@ -200,9 +200,10 @@ def _cleanup_recovered_runs(
 
 
 def exclude_datasets(spec: JobSpec, skipped: set[str]) -> JobSpec | None:
-    """The JobSpec without the skipped datasets, or None when nothing is left
-    to pull. Files and JDBC sources get a narrowed dataset list; other
-    sources run unchanged (the worker drops the skipped datasets' TaskStates)."""
+    """The JobSpec without the `skipped` datasets (skipped by recovery, or already delivered by an
+    earlier attempt of the execution), or None when nothing is left to pull. Files and JDBC
+    sources get a narrowed dataset list; other sources run unchanged (the worker drops the
+    skipped datasets' TaskStates), a cdc source not at all once every table of it is left out."""
     if not skipped:
         return spec
     backfill = {u: dict(b) for u, b in spec.backfill.items() if u not in skipped}
@@ -223,6 +224,10 @@ def exclude_datasets(spec: JobSpec, skipped: set[str]) -> JobSpec | None:
         if not keep:
             return None
         raw["source.jdbc.tables"] = ",".join(keep)
+    elif source == cdc.CDC_SOURCE_CLASS:
+        # Its tables share one log read: it runs while one is left (the rest's TaskStates are dropped).
+        if all(t in skipped for t in props.get_list(cdc.TABLES_KEY)):
+            return None
     elif source == FILES_SOURCE:
         root = props.get("source.files.path") or ""
         if (props.get_int("source.files.dataset.level", 1) or 0) == 0:

@@ -15,6 +15,7 @@ audited watermark reset (`reset_watermark`), and the JobState of each run
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from django.db import transaction
@@ -92,6 +93,27 @@ def previous_state(
         if state.source_schema:
             schemas[state.dataset_urn] = state.source_schema
     return watermarks, schemas
+
+
+def delivered_by(
+    execution_id: int | None, flow_group: str, flow_name: str, job_name: str, flow_id: int | None = None
+) -> dict[str, str]:
+    """The watermarks, by dataset URN, that this execution already checked in (an earlier attempt of
+    it committed them, or this attempt's recovery finished that attempt's steps). The execution is
+    done with those datasets: a later attempt that pulled them again would publish under the same
+    execution's JDBC publish marker, where a second publish is taken for the first (a conflict, or
+    rows silently dropped: issue #45)."""
+    if execution_id is None:
+        return {}
+    flow_id = flow_id_for(flow_id, flow_group, flow_name)
+    rows = DatasetState.objects.filter(
+        flow_id=flow_id,
+        flow_group=flow_group,
+        flow_name=flow_name,
+        job_name=job_name,
+        execution_id=execution_id,
+    ).exclude(last_status=SKIPPED)
+    return {state.dataset_urn: state.watermark for state in rows.only("dataset_urn", "watermark")}
 
 
 def check_in(
@@ -254,6 +276,60 @@ class PendingCommitSteps(Exception):
 
 def store_name_of(state: DatasetState) -> str:
     return CommitStore.name_for(state.flow_group, state.flow_name, state.job_name, state.flow_id)
+
+
+@dataclass(frozen=True)
+class Waiting:
+    """A dataset whose commit a run stored and did not finish, as the flow page says it."""
+
+    dataset_urn: str
+    job_name: str
+    execution_id: int | None
+    attempt: int
+    redo_failures: int
+    reason: str
+    state_id: int | None  # its state page (staff: reset and discard the steps there)
+
+
+def waiting_datasets(flow_id: int, flow_group: str, flow_name: str) -> list[Waiting]:
+    """The flow's datasets waiting to be finished: commit steps stored by a run that is no longer
+    running them (its worker died, or their redo failed). A run in the middle of its own commit is
+    not listed. Each with why, in words."""
+    prefix = f"{flow_group}/{flow_name}/"
+    rows = CommitStoreDataset.objects.filter(
+        store__name__startswith=prefix, store__name__endswith=f"#{flow_id}"
+    ).select_related("store")
+    running = {
+        (job.execution.execution_id, job.job_name, job.attempt)
+        for job in JobExecution.objects.filter(
+            execution__flow_group=flow_group, execution__flow_name=flow_name, status=JobStatus.RUNNING
+        ).select_related("execution")
+    }
+    states = {
+        (s.job_name, s.dataset_urn): s.pk
+        for s in DatasetState.objects.filter(flow_id=flow_id, flow_group=flow_group, flow_name=flow_name)
+    }
+    found = []
+    for row in rows:
+        if not row.redo_failures and (row.execution_id, row.job_name, row.attempt) in running:
+            continue
+        reason = (
+            f"{row.redo_failures} redo(s) failed: {row.last_error}"
+            if row.redo_failures
+            else f"the worker of execution {row.execution_id} (attempt {row.attempt}) stopped before finishing them"
+        )
+        found.append(
+            Waiting(
+                row.dataset_urn,
+                row.job_name,
+                row.execution_id,
+                row.attempt,
+                row.redo_failures,
+                reason[:1000],
+                states.get((row.job_name, row.dataset_urn)),
+            )
+        )
+    return found
 
 
 def pending_steps(state: DatasetState) -> CommitStoreDataset | None:

@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from django import template
 
 from portal.flows.models import FlowConfig
-from portal.orchestration.state import glance
+from portal.orchestration.state import glance, statestore
 
 register = template.Library()
 
@@ -18,3 +18,11 @@ register = template.Library()
 def flows_at_a_glance(flows: Iterable[FlowConfig]) -> glance.PageGlance:
     """The flows (a page of the list) with their last, next and recent runs."""
     return glance.for_page(flows)
+
+
+@register.inclusion_tag("orchestration/state/_flow_waiting.html", takes_context=True)
+def flow_waiting(context: template.Context, flow: FlowConfig) -> dict:
+    """The flow page's "N datasets waiting to be finished": `{% flow_waiting flow %}`."""
+    user = context.get("user")
+    waiting = statestore.waiting_datasets(flow.pk, flow.flow_group, flow.flow_name)
+    return {"waiting": waiting, "staff": bool(user and user.is_staff)}

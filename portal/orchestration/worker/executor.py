@@ -173,7 +173,8 @@ def _run(run: JobRun, message: dict[str, Any]) -> str:
             "earlier attempt of this execution that could not be redone, and this attempt would "
             f"overwrite their task output. {recovery.skipped[same_execution[0]].message}",
         )
-    states, progress = run.pull(spec, message, set(recovery.skipped))
+    delivered = run.delivered(spec)
+    states, progress = run.pull(spec, message, set(recovery.skipped) | set(delivered))
     if run.cancel.is_set():
         cleanup_task_output(spec)
         figures = summarise(spec, states, committed=[])  # nothing delivered
@@ -181,8 +182,8 @@ def _run(run: JobRun, message: dict[str, Any]) -> str:
             return run.finish(JobStatus.FAILED, run.heartbeat.gave_up, **figures, **progress)
         return run.finish(JobStatus.CANCELLED, "Cancelled; nothing published.", **figures, **progress)
     failpoint("after_task_output")
-    commits = run.commit(spec, states)
-    return run.conclude(spec, states, progress, recovery, commits)
+    commits = run.commit(spec, states, delivered)
+    return run.conclude(spec, states, progress, recovery, commits, delivered)
 
 
 @dataclass
@@ -271,6 +272,19 @@ class JobRun:
             self.log.write(f"recovery: {recovery.summary()}")
         return recovery
 
+    def delivered(self, spec: JobSpec) -> dict[str, str]:
+        """The datasets an earlier attempt of this execution committed (directly, or through this
+        attempt's recovery): this attempt does not pull them again (statestore.delivered_by)."""
+        found = statestore.delivered_by(
+            spec.execution_id, spec.flow_group, spec.flow_name, spec.job_name, spec.flow_id
+        )
+        if found:
+            self.log.write(
+                f"already delivered by an earlier attempt of execution {spec.execution_id}, not pulled "
+                f"again: {', '.join(sorted(found))}"
+            )
+        return found
+
     def pull(
         self, spec: JobSpec, message: dict[str, Any], skipped: set[str]
     ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
@@ -301,15 +315,21 @@ class JobRun:
             for state in states:
                 self.log.task_state(state)
         elif run_spec is not None:
-            states = run_job(
-                self.spark, run_spec, cancel_event=self.cancel, on_task_state=self.log.task_state
-            )
+            states = run_job(self.spark, run_spec, cancel_event=self.cancel, on_task_state=self.task_done)
         states = [s for s in states if s["dataset_urn"] not in skipped]
         ran_here = run_spec is not None and not self.submitted
         return states, {"progress": self.heartbeat.progress()} if ran_here else {}
 
-    def commit(self, spec: JobSpec, states: list[dict[str, Any]]) -> dict[str, DatasetCommit]:
-        """Per dataset, the commit steps stored in one transaction, then run (publish.py)."""
+    def task_done(self, state: dict[str, Any]) -> None:
+        """A task of the pull finished (its output staged), the pull goes on: logged; a crash point."""
+        self.log.task_state(state)
+        failpoint("while_pulling", str(state.get("dataset_urn") or ""))
+
+    def commit(
+        self, spec: JobSpec, states: list[dict[str, Any]], delivered: dict[str, str]
+    ) -> dict[str, DatasetCommit]:
+        """Per dataset, the commit steps stored in one transaction, then run (publish.py); then the
+        source acknowledged up to those and to what an earlier attempt of the execution `delivered`."""
         commits = commit(
             spec,
             states,
@@ -322,15 +342,18 @@ class JobRun:
             cleanup_task_output(spec)  # else the unfinished steps still need it
         executed = {u: c.executed for u, c in sorted(commits.items())}
         self.log.write(f"commit steps executed per dataset: {executed}")
-        self.acknowledge_source(spec, commits)
+        self.acknowledge_source(spec, commits, delivered)
         return commits
 
-    def acknowledge_source(self, spec: JobSpec, commits: dict[str, DatasetCommit]) -> None:
+    def acknowledge_source(
+        self, spec: JobSpec, commits: dict[str, DatasetCommit], delivered: dict[str, str]
+    ) -> None:
         """A change-data-capture source releases its log as soon as every destination committed,
         not at the next run's start. The watermarks just committed stay the truth: a crash or a
         refusal here only leaves the slot behind until the next run's start releases it, and no
         change is read into the destination twice."""
-        committed = {urn: c.watermark for urn, c in commits.items() if c.done and c.watermark}
+        committed = {urn: mark for urn, mark in delivered.items() if mark}
+        committed.update({urn: c.watermark for urn, c in commits.items() if c.done and c.watermark})
         if not committed:
             return
         failpoint("before_source_ack")
@@ -350,9 +373,12 @@ class JobRun:
         progress: dict[str, Any],
         recovery: RecoveryReport,
         commits: dict[str, DatasetCommit],
+        delivered: dict[str, str],
     ) -> str:
-        """End the run on its first problem (an unfinished commit, a failed task, nothing run),
-        else as COMMITTED, with the delivered figures and what recovery did."""
+        """End the run on its first problem (an unfinished commit, a failed task, a dataset skipped
+        because its earlier commit could not be finished, nothing run), else as COMMITTED, with the
+        delivered figures and what recovery did. A run never says COMMITTED while a dataset of it
+        was left behind."""
         summary = {**progress, **summarise(spec, states, committed=[u for u, c in commits.items() if c.done])}
         skipped = recovery.skipped
         notes = []
@@ -360,10 +386,10 @@ class JobRun:
             notes.append(
                 f"Finished the commit of {len(recovery.recovered)} dataset(s) left by an earlier run first."
             )
-        if skipped:
+        if delivered:
             notes.append(
-                f"Skipped {len(skipped)} dataset(s) whose earlier commit could not be finished: "
-                f"{', '.join(sorted(skipped))}."
+                f"{len(delivered)} dataset(s) already delivered by an earlier attempt of this execution, "
+                f"not pulled again: {', '.join(sorted(delivered))}."
             )
         unfinished = sorted(urn for urn, c in commits.items() if not c.done)
         failed = [s for s in states if s["status"] != SUCCEEDED]
@@ -376,8 +402,12 @@ class JobRun:
                 )
         elif failed:
             problem = failure_summary(failed, len(states))
-        elif skipped and not states:
-            problem = "Nothing ran: every dataset of the job was skipped. " + skipped[min(skipped)].message
+        elif skipped:
+            first = skipped[min(skipped)]
+            problem = (
+                f"{len(skipped)} dataset(s) waiting to be finished ({', '.join(sorted(skipped))}): not "
+                f"delivered by this run{'' if states else ', nothing else ran'}. {first.message}"
+            )
         if problem:
             return self.finish(JobStatus.FAILED, " ".join([problem, *notes]), task_states=states, **summary)
         message = " ".join([f"{len(states)} task(s), {in_words(summary)}.", *notes])

@@ -88,6 +88,30 @@ def test_a_redelivered_attempt_recovers_its_own_execution(world):
     assert [s.status for s in job.run_states.order_by("attempt")] == ["RUNNING", "COMMITTED"]
 
 
+@in_db
+def test_a_redelivered_attempt_does_not_publish_again_what_its_execution_delivered(world):
+    """The rule that fixes issue #45 (a JDBC publish marker is per execution, so a second publish
+    of the same execution is taken for the first): the redelivered attempt leaves out what its
+    execution already delivered, here finished by its own recovery; a file that landed meanwhile
+    waits for the next execution, which publishes it once."""
+    _two_datasets(world)
+    job = world.new_job()
+    assert world.run(job, "after_steps_written@orders") == "crashed"
+    late = world.landing.add("orders", 2)  # arrives between the crash and the redelivery
+    world.redeliver(job)
+    assert world.run(job) == "committed"
+    job.refresh_from_db()
+    delivered = job.message.split(
+        "already delivered by an earlier attempt of this execution, not pulled again: "
+    )
+    assert "orders" in delivered[1]  # customers may have committed before the crash too
+    assert not set(late) & set(read_ids(world.publish / "orders"))  # left for the next execution
+    assert not CommitStoreDataset.objects.exists()
+    assert world.run(world.new_job()) == "committed"
+    assert world.exactly_once() == (0, 0)
+    assert world.watermark("orders") == world.landing.max_watermark("orders")
+
+
 def _steps_that_cannot_be_redone(world: World, dataset: str) -> Path:
     """Leave the dataset's steps stored, then put different content where one publishes."""
     pending = world.pending(dataset)
@@ -108,9 +132,11 @@ def test_a_dataset_whose_steps_cannot_be_redone_is_skipped_and_the_rest_goes_on(
     world.landing.add("customers", 2)
 
     second = world.new_job()
-    assert world.run(second) == "committed"
+    assert world.run(second) == "failed"  # never COMMITTED while a dataset of it was left behind
     second.refresh_from_db()
-    assert "Skipped 1 dataset(s) whose earlier commit could not be finished: orders." in second.message
+    assert second.message.startswith(
+        "1 dataset(s) waiting to be finished (orders): not delivered by this run."
+    )
     # orders was not pulled at all; customers was.
     assert world.pipeline.specs[-1].properties["source.files.datasets"] == "customers"
     assert compare(world.landing.ids("customers"), read_ids(world.publish / "customers")) == (0, 0)
@@ -143,7 +169,9 @@ def test_a_job_whose_every_dataset_is_skipped_fails_with_the_reason(world):
     second = world.new_job()
     assert world.run(second) == "failed"
     second.refresh_from_db()
-    assert second.message.startswith("Nothing ran: every dataset of the job was skipped.")
+    assert second.message.startswith(
+        "1 dataset(s) waiting to be finished (orders): not delivered by this run, nothing else ran."
+    )
     assert len(world.pipeline.specs) == 1  # the second run pulled nothing
 
 
@@ -276,6 +304,15 @@ def test_exclude_datasets_narrows_the_source(tmp_path):
     assert recovery.exclude_datasets(jdbc, {"x", "y"}) is None
     custom = JobSpec.from_dict({"job_name": "j", "properties": {"source.class": "my.Source"}})
     assert recovery.exclude_datasets(custom, {"x"}) == custom
+    # A cdc job reads one log for all its tables: it runs while one is left, not at all after.
+    cdc = JobSpec.from_dict(
+        {
+            "job_name": "j",
+            "properties": {"source.class": recovery.cdc.CDC_SOURCE_CLASS, "source.cdc.tables": "s.x,s.y"},
+        }
+    )
+    assert recovery.exclude_datasets(cdc, {"s.x"}) == cdc
+    assert recovery.exclude_datasets(cdc, {"s.x", "s.y"}) is None
     backfill = replace(jdbc, backfill={"x": {"low": "1", "high": "9"}, "y": {"low": "1", "high": "9"}})
     narrowed = recovery.exclude_datasets(backfill, {"x"})
     assert list(narrowed.backfill) == ["y"] and narrowed.properties["source.jdbc.tables"] == "y"
