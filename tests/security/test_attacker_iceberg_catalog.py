@@ -16,8 +16,8 @@ from django.test import Client
 
 from portal.flows.models import FlowConfig
 from portal.orchestration.state import joblogs
-from portal.topology.models import DataNode, SpecExecutor
 from portal.topology import services as topology
+from portal.topology.models import SpecExecutor
 from tests.security.conftest import World, files_under
 
 ADMIN_PASSWORD = "flowport-demo-admin-Pa55"
@@ -39,7 +39,10 @@ def her_lake(transactional_db, world: World, settings) -> dict[str, Path]:
         {
             "name": "her-lake",
             "kind": "iceberg",
-            "properties": {"catalog.uri": "sqlite:///users/mallory/catalog.db", "warehouse": "users/mallory/wh"},
+            "properties": {
+                "catalog.uri": "sqlite:///users/mallory/catalog.db",
+                "warehouse": "users/mallory/wh",
+            },
         },
         format="json",
     )
@@ -56,8 +59,12 @@ def her_lake(transactional_db, world: World, settings) -> dict[str, Path]:
     )
     first = run(world, flow)
     assert first.status == "COMMITTED", first.message
-    return {"catalog": data / "users/mallory/catalog.db", "warehouse": data / "users/mallory/wh",
-            "victors": victors, "secret": secret}
+    return {
+        "catalog": data / "users/mallory/catalog.db",
+        "warehouse": data / "users/mallory/wh",
+        "victors": victors,
+        "secret": secret,
+    }
 
 
 def run(world: World, flow: FlowConfig | None = None):
@@ -91,22 +98,17 @@ def everything_she_is_shown(world: World, job) -> str:
     return "\n".join([job.message, log.read_text(), page.content.decode()])
 
 
-@pytest.mark.parametrize("target", ["secret", "etc-passwd", "symlink"])
-def test_her_catalog_cannot_make_the_run_read_a_file_outside_her_warehouse(world: World, her_lake, target):
-    where = {"secret": her_lake["secret"], "etc-passwd": Path("/etc/passwd")}.get(target)
-    if target == "symlink":  # a link she leaves in her own warehouse
-        (her_lake["warehouse"] / "link.metadata.json").symlink_to(her_lake["secret"])
-        where = her_lake["warehouse"] / "link.metadata.json"
-    point_catalog(her_lake["catalog"], f"file://{where}")
-    job = run(world)
-    assert job.status == "FAILED"
-    assert "outside the destination's warehouse" in job.message, job.message
-    shown = everything_she_is_shown(world, job)
-    assert ADMIN_PASSWORD not in shown and "root:x:0" not in shown
-
-
-def test_metadata_that_does_not_parse_fails_without_quoting_it(world: World, her_lake):
-    """Inside her warehouse, a file that is no metadata: the parser's words would quote it."""
+def test_her_catalog_cannot_make_the_run_read_a_file_outside_her_warehouse(world: World, her_lake):
+    link = her_lake["warehouse"] / "link.metadata.json"  # a link she leaves in her own warehouse
+    link.symlink_to(her_lake["secret"])
+    for where in (her_lake["secret"], Path("/etc/passwd"), link):
+        point_catalog(her_lake["catalog"], f"file://{where}")
+        job = run(world)
+        assert job.status == "FAILED", (where, job.message)
+        assert "outside the destination's warehouse" in job.message, job.message
+        shown = everything_she_is_shown(world, job)
+        assert ADMIN_PASSWORD not in shown and "root:x:0" not in shown, where
+    # Inside her warehouse, a file that is no metadata: the parser's words would quote it.
     junk = her_lake["warehouse"] / "junk.metadata.json"
     junk.write_text("not-metadata-but-a-quoted-line\n")
     point_catalog(her_lake["catalog"], f"file://{junk}")
@@ -116,36 +118,37 @@ def test_metadata_that_does_not_parse_fails_without_quoting_it(world: World, her
     assert "not-metadata-but-a-quoted-line" not in everything_she_is_shown(world, job)
 
 
-@pytest.mark.parametrize(
-    ("forge", "mode"),
-    [
-        ("location", "append"),
-        ("location", "overwrite"),
-        ("location", "merge"),
-        ("location", "history"),
-        ("write.data.path", "merge"),
-        ("manifest-list", "overwrite"),
-    ],
-)
-def test_her_metadata_cannot_make_the_run_touch_victors_area(world: World, her_lake, forge, mode):
+FORGED = [  # what her metadata changes, and the write mode that would touch it
+    ("location", "append"),
+    ("location", "overwrite"),
+    ("location", "merge"),
+    ("location", "history"),
+    ("write.data.path", "merge"),
+    ("manifest-list", "overwrite"),
+]
+
+
+def test_her_metadata_cannot_make_the_run_touch_victors_area(world: World, her_lake):
     """The table's location (where the run's files go and what a retry clears), the folder new data
     files are written to, a snapshot's manifest list (read and rewritten by an overwrite)."""
     victors = f"file://{her_lake['victors']}"
-    metadata = json.loads(current_metadata(her_lake["catalog"]).read_text())
-    if forge == "location":
-        metadata["location"] = victors
-    elif forge == "write.data.path":
-        metadata["properties"][forge] = victors
-    else:
-        metadata["snapshots"][-1]["manifest-list"] = f"{victors}/keep.parquet"
-    forged = her_lake["warehouse"] / "forged.metadata.json"
-    forged.write_text(json.dumps(metadata))
-    point_catalog(her_lake["catalog"], f"file://{forged}")
+    original = json.loads(current_metadata(her_lake["catalog"]).read_text())
     flow = FlowConfig.objects.get(flow_group="mal", flow_name="ice")
-    flow.properties = {**flow.properties, "writer.write.mode": mode, "extract.primary.key.fields": "id"}
-    flow.save()
-    job = run(world, flow)
-    assert job.status == "FAILED", job.message
-    assert "outside the destination's warehouse" in job.message, job.message
-    assert files_under(her_lake["victors"]) == [her_lake["victors"] / "keep.parquet"]
-    assert (her_lake["victors"] / "keep.parquet").read_text() == "victor's"
+    for forge, mode in FORGED:
+        metadata = json.loads(json.dumps(original))
+        if forge == "location":
+            metadata["location"] = victors
+        elif forge == "write.data.path":
+            metadata["properties"][forge] = victors
+        else:
+            metadata["snapshots"][-1]["manifest-list"] = f"{victors}/keep.parquet"
+        forged = her_lake["warehouse"] / f"forged-{forge}-{mode}.metadata.json"
+        forged.write_text(json.dumps(metadata))
+        point_catalog(her_lake["catalog"], f"file://{forged}")
+        flow.properties = {**flow.properties, "writer.write.mode": mode, "extract.primary.key.fields": "id"}
+        flow.save()
+        job = run(world, flow)
+        assert job.status == "FAILED", (forge, mode, job.message)
+        assert "outside the destination's warehouse" in job.message, (forge, mode, job.message)
+        assert files_under(her_lake["victors"]) == [her_lake["victors"] / "keep.parquet"], (forge, mode)
+        assert (her_lake["victors"] / "keep.parquet").read_text() == "victor's"

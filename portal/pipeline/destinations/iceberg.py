@@ -415,6 +415,11 @@ class IcebergCommitStep(SecretBearingStep):
                 return True
         return False
 
+    def target_identity(self) -> tuple[str, bool]:
+        """``namespace.table`` and whether the catalog has it (portal.topology.tables records owners by it)."""
+        catalog = self.catalog()
+        return ".".join(self.identifier), bool(catalog.table_exists(self.identifier))
+
     def verify(self) -> bool:
         table = self._load(self.catalog())
         return table is not None and self._landed(table)
