@@ -125,3 +125,21 @@ def test_her_own_new_table_is_hers_and_staff_can_hand_his_to_her(world: World, s
     tables.assign(DataNode.objects.get(name="shared-db"), victors_table, world.mallory)
     handed = run(world, flow_of(world, world.mallory, "mal", "grab-db", victors_table))
     assert handed.status == "COMMITTED", handed.message
+
+
+def test_she_cannot_save_a_flow_naming_his_iceberg_table(world: World, settings):
+    """The same in a shared Iceberg node: his run recorded team-v.orders as his."""
+    acl = [{"role": "owner", "user": "victor"}, {"role": "write", "user": "mallory"}]
+    props = {"catalog.uri": f"sqlite:///{world.tmp / 'catalog.db'}", "warehouse": str(world.tmp / "wh")}
+    node = topology.create_data_node(
+        {"name": "shared-ice", "kind": "iceberg", "properties": props, "acl": acl}
+    )
+    make_executor("x6", "landing>shared-ice", spark_master=settings.SPARK_MASTER)
+    assert tables.claim(world.victor, node, "team-v.orders", exists=False, flow="team-v/orders") is None
+    names = {"writer.iceberg.namespace": "team-v", "writer.iceberg.table": "orders"}
+    answer = world.post_flow(names, destinations=["shared-ice"])
+    assert answer.status_code == 400, answer.content
+    assert "writer.iceberg.table" in answer.content.decode()
+    assert "belongs to user 'victor'" in answer.content.decode()
+    mine = world.post_flow({**names, "writer.iceberg.namespace": "mal"}, destinations=["shared-ice"])
+    assert mine.status_code == 201, mine.content
