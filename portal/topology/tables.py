@@ -36,7 +36,7 @@ def owns_node(user: Any, node: DataNode) -> bool:
     return owners.filter(user=user).exists() or owners.filter(group__in=user.groups.all()).exists()
 
 
-def _owner_words(node: DataNode, record: DestinationTable | None) -> str:
+def _owner_words(record: DestinationTable | None) -> str:
     if record is not None and record.owner is not None:
         return f"user {record.owner.username!r}"
     return "the node's owners"
@@ -55,7 +55,7 @@ def refusal(user: Any, node: DataNode, name: str, *, exists: bool | None) -> str
     if record is not None and record.owner_id is None and owns_node(user, node):
         return None
     return (
-        f"table {name} of data node {node.name!r} belongs to {_owner_words(node, record)}, not to the "
+        f"table {name} of data node {node.name!r} belongs to {_owner_words(record)}, not to the "
         f"flow's owner {user.username!r} (a flow writes only into tables its owner owns; an "
         "administrator can assign it)"
     )

@@ -172,6 +172,8 @@ def load_catalog(
     ``portal`` are the portal's own databases (default: this process's), ``what`` names the node."""
     from sqlalchemy.exc import IntegrityError, OperationalError, ProgrammingError
 
+    from portal.pipeline.destinations import iceberg_confine
+
     own = tuple(landing.portal_databases() if portal is None else portal)
 
     def judge(dbapi_connection: Any, _record: Any) -> None:
@@ -181,7 +183,6 @@ def load_catalog(
             raw.rollback()  # the questions' transaction; SQLAlchemy begins its own
 
     catalog_class = _judged_catalog(judge)
-    from portal.pipeline.destinations import iceberg_confine
 
     def build() -> Any:
         return catalog_class(
