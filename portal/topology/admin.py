@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from django.contrib import admin
 
-from portal.topology.models import DataNodeAuditEvent, NodeArea
+from portal.topology.models import DataNodeAuditEvent, DestinationTable, NodeArea
 
 
 @admin.register(NodeArea)
@@ -31,3 +31,15 @@ class DataNodeAuditEventAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request, obj=None) -> bool:
         return False
+
+
+@admin.register(DestinationTable)
+class DestinationTableAdmin(admin.ModelAdmin):
+    """Staff see whose each table of a shared destination is and assign it (portal.topology.tables):
+    an empty owner gives it back to the node's owners."""
+
+    list_display = ("node", "name", "owner", "flow", "created")
+    list_filter = ("node",)
+    search_fields = ("name", "node__name", "owner__username", "flow")
+    autocomplete_fields = ("owner",)
+    readonly_fields = ("flow", "created")

@@ -170,6 +170,34 @@ class DataNodeAuditEvent(AuditRecord):
         return f"{self.at:%Y-%m-%d %H:%M} {self.node_name} {self.action} by {self.actor}"
 
 
+class DestinationTable(models.Model):
+    """Whose a table of a destination node is (portal.topology.tables): a flow writes into a table
+    only if the flow's owner owns it. The first flow to create a table records its owner (the
+    unique constraint decides two at once); a table no flow made belongs to the node's owners;
+    staff assign. ``name`` is the table as its database names it: ``schema.table`` (PostgreSQL),
+    ``database.table`` (MySQL/MariaDB), ``table`` (SQLite), ``namespace.table`` (Iceberg)."""
+
+    node = models.ForeignKey(DataNode, on_delete=models.CASCADE, related_name="tables")
+    name = models.CharField(max_length=300)
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        help_text="Who may write into it; empty: the node's owners.",
+    )
+    flow = models.CharField(max_length=300, blank=True, help_text="The flow that created it (group/name).")
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["node__name", "name"]
+        constraints = [models.UniqueConstraint(fields=["node", "name"], name="destinationtable_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.node}: {self.name} ({self.owner or 'the node owners'})"
+
+
 class NodeArea(models.Model):
     """A folder an administrator opens to one user or one group for the files (and Iceberg
     warehouse) nodes they make, beside the personal and group areas every user gets

@@ -24,6 +24,7 @@ from portal.flows.compiler.templates import (
     required_message,
     resolve_flow_templates,
 )
+from portal.topology import tables
 from portal.topology.grants import READ, WRITE, NodeAccess
 from portal.topology.graph import TopologySnapshot, current_snapshot, with_user_nodes
 
@@ -75,6 +76,17 @@ def _check_grants(jobs: list[JobSpecPlan], owner: Any, access: Any = None) -> No
         if not job.parents:
             checks.insert(0, (job.source_node, READ))
         job.errors.extend(reason for node, action in checks if (reason := access.refusal(node, action)))
+
+
+def _check_tables(jobs: list[JobSpecPlan], owner: Any, flow_group: str) -> None:
+    """The table each job names in a shared destination is its owner's, where the flow names it
+    (portal.topology.tables; the worker decides it again on the table actually written)."""
+    if owner is None:
+        return
+    for job in jobs:
+        reason = tables.save_refusal(owner, job.destination_node, job.properties, flow_group)
+        if reason:
+            job.errors.append(reason)
 
 
 def compile_flow(
@@ -151,6 +163,7 @@ def compile_flow(
             parent_name = job.job_name
     compiled.jobs = sorted(jobs.values(), key=lambda job: (job.hop_index, job.job_name))
     _check_grants(compiled.jobs, user if user is not None else _owner(flow), access)
+    _check_tables(compiled.jobs, user if user is not None else _owner(flow), flow.flow_group)
     if not compiled.jobs:  # nothing to attach template errors to: report them for the flow
         compiled.errors.extend(resolution.errors)
     return compiled

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from portal.flows.models import FlowConfig
 from portal.orchestration.models import JobExecution, JobStatus
 from portal.orchestration.state.commitstore import (
     CommitSequence,
@@ -26,6 +27,7 @@ from portal.pipeline.destinations.commit_steps import CommitStep
 from portal.pipeline.destinations.publisher import apply_commit_policy, plan_commit
 from portal.pipeline.jobspec import JobSpec
 from portal.pipeline.taskstate import SUCCEEDED
+from portal.topology import tables
 
 logger = logging.getLogger(__name__)
 
@@ -79,6 +81,23 @@ def watermark_steps(
                 )
 
 
+def table_refusal(spec: JobSpec, steps: list[CommitStep]) -> str | None:
+    """Whether a step would write into a table of the destination that the flow's owner does not
+    own (portal.topology.tables), asked of the table as its database names it."""
+    flow = (
+        FlowConfig.objects.select_related("owner")
+        .filter(flow_group=spec.flow_group, flow_name=spec.flow_name)
+        .first()
+    )
+    node = spec.properties.get("flowport.hop.destination") or ""
+    owner = flow.owner if flow is not None else None
+    for step in steps:
+        reason = tables.step_refusal(owner, node, step, f"{spec.flow_group}/{spec.flow_name}")
+        if reason:
+            return reason
+    return None
+
+
 def commit(
     jobspec: dict[str, Any] | JobSpec,
     states: list[dict[str, Any]],
@@ -118,6 +137,10 @@ def commit(
             return result
         try:
             steps = [CommitStep.from_dict(d, props) for d in dicts]
+            refused = table_refusal(spec, steps)
+            if refused:  # nothing stored, nothing published into another's table
+                result.error = f"{urn}: refused: {refused}"
+                return result
             token = store.put_all(
                 store_name,
                 urn,

@@ -119,15 +119,38 @@ def _local(location: str) -> str:
 def _judged_catalog(judge: Callable[[Any, Any], None]) -> Any:
     """pyiceberg's SqlCatalog whose engine judges every connection as it opens, before the catalog's
     first query: ``_init_catalog`` is where pyiceberg (0.12) first uses the engine it has just made,
-    so the listeners go on there, ahead of SQLAlchemy's own first-connect queries."""
+    so the listeners go on there, ahead of SQLAlchemy's own first-connect queries.
+
+    Its FileIO is the catalog's confined one whatever a table's metadata says (pyiceberg would let
+    a table's properties choose it), and a table it loads lies in the warehouse
+    (:mod:`portal.pipeline.destinations.iceberg_confine`)."""
     from pyiceberg.catalog.sql import SqlCatalog
+    from pyiceberg.exceptions import NoSuchTableError
+    from pyiceberg.io import load_file_io
     from sqlalchemy import event
+
+    from portal.pipeline.destinations import iceberg_confine
 
     class JudgedSqlCatalog(SqlCatalog):
         def _init_catalog(self) -> None:
             event.listen(self.engine, "first_connect", judge, insert=True)
             event.listen(self.engine, "connect", judge, insert=True)
             super()._init_catalog()
+
+        def _load_file_io(self, properties: Any = None, location: str | None = None) -> Any:
+            return load_file_io(dict(self.properties), location)
+
+        def _convert_orm_to_iceberg(self, orm_table: Any) -> Any:
+            warehouse = self.properties[iceberg_confine.WAREHOUSE_PROPERTY]
+            identifier = f"{orm_table.table_namespace}.{orm_table.table_name}"
+            iceberg_confine.confine(orm_table.metadata_location or "", warehouse, "the table's metadata")
+            try:
+                table = super()._convert_orm_to_iceberg(orm_table)
+            except (iceberg_confine.IcebergLocationError, NoSuchTableError):
+                raise
+            except Exception:
+                raise iceberg_confine.unreadable_metadata(identifier) from None
+            return iceberg_confine.checked_table(table, warehouse)
 
     return JudgedSqlCatalog
 
@@ -149,6 +172,8 @@ def load_catalog(
     ``portal`` are the portal's own databases (default: this process's), ``what`` names the node."""
     from sqlalchemy.exc import IntegrityError, OperationalError, ProgrammingError
 
+    from portal.pipeline.destinations import iceberg_confine
+
     own = tuple(landing.portal_databases() if portal is None else portal)
 
     def judge(dbapi_connection: Any, _record: Any) -> None:
@@ -165,6 +190,7 @@ def load_catalog(
             uri=with_password(uri, password),
             warehouse=warehouse_uri(warehouse),
             init_catalog_tables=str(create).lower(),
+            **iceberg_confine.catalog_properties(warehouse_uri(warehouse)),
         )
 
     with _CATALOG_LOCK:
@@ -390,6 +416,11 @@ class IcebergCommitStep(SecretBearingStep):
                 return True
         return False
 
+    def target_identity(self) -> tuple[str, bool]:
+        """``namespace.table`` and whether the catalog has it (portal.topology.tables records owners by it)."""
+        catalog = self.catalog()
+        return ".".join(self.identifier), bool(catalog.table_exists(self.identifier))
+
     def verify(self) -> bool:
         table = self._load(self.catalog())
         return table is not None and self._landed(table)
@@ -397,13 +428,21 @@ class IcebergCommitStep(SecretBearingStep):
     # -- the commit ---------------------------------------------------------------------------------
 
     def _moves(self, location: str) -> list[tuple[str, str]]:
+        """Where the run's files go: under the table's location, each checked to be in the
+        warehouse as it resolves (the moves bypass pyiceberg's FileIO, and replace what is there)."""
+        from portal.pipeline.destinations import iceberg_confine
+
         d = self.data
+        warehouse = warehouse_uri(d["warehouse"])
         folder = (
             f"{_local(location).rstrip('/')}/data/flowport-{d['job_name']}-{d['execution_id']}-{self.digest}"
         )
-        return [
+        moves = [
             (f["src"], f"{folder}/branch_{d['branch']}/{_flat(f['relative'], f['src'])}") for f in d["files"]
         ]
+        for _src, dst in moves:
+            iceberg_confine.confine(dst, warehouse, "the run's data files")
+        return moves
 
     def _arrow_schema(self, paths: list[str]) -> Any:
         import pyarrow.parquet as pq

@@ -267,6 +267,27 @@ class JdbcPublishCommitStep(SecretBearingStep):
             None if url.startswith("jdbc:postgresql:") else JdbcTarget(url, self.data["user"], self.password)
         )
 
+    def target_identity(self) -> tuple[str, bool]:
+        """The target table as its database names it (``schema.table``; an unqualified name in the
+        schema it would be created in) and whether it exists: what the portal records a table's
+        owner by (portal.topology.tables), asked before anything is published."""
+        other = self._other_dialect()
+        if other is not None:
+            with other.connect() as conn:
+                return other.identity(conn, self.data["target_table"])
+        target = str(self.data["target_table"])
+        with self._connect() as conn:
+            row = conn.execute(
+                "SELECT n.nspname, c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+                "WHERE c.oid = to_regclass(%s)",
+                (POSTGRESQL.quote(target),),
+            ).fetchone()
+            if row is not None:
+                return f"{row[0]}.{row[1]}", True
+            schema, _, name = target.rpartition(".")
+            schema = schema.strip('"') or conn.execute("SELECT current_schema()").fetchone()[0] or "public"
+            return f"{schema}.{name.strip(chr(34))}", False
+
     def verify(self) -> bool:
         target = self._other_dialect()
         if target is not None:

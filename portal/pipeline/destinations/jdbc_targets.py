@@ -86,6 +86,15 @@ class JdbcTarget:
         cur.execute(self._sql(statement), tuple(args))
         return cur
 
+    def identity(self, conn: Any, table: str) -> tuple[str, bool]:
+        """``table`` as its database names it (MySQL/MariaDB: ``database.table``) and whether it exists."""
+        if self.dialect is SQLITE:
+            return table.strip('"'), self.exists(conn, table)
+        schema, _, name = table.rpartition(".")
+        if not schema:
+            schema = str(self._run(conn, "SELECT DATABASE()", ()).fetchone()[0] or "")
+        return f"{schema.strip('`')}.{name.strip('`')}", self.exists(conn, table)
+
     def exists(self, conn: Any, table: str) -> bool:
         self._own(table)
         if self.dialect is SQLITE:
