@@ -49,6 +49,13 @@ _SPARK_TYPES = {
     "date": "date",
     "datetime": "timestamp",
     "timestamp": "timestamp",
+    # charset 63 (binary): kept as bytes end to end, never decoded as text
+    "binary": "binary",
+    "varbinary": "binary",
+    "tinyblob": "binary",
+    "blob": "binary",
+    "mediumblob": "binary",
+    "longblob": "binary",
 }
 
 
@@ -301,16 +308,18 @@ def columns(conn: Any, table: str) -> list[tuple[str, str]]:
     return found
 
 
-def text(value: Any) -> str | None:
-    """A value in the text form Spark casts back (what PostgreSQL's log sends as text)."""
+def text(value: Any) -> str | bytes | None:
+    """A value in the text form Spark casts back (what PostgreSQL's log sends as text); the bytes
+    of a binary column (BLOB, BINARY, VARBINARY: charset 63, which the binlog's FULL row metadata
+    and the SQL client both send undecoded) stay bytes, every one of them."""
     if value is None:
         return None
     if isinstance(value, dt.datetime):
         return value.isoformat(sep=" ")
     if isinstance(value, (dt.date, Decimal)):
         return str(value)
-    if isinstance(value, bytes):
-        return value.decode(errors="replace")
+    if isinstance(value, (bytes, bytearray)):
+        return bytes(value)
     return str(value)
 
 
@@ -346,10 +355,29 @@ def snapshot(
 class RowChange:
     op: str
     table: str
-    values: dict[str, str | None]
+    values: dict[str, str | bytes | None]
     position: FilePosition | Gtid
     index: int
     commit_time: dt.datetime
+
+
+def _binary_widths(columns: Sequence[Any]) -> dict[str, int]:
+    """A row event's binary columns (charset 63) and their width, 0 but for ``BINARY(n)``: the
+    binlog leaves out a ``BINARY`` value's trailing NUL bytes (as it leaves out a ``CHAR``'s
+    trailing spaces) which the table holds, and the library gives an empty value as ``''``."""
+    from pymysql.constants import FIELD_TYPE
+
+    return {
+        c.name: (c.max_length or 0) if c.type == FIELD_TYPE.STRING else 0
+        for c in columns
+        if c.character_set_name == "binary"
+    }
+
+
+def _value(value: Any, width: int | None) -> str | bytes | None:
+    if width is not None and isinstance(value, (str, bytes)):
+        return (value.encode() if isinstance(value, str) else value).ljust(width, b"\0")
+    return text(value)
 
 
 def server_id(name: str) -> int:
@@ -436,18 +464,20 @@ def changes(
             if table is None:
                 continue
             stamp = dt.datetime.fromtimestamp(event.timestamp, dt.UTC)
+            widths = _binary_widths(event.columns)  # per event: a table may change between two
             for index, row in enumerate(event.rows):
                 if isinstance(event, UpdateRowsEvent):
                     op, values, before = "u", row["after_values"], row["before_values"]
                     key = (keys or {}).get(table) or ()
                     if any(before.get(k) != values.get(k) for k in key):
-                        gone = {k: text(before.get(k)) for k in key}
+                        gone = {k: _value(before.get(k), widths.get(k)) for k in key}
                         yield RowChange("d", table, gone, position, index, stamp)
                 else:
                     op, values = ("c" if isinstance(event, WriteRowsEvent) else "d"), row["values"]
                 if any(str(k).startswith("UNKNOWN_COL") for k in values):
                     raise PipelineError("the binlog carries no column names: set binlog_row_metadata=FULL")
-                yield RowChange(op, table, {k: text(v) for k, v in values.items()}, position, index, stamp)
+                found = {k: _value(v, widths.get(k)) for k, v in values.items()}
+                yield RowChange(op, table, found, position, index, stamp)
     except pymysql.err.OperationalError as error:
         if error.args and error.args[0] == 1236:  # the server no longer has the log the position needs
             raise PipelineError(

@@ -137,7 +137,10 @@ class _Table:
     def __init__(self, name: str, cols: list[tuple[str, str]], path: str, since: Any) -> None:
         self.name, self.cols, self.path, self.since = name, cols, path, since
         self.names = [c[0] for c in cols]
-        schema = pa.schema([(n, pa.string()) for n in self.names] + list(_META))
+        # Text as the log sends it, cast to the column's type on extract; binary columns as bytes.
+        schema = pa.schema(
+            [(n, pa.binary() if kind == "binary" else pa.string()) for n, kind in cols] + list(_META)
+        )
         self.writer = pq.ParquetWriter(path, schema)
         self.snapshot: cdc_pg.Snapshot | None = None
         self.chunks: cdc_snapshot.Staged | None = None  # a chunked snapshot under way
@@ -149,7 +152,11 @@ class _Table:
     ) -> None:
         if not rows:
             return
-        arrays = [pa.array([r[i] for r in rows], pa.string()) for i in range(len(self.names))]
+        schema = self.writer.schema
+        arrays = [
+            cdc_snapshot.staged_array([r[i] for r in rows], schema.field(i).type)
+            for i in range(len(self.names))
+        ]
         arrays += [pa.array([m[i] for m in meta], f.type) for i, f in enumerate(_META)]
         self.write_arrays(arrays)
 
