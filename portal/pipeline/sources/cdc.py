@@ -55,7 +55,7 @@ from portal.pipeline.errors import ConfigError, PipelineError
 from portal.pipeline.jobspec import JobSpec
 from portal.pipeline.pgoutput import DELETE, format_lsn
 from portal.pipeline.pgoutput_batch import BatchDecoder, Decoded
-from portal.pipeline.sources.base import Extraction, Source, TextScan
+from portal.pipeline.sources.base import SQL_TYPE, Extraction, Source, TextScan
 from portal.pipeline.workunits import WorkUnit
 
 TABLES_KEY = "source.cdc.tables"
@@ -72,15 +72,19 @@ _META = pa.schema(
 )
 _TYPES: dict[int, T.DataType] = {
     16: T.BooleanType(),
+    17: T.BinaryType(),  # staged as the server's hex text, unhexed on extract
     20: T.LongType(),
     21: T.ShortType(),
     23: T.IntegerType(),
     700: T.FloatType(),
     701: T.DoubleType(),
     1082: T.DateType(),
-    1114: T.TimestampType(),
+    1114: T.TimestampNTZType(),  # without a time zone: kept naive (a wall time, not an instant)
     1184: T.TimestampType(),
 }
+# Built-in types have ids below PostgreSQL's first object id of a database's own (FirstNormalObjectId):
+# a user's enum or domain is not known in another database, and arrives as text.
+_BUILT_IN = 16384
 
 
 def spark_type(type_oid: int, typmod: int) -> T.DataType:
@@ -90,6 +94,29 @@ def spark_type(type_oid: int, typmod: int) -> T.DataType:
             return T.DecimalType(((typmod - 4) >> 16) & 0xFFFF, (typmod - 4) & 0xFFFF)
         return T.DecimalType(38, 18)
     return _TYPES.get(type_oid, T.StringType())
+
+
+def kept_sql_type(type_oid: int, typmod: int, sql_type: str) -> str | None:
+    """The source's own column type where Spark has none that holds it (json, jsonb, uuid, time,
+    interval, arrays, varchar(n), an unconstrained numeric wider than decimal(38,18)): a PostgreSQL
+    destination takes the server's text into a column of that type, exactly. None: Spark's type."""
+    if type_oid >= _BUILT_IN:
+        return None
+    if type_oid == 1700 and typmod < 4:
+        return "numeric"
+    return sql_type if isinstance(spark_type(type_oid, typmod), T.StringType) else None
+
+
+def staged_column(name: str, kind: str, staged: T.DataType, sql_type: str | None = None) -> Any:
+    """A staged column as the extract has it: text cast to ``kind``; PostgreSQL's hex text of a
+    bytea (``\\x00ff``) as its bytes; a column whose source type Spark has not keeps it in its
+    metadata (:func:`kept_sql_type`)."""
+    column = F.col(name)
+    if kind == "binary" and isinstance(staged, T.StringType):
+        column = F.unhex(F.substring(column, 3, 1 << 30))
+    else:
+        column = column.cast(kind)
+    return column.alias(name, metadata={SQL_TYPE: sql_type} if sql_type else {})
 
 
 def position(end_lsn: int, index: int) -> str:
@@ -134,12 +161,16 @@ def acknowledge(jobspec: dict[str, Any] | JobSpec, committed: Mapping[str, str |
 class _Table:
     """One table's plan and its staged rows (text values, as the log sends them)."""
 
-    def __init__(self, name: str, cols: list[tuple[str, str]], path: str, since: Any) -> None:
+    def __init__(
+        self, name: str, cols: list[tuple[str, ...]], path: str, since: Any, *, raw_bytes: bool = False
+    ) -> None:
         self.name, self.cols, self.path, self.since = name, cols, path, since
         self.names = [c[0] for c in cols]
-        # Text as the log sends it, cast to the column's type on extract; binary columns as bytes.
+        # Text as the log sends it, cast to the column's type on extract; with ``raw_bytes`` (the
+        # binlog's) binary columns as their bytes.
         schema = pa.schema(
-            [(n, pa.binary() if kind == "binary" else pa.string()) for n, kind in cols] + list(_META)
+            [(c[0], pa.binary() if raw_bytes and c[1] == "binary" else pa.string()) for c in cols]
+            + list(_META)
         )
         self.writer = pq.ParquetWriter(path, schema)
         self.snapshot: cdc_pg.Snapshot | None = None
@@ -269,7 +300,10 @@ class CdcSource(Source):
                 cols = cdc_pg.columns(conn, table)
                 if not cols:
                     raise ConfigError(f"{TABLES_KEY}: table '{table}' does not exist in {self.what}")
-                typed = [(c[0], spark_type(c[1], c[2]).simpleString()) for c in cols]
+                typed = [
+                    (c[0], spark_type(c[1], c[2]).simpleString(), kept_sql_type(c[1], c[2], c[4]) or "")
+                    for c in cols
+                ]
                 staged[table] = _Table(
                     table, typed, os.path.join(folder, f"t{index}.parquet"), since.get(table)
                 )
@@ -376,7 +410,7 @@ class CdcSource(Source):
                 if not cols:
                     raise ConfigError(f"{TABLES_KEY}: table '{table}' does not exist in {self.what}")
                 staged[table] = _Table(
-                    table, cols, os.path.join(folder, f"t{index}.parquet"), since.get(table)
+                    table, cols, os.path.join(folder, f"t{index}.parquet"), since.get(table), raw_bytes=True
                 )
             fresh = self._chunk_mariadb(conn, staged, progress, gtids)
             if fresh:
@@ -531,7 +565,11 @@ class CdcSource(Source):
     def extract(self, work_unit: WorkUnit) -> Extraction:
         p = work_unit.payload
         df = self.spark.read.parquet(p["path"])
-        picked = [F.col(name).cast(kind).alias(name) for name, kind in p["columns"]]
+        staged = df.schema
+        picked = [
+            staged_column(c[0], c[1], staged[c[0]].dataType, c[2] if len(c) > 2 else None)
+            for c in p["columns"]
+        ]
         picked += [F.col(OP), F.col(POSITION), F.col(COMMIT_TIME), F.col(DELETED)]
         df = df.select(*picked)
         text = None
