@@ -528,7 +528,7 @@ def _row_changes(
     position: FilePosition | Gtid,
 ) -> Iterator[RowChange]:
     """A rows event's changes of the wanted tables."""
-    from pymysqlreplication.row_event import UpdateRowsEvent, WriteRowsEvent  # type: ignore[import-untyped]
+    from pymysqlreplication.row_event import UpdateRowsEvent, WriteRowsEvent
 
     table = wanted.get(event.table)
     if table is None:

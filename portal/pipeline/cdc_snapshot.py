@@ -45,7 +45,7 @@ DEFAULT_CHUNK_SIZE = 10_000
 DEFAULT_CHUNKS_PER_RUN = 20
 _MARK = " snapshot "
 
-Key = tuple[str | None, ...]
+Key = tuple[str | bytes | None, ...]  # a binary key column (MariaDB) as its bytes
 
 
 @dataclass(frozen=True)

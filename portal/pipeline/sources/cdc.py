@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -162,7 +162,7 @@ class _Table:
     """One table's plan and its staged rows (text values, as the log sends them)."""
 
     def __init__(
-        self, name: str, cols: list[tuple[str, ...]], path: str, since: Any, *, raw_bytes: bool = False
+        self, name: str, cols: Sequence[tuple[str, ...]], path: str, since: Any, *, raw_bytes: bool = False
     ) -> None:
         self.name, self.cols, self.path, self.since = name, cols, path, since
         self.names = [c[0] for c in cols]
