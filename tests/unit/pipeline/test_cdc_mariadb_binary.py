@@ -1,7 +1,8 @@
 """MariaDB binary columns (BLOB, VARBINARY, BINARY: charset 63) arrive through change data capture
 byte for byte: every byte value, NUL, bytes that are not UTF-8 and the empty value, read by the
 snapshot (in key chunks, and whole for a table without a key) and from the binlog, into Parquet
-files (binary) and merged into PostgreSQL (bytea). Text columns beside them stay text."""
+files (binary) and merged into PostgreSQL (bytea) and MariaDB (BLOB). Text columns beside them
+stay text."""
 
 from __future__ import annotations
 
@@ -12,10 +13,12 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pymysql
 import pytest
 
 from tests.mariadb_binlog import binlog_mariadb, own_schema  # noqa: F401 (fixture)
 
+from .conftest import MYSQL_HOST, MYSQL_PORT
 from .helpers import data_files, run_and_publish, spec
 
 CDC = "portal.pipeline.sources.cdc.CdcSource"
@@ -68,8 +71,8 @@ def replayed(folder: Path) -> tuple[pa.Schema, list[tuple[Any, ...]]]:
     return pq.read_schema(data_files(folder)[0]), [table[k] for k in sorted(table)]
 
 
-def test_binary_columns_arrive_byte_for_byte_in_parquet_and_a_postgresql_merge(
-    spark, store, tmp_path: Path, pg, pg_database
+def test_binary_columns_arrive_byte_for_byte_in_parquet_and_postgresql_and_mariadb_merges(
+    spark, store, tmp_path: Path, pg, pg_database, mysql_database
 ):
     db = store["name"]
     files = spec(
@@ -105,9 +108,19 @@ def test_binary_columns_arrive_byte_for_byte_in_parquet_and_a_postgresql_merge(
         flow_id=32,
         job_name="merged",
     )
-    marks: dict[str, dict[str, str]] = {"files": {}, "merged": {}}
+    into_mariadb = spec(
+        tmp_path / "into_mariadb",
+        {
+            **merged["properties"],
+            "writer.jdbc.url": mysql_database["url"],
+            "writer.jdbc.username": mysql_database["user"],
+        },
+        flow_id=33,
+        job_name="into_mariadb",
+    )
+    marks: dict[str, dict[str, str]] = {"files": {}, "merged": {}, "into_mariadb": {}}
     for execution in (1, 2):
-        for name, job in (("files", files), ("merged", merged)):
+        for name, job in (("files", files), ("merged", merged), ("into_mariadb", into_mariadb)):
             job["execution_id"] = 200 + execution
             states = run_and_publish(spark, job, marks[name])
             assert [s.get("error") for s in states] == [None] * len(states), states
@@ -135,3 +148,16 @@ def test_binary_columns_arrive_byte_for_byte_in_parquet_and_a_postgresql_merge(
         (target,),
     ).fetchall()
     assert [k[0] for k in kinds[1:4]] == ["bytea"] * 3
+
+    mariadb = pymysql.connect(
+        host=MYSQL_HOST, port=MYSQL_PORT, user="root", password="", database=mysql_database["db"]
+    )
+    with mariadb, mariadb.cursor() as cur:
+        cur.execute(f"SELECT {', '.join(COLUMNS)} FROM `{target}` ORDER BY id")  # noqa: S608
+        assert [tuple(r) for r in cur.fetchall()] == source_rows(store, "blobs")
+        cur.execute(
+            "SELECT data_type FROM information_schema.columns WHERE table_schema = %s AND table_name = %s"
+            " ORDER BY ordinal_position",
+            (mysql_database["db"], target),
+        )
+        assert [r[0] for r in cur.fetchall()][1:4] == ["blob"] * 3
