@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -96,15 +97,28 @@ def spark_type(type_oid: int, typmod: int) -> T.DataType:
     return _TYPES.get(type_oid, T.StringType())
 
 
+# The built-in types kept in a PostgreSQL destination (arrays of them too): those with an equality
+# operator, which a merge's history compares by (json, point, xml have none: they arrive as text).
+_KEPT = {
+    "jsonb", "uuid", "time without time zone", "time with time zone", "interval", "character varying",
+    "character", "text", "numeric", "inet", "cidr", "macaddr", "macaddr8", "bit", "bit varying",
+    "smallint", "integer", "bigint", "real", "double precision", "boolean", "date",
+    "timestamp without time zone", "timestamp with time zone", "bytea", "money", "oid",
+}  # fmt: skip
+
+
 def kept_sql_type(type_oid: int, typmod: int, sql_type: str) -> str | None:
-    """The source's own column type where Spark has none that holds it (json, jsonb, uuid, time,
+    """The source's own column type where Spark has none that holds it (jsonb, uuid, time,
     interval, arrays, varchar(n), an unconstrained numeric wider than decimal(38,18)): a PostgreSQL
     destination takes the server's text into a column of that type, exactly. None: Spark's type."""
     if type_oid >= _BUILT_IN:
         return None
     if type_oid == 1700 and typmod < 4:
         return "numeric"
-    return sql_type if isinstance(spark_type(type_oid, typmod), T.StringType) else None
+    base = re.sub(r"\(.*?\)", "", sql_type).removesuffix("[]").strip()
+    if base not in _KEPT or not isinstance(spark_type(type_oid, typmod), T.StringType):
+        return None
+    return sql_type
 
 
 def staged_column(name: str, kind: str, staged: T.DataType, sql_type: str | None = None) -> Any:
