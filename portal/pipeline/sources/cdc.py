@@ -116,8 +116,8 @@ def kept_sql_type(type_oid: int, typmod: int, sql_type: str) -> str | None:
     if type_oid == 1700 and typmod < 4:
         return "numeric"
     base = re.sub(r"\(.*?\)", "", sql_type).removesuffix("[]").strip()
-    if base not in _KEPT or not isinstance(spark_type(type_oid, typmod), T.StringType):
-        return None
+    if sql_type == "text" or base not in _KEPT or not isinstance(spark_type(type_oid, typmod), T.StringType):
+        return None  # text: Spark's own string
     return sql_type
 
 
