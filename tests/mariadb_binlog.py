@@ -26,6 +26,13 @@ from tests.ports import free_port
 @pytest.fixture(scope="session")
 def binlog_mariadb() -> Iterator[dict[str, object]]:
     """``{"host", "port", "user"}`` of the private server (root, no password, over TCP)."""
+    with private_server() as where:
+        yield where
+
+
+@contextlib.contextmanager
+def private_server() -> Iterator[dict[str, object]]:
+    """The server itself, for a script (tests/bench) as for the fixture."""
     folder = tempfile.mkdtemp(prefix="fp_mariadb_binlog_")
     if os.geteuid() == 0:
         user = pwd.getpwnam("mysql")
@@ -45,7 +52,7 @@ def binlog_mariadb() -> Iterator[dict[str, object]]:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )  # fmt: skip
-    where = {"host": "127.0.0.1", "port": port, "user": "root"}
+    where: dict[str, object] = {"host": "127.0.0.1", "port": port, "user": "root"}
     try:
         deadline = time.monotonic() + 60
         while True:

@@ -49,6 +49,13 @@ _SPARK_TYPES = {
     "date": "date",
     "datetime": "timestamp",
     "timestamp": "timestamp",
+    # charset 63 (binary): kept as bytes end to end, never decoded as text
+    "binary": "binary",
+    "varbinary": "binary",
+    "tinyblob": "binary",
+    "blob": "binary",
+    "mediumblob": "binary",
+    "longblob": "binary",
 }
 
 
@@ -301,16 +308,18 @@ def columns(conn: Any, table: str) -> list[tuple[str, str]]:
     return found
 
 
-def text(value: Any) -> str | None:
-    """A value in the text form Spark casts back (what PostgreSQL's log sends as text)."""
+def text(value: Any) -> str | bytes | None:
+    """A value in the text form Spark casts back (what PostgreSQL's log sends as text); the bytes
+    of a binary column (BLOB, BINARY, VARBINARY: charset 63, which the binlog's FULL row metadata
+    and the SQL client both send undecoded) stay bytes, every one of them."""
     if value is None:
         return None
     if isinstance(value, dt.datetime):
         return value.isoformat(sep=" ")
     if isinstance(value, (dt.date, Decimal)):
         return str(value)
-    if isinstance(value, bytes):
-        return value.decode(errors="replace")
+    if isinstance(value, (bytes, bytearray)):
+        return bytes(value)
     return str(value)
 
 
@@ -346,10 +355,29 @@ def snapshot(
 class RowChange:
     op: str
     table: str
-    values: dict[str, str | None]
+    values: dict[str, str | bytes | None]
     position: FilePosition | Gtid
     index: int
     commit_time: dt.datetime
+
+
+def _binary_widths(columns: Sequence[Any]) -> dict[str, int]:
+    """A row event's binary columns (charset 63) and their width, 0 but for ``BINARY(n)``: the
+    binlog leaves out a ``BINARY`` value's trailing NUL bytes (as it leaves out a ``CHAR``'s
+    trailing spaces) which the table holds, and the library gives an empty value as ``''``."""
+    from pymysql.constants import FIELD_TYPE
+
+    return {
+        c.name: (c.max_length or 0) if c.type == FIELD_TYPE.STRING else 0
+        for c in columns
+        if c.character_set_name == "binary"
+    }
+
+
+def _value(value: Any, width: int | None) -> str | bytes | None:
+    if width is not None and isinstance(value, (str, bytes)):
+        return (value.encode() if isinstance(value, str) else value).ljust(width, b"\0")
+    return text(value)
 
 
 def server_id(name: str) -> int:
@@ -369,10 +397,23 @@ def changes(
     asks the server for the transactions after it (any server holding them will do); each change
     is then placed by its transaction's GTID and its event's number in the transaction. An update
     that changes a table's key (``keys``: its primary key columns) comes after a delete of its old
-    key in the same place, so a destination merging by key removes the row it moved away from."""
+    key in the same place, so a destination merging by key removes the row it moved away from.
+
+    One connection serves the whole read: the dump blocks, and the read ends by itself once the
+    transaction ``upto`` names (in every domain) has ended, or at ``upto``'s file offset. A
+    non-blocking dump would end with the server closing the connection, and the library's MariaDB
+    dump request is one byte longer than it declares: the server closes with that byte unread, a
+    reset that throws away what the client has not read yet, and the library then reads again from
+    the start (a reconnect every few seconds, a 20,000-change read at ~165 changes/s). A heartbeat,
+    which the server sends only once the reader has everything it has, ends the read too."""
     import pymysql  # the MariaDB driver: loaded only by a MariaDB source
     from pymysqlreplication import BinLogStreamReader  # type: ignore[import-untyped]
-    from pymysqlreplication.event import MariadbGtidEvent  # type: ignore[import-untyped]
+    from pymysqlreplication.event import (  # type: ignore[import-untyped]
+        HeartbeatLogEvent,
+        MariadbGtidEvent,
+        QueryEvent,
+        XidEvent,
+    )
     from pymysqlreplication.row_event import (  # type: ignore[import-untyped]
         DeleteRowsEvent,
         UpdateRowsEvent,
@@ -381,6 +422,13 @@ def changes(
 
     wanted = {t.partition(".")[2]: t for t in tables}
     where: dict[str, Any]
+    # The domains whose last transaction up to ``upto`` is still to be read.
+    pending: dict[int, int] = {}
+    if isinstance(upto, Gtids):
+        covered = start if isinstance(start, Gtids) else Gtids(())
+        pending = {d: seq for d, _, seq in upto.last if (covered.seq(d) or 0) < seq}
+        if not pending:
+            return
     if isinstance(start, Gtids) and start.last:
         where = {"auto_position": start.text().removeprefix("gtid:")}
     elif isinstance(start, Gtids):  # no transaction before the start: every one in the binlog is after
@@ -391,13 +439,23 @@ def changes(
         # A slow reader (a busy worker) is not cut off by the server's 60 s default.
         connection_settings={**server.settings(), "init_command": "SET SESSION net_write_timeout = 600"},
         server_id=server_id(name),
-        blocking=False,
-        only_events=[MariadbGtidEvent, WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent],
+        blocking=True,
+        slave_heartbeat=1,
+        only_events=[
+            MariadbGtidEvent,
+            XidEvent,
+            QueryEvent,
+            HeartbeatLogEvent,
+            WriteRowsEvent,
+            UpdateRowsEvent,
+            DeleteRowsEvent,
+        ],
         only_schemas=[server.database],
         is_mariadb=True,
         **{k: v for k, v in where.items() if v is not None},
     )
     gtid: Gtid | None = None
+    standalone = False  # the transaction is one statement (DDL): no COMMIT or XID ends it
     # The domains whose transactions went past ``upto``: once all have, the run's share is read (a
     # server written to without pause would otherwise keep the stream from ever reaching its end).
     past: set[int] = set()
@@ -408,11 +466,24 @@ def changes(
     done_file: FilePosition | None = None
     try:
         for event in stream:
+            if isinstance(event, HeartbeatLogEvent):
+                break  # the server waits for new transactions: everything it had was read
             if isinstance(event, MariadbGtidEvent):
                 gtid = Gtid(event.domain_id, event.gtid_seq_no, event.server_id)
+                standalone = bool(event.flags & 1)  # FL_STANDALONE
                 if isinstance(upto, Gtids) and ends and not upto.covers(gtid):
                     past.add(gtid.domain)
                     if past >= ends:
+                        break
+                continue
+            if isinstance(event, (XidEvent, QueryEvent)):
+                ended = isinstance(event, XidEvent) or standalone or _commits(event.query)
+                if isinstance(upto, FilePosition):
+                    if FilePosition(str(stream.log_file), int(event.packet.log_pos)) >= upto:
+                        break
+                elif ended and gtid is not None and gtid.seq >= pending.get(gtid.domain, gtid.seq + 1):
+                    del pending[gtid.domain]
+                    if not pending:
                         break
                 continue
             position: FilePosition | Gtid
@@ -432,22 +503,7 @@ def changes(
                 if done_file is not None and position <= done_file:
                     continue  # read before the library reconnected
                 done_file = position
-            table = wanted.get(event.table)
-            if table is None:
-                continue
-            stamp = dt.datetime.fromtimestamp(event.timestamp, dt.UTC)
-            for index, row in enumerate(event.rows):
-                if isinstance(event, UpdateRowsEvent):
-                    op, values, before = "u", row["after_values"], row["before_values"]
-                    key = (keys or {}).get(table) or ()
-                    if any(before.get(k) != values.get(k) for k in key):
-                        gone = {k: text(before.get(k)) for k in key}
-                        yield RowChange("d", table, gone, position, index, stamp)
-                else:
-                    op, values = ("c" if isinstance(event, WriteRowsEvent) else "d"), row["values"]
-                if any(str(k).startswith("UNKNOWN_COL") for k in values):
-                    raise PipelineError("the binlog carries no column names: set binlog_row_metadata=FULL")
-                yield RowChange(op, table, {k: text(v) for k, v in values.items()}, position, index, stamp)
+            yield from _row_changes(event, wanted, keys, position)
     except pymysql.err.OperationalError as error:
         if error.args and error.args[0] == 1236:  # the server no longer has the log the position needs
             raise PipelineError(
@@ -457,3 +513,38 @@ def changes(
         raise
     finally:
         stream.close()
+
+
+def _commits(query: Any) -> bool:
+    """Whether a query event ends its transaction (a non-transactional table's ``COMMIT``)."""
+    text = query.decode(errors="replace") if isinstance(query, bytes) else str(query)
+    return text.strip().upper() in ("COMMIT", "XA COMMIT")
+
+
+def _row_changes(
+    event: Any,
+    wanted: Mapping[str, str],
+    keys: Mapping[str, Sequence[str]] | None,
+    position: FilePosition | Gtid,
+) -> Iterator[RowChange]:
+    """A rows event's changes of the wanted tables."""
+    from pymysqlreplication.row_event import UpdateRowsEvent, WriteRowsEvent
+
+    table = wanted.get(event.table)
+    if table is None:
+        return
+    stamp = dt.datetime.fromtimestamp(event.timestamp, dt.UTC)
+    widths = _binary_widths(event.columns)  # per event: a table may change between two
+    for index, row in enumerate(event.rows):
+        if isinstance(event, UpdateRowsEvent):
+            op, values, before = "u", row["after_values"], row["before_values"]
+            key = (keys or {}).get(table) or ()
+            if any(before.get(k) != values.get(k) for k in key):
+                gone = {k: _value(before.get(k), widths.get(k)) for k in key}
+                yield RowChange("d", table, gone, position, index, stamp)
+        else:
+            op, values = ("c" if isinstance(event, WriteRowsEvent) else "d"), row["values"]
+        if any(str(k).startswith("UNKNOWN_COL") for k in values):
+            raise PipelineError("the binlog carries no column names: set binlog_row_metadata=FULL")
+        found = {k: _value(v, widths.get(k)) for k, v in values.items()}
+        yield RowChange(op, table, found, position, index, stamp)

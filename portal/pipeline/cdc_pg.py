@@ -236,17 +236,17 @@ class Snapshot:
         return xid < self.xmax and xid not in self.xip
 
 
-def columns(conn: psycopg.Connection, table: str) -> list[tuple[str, int, int, bool]]:
-    """``(name, type oid, type modifier, in the primary key)`` of the table's columns, in order;
-    an empty list when there is no such table."""
+def columns(conn: psycopg.Connection, table: str) -> list[tuple[str, int, int, bool, str]]:
+    """``(name, type oid, type modifier, in the primary key, SQL type)`` of the table's columns, in
+    order; an empty list when there is no such table."""
     rows = conn.execute(
         "SELECT a.attname, a.atttypid::int, a.atttypmod,"
-        " COALESCE(a.attnum = ANY(i.indkey::int2[]), false)"
+        " COALESCE(a.attnum = ANY(i.indkey::int2[]), false), format_type(a.atttypid, a.atttypmod)"
         " FROM pg_attribute a LEFT JOIN pg_index i ON i.indrelid = a.attrelid AND i.indisprimary"
         " WHERE a.attrelid = to_regclass(%s) AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum",
         (table,),
     ).fetchall()
-    return [(str(r[0]), int(r[1]), int(r[2]), bool(r[3])) for r in rows]
+    return [(str(r[0]), int(r[1]), int(r[2]), bool(r[3]), str(r[4])) for r in rows]
 
 
 def read_text_rows(

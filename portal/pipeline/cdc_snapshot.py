@@ -45,7 +45,7 @@ DEFAULT_CHUNK_SIZE = 10_000
 DEFAULT_CHUNKS_PER_RUN = 20
 _MARK = " snapshot "
 
-Key = tuple[str | None, ...]
+Key = tuple[str | bytes | None, ...]  # a binary key column (MariaDB) as its bytes
 
 
 @dataclass(frozen=True)
@@ -55,6 +55,22 @@ class Progress:
 
     after: Key | None = None
     rows: int = 0
+
+
+def staged_array(values: Sequence[Any], kind: pa.DataType) -> pa.Array:
+    """A staged column of ``kind``: binary columns as their bytes; a text column's bytes (a MariaDB
+    BIT or GEOMETRY read by the SQL client) as the text they decode to, as before."""
+    if pa.types.is_binary(kind):
+        return pa.array(values, kind)
+    return pa.array([v.decode(errors="replace") if isinstance(v, bytes) else v for v in values], kind)
+
+
+def _key_json(value: Any) -> Any:
+    return {"hex": value.hex()} if isinstance(value, bytes) else value
+
+
+def _key_value(value: Any) -> Any:
+    return bytes.fromhex(value["hex"]) if isinstance(value, dict) else value
 
 
 def split(watermark: str | None) -> tuple[str | None, Progress | None]:
@@ -68,7 +84,8 @@ def split(watermark: str | None) -> tuple[str | None, Progress | None]:
     try:
         found = json.loads(rest)
         after = found.get("after")
-        return position, Progress(None if after is None else tuple(after), int(found.get("rows", 0)))
+        last = None if after is None else tuple(_key_value(v) for v in after)
+        return position, Progress(last, int(found.get("rows", 0)))
     except (ValueError, TypeError, AttributeError):
         raise ValueError(f"'{watermark[:80]}' is not a snapshot's progress") from None
 
@@ -77,7 +94,8 @@ def join(position: str, progress: Progress | None) -> str:
     """The watermark of a table at ``position`` whose snapshot is at ``progress`` (None: done)."""
     if progress is None:
         return position
-    after = None if progress.after is None else list(progress.after)
+    # A binary key's bytes as {"hex": ...}: JSON has no bytes.
+    after = None if progress.after is None else [_key_json(v) for v in progress.after]
     return f"{position}{_MARK}{json.dumps({'after': after, 'rows': progress.rows}, separators=(',', ':'))}"
 
 
@@ -124,7 +142,10 @@ class Staged:
             ]
             names = self.writer.schema.names
             width = len(names) - 4
-            arrays = [pa.array([r[i] for r in chunk.rows], pa.string()) for i in range(width)]
+            arrays = [
+                staged_array([r[i] for r in chunk.rows], self.writer.schema.field(i).type)
+                for i in range(width)
+            ]
             arrays += [
                 pa.array([m[i] for m in meta], self.writer.schema.field(width + i).type) for i in range(4)
             ]

@@ -630,7 +630,9 @@ class _SqliteCatalog(_Catalog):
 
 # Columns as the user sees them (information_schema shows only what they may read), with their
 # place in the primary key (pg_constraint: one catalog join, no slow key_column_usage view) and
-# whether the database numbers them (identity, serial's nextval default).
+# whether the database numbers them (identity, serial's nextval default). The type as the server
+# names it with its modifiers (format_type: numeric(12,2), varchar(40), integer[]), not the
+# information schema's bare data_type.
 _PG_COLUMNS = """
 WITH keys AS (
   SELECT k.conrelid, a.attname, array_position(k.conkey, a.attnum) AS position
@@ -638,11 +640,12 @@ WITH keys AS (
   JOIN pg_catalog.pg_attribute a ON a.attrelid = k.conrelid AND a.attnum = ANY (k.conkey)
   WHERE k.contype = 'p'
 )
-SELECT c.table_schema || '.' || c.table_name, c.column_name, c.data_type, keys.position,
-  c.is_identity = 'YES' OR coalesce(c.column_default, '') LIKE 'nextval(%%'
+SELECT c.table_schema || '.' || c.table_name, c.column_name, pg_catalog.format_type(a.atttypid, a.atttypmod),
+  keys.position, c.is_identity = 'YES' OR coalesce(c.column_default, '') LIKE 'nextval(%%'
 FROM information_schema.columns c
-LEFT JOIN keys ON keys.attname = c.column_name
-  AND keys.conrelid = (quote_ident(c.table_schema) || '.' || quote_ident(c.table_name))::regclass
+JOIN pg_catalog.pg_attribute a ON a.attname = c.column_name
+  AND a.attrelid = (quote_ident(c.table_schema) || '.' || quote_ident(c.table_name))::regclass
+LEFT JOIN keys ON keys.attname = c.column_name AND keys.conrelid = a.attrelid
 WHERE c.table_schema NOT IN ('pg_catalog', 'information_schema') AND c.table_schema NOT LIKE 'pg_toast%%'
 ORDER BY c.table_schema, c.table_name, c.ordinal_position
 LIMIT 5001

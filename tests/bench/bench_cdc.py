@@ -10,7 +10,11 @@ transactions), captured by two slots made before the changes: one read by ``pg_r
   pgoutput decoder (:mod:`portal.pipeline.pgoutput_batch`), every change's values into Arrow columns;
 * ``into Parquet``: a whole cdc run on Spark (``local[2]``) whose changes land in a Parquet change
   log, planning (peek, decode, staging) to publish;
-* ``into PostgreSQL``: the same run merged by key into a table of ``BENCH_PG_SERVER``'s PostgreSQL.
+* ``into PostgreSQL``: the same run merged by key into a table of ``BENCH_PG_SERVER``'s PostgreSQL;
+* ``MariaDB binlog``: a private MariaDB server (tests/mariadb_binlog.py) logs ``--mariadb-changes``
+  row changes the same way (an insert of half, an update of them), read by the cdc source's binlog
+  reader (:func:`portal.pipeline.cdc_mysql.changes`, one connection, every change's values) against
+  ``mysqlbinlog --read-from-remote-server`` reading the same binlog to /dev/null (its floor).
 
 A run has a fixed cost (Spark's job and stages, the destination's checks and commit steps) besides
 its cost per change: before the measured changes come 1,000 more (``SMALL``), and a whole run of
@@ -88,6 +92,43 @@ def run(
     return time.perf_counter() - started, states[0]["actual_high_watermark"]
 
 
+def mariadb(changes: int) -> tuple[float, float, int]:
+    """The MariaDB row: ``(mysqlbinlog's seconds, the binlog reader's seconds, changes read)``."""
+    import pymysql
+
+    from portal.pipeline import cdc_mysql
+    from tests.mariadb_binlog import private_server as mariadb_server
+
+    half = changes // 2
+    with mariadb_server() as where:
+        conn = pymysql.connect(**where, password="", autocommit=True)  # type: ignore[arg-type]
+        with conn.cursor() as cur:
+            cur.execute("CREATE DATABASE bench")
+            cur.execute(
+                "CREATE TABLE bench.items (id bigint PRIMARY KEY, name text, price decimal(12,2), n int)"
+            )
+            start = cdc_mysql.current(conn)
+            for low in range(0, half, 5_000):
+                values = ",".join(
+                    f"({g}, 'item {g}', {g % 1000}, 0)" for g in range(low, min(half, low + 5_000))
+                )
+                cur.execute(f"INSERT INTO bench.items VALUES {values}")  # noqa: S608
+            cur.execute("UPDATE bench.items SET n = n + 1, price = price + 1")
+        upto = cdc_mysql.current(conn)
+        conn.close()
+        started = time.perf_counter()
+        subprocess.run(
+            ["mysqlbinlog", "--read-from-remote-server", "-h", str(where["host"]), "-P", str(where["port"]),
+             "-u", "root", "--to-last-log", "binlog.000001"],
+            check=True, stdout=subprocess.DEVNULL,
+        )  # fmt: skip
+        floor_s = time.perf_counter() - started
+        server = cdc_mysql.Server(str(where["host"]), int(str(where["port"])), "bench", "root", "")
+        started = time.perf_counter()
+        read = sum(1 for _ in cdc_mysql.changes(server, "bench", start, upto, ["bench.items"]))
+        return floor_s, time.perf_counter() - started, read
+
+
 def pg_props(common: dict[str, str], dest_db: str) -> dict[str, str]:
     return {
         **common,
@@ -106,6 +147,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--changes", type=int, default=400_000)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--mariadb-changes", type=int, default=100_000)
     args = parser.parse_args()
     rows, small = args.changes // 2, SMALL // 2
     from portal.pipeline import run_job
@@ -225,6 +267,16 @@ def main() -> None:
             else "n/a"
         )
         print(f"  {'':<4}a run of {SMALL:,} changes (fixed cost): {fixed:.2f} s; beyond it {beyond}")
+
+    rounds = [mariadb(args.mariadb_changes) for _ in range(args.rounds)]
+    floor_s, read_s = (statistics.median(r[i] for r in rounds) for i in range(2))
+    read = rounds[0][2]
+    if read != args.mariadb_changes // 2 * 2:
+        raise SystemExit(f"the binlog reader read {read} changes, not {args.mariadb_changes // 2 * 2}")
+    load = os.getloadavg()
+    print(f"MariaDB binlog, {read:,} changes, medians of {args.rounds}, load average {load[0]:.1f}:")
+    print(f"  {'mysqlbinlog to /dev/null (floor)':<40} {floor_s:7.2f} s {read / floor_s:>12,.0f} changes/s")
+    print(line.format("binlog reader (cdc_mysql.changes)", read_s, read / read_s, read_s / floor_s))
 
 
 if __name__ == "__main__":

@@ -39,7 +39,7 @@ from portal.pipeline.destinations.base import WriteResult
 from portal.pipeline.destinations.jdbc import JdbcDataWriter
 from portal.pipeline.dialects import POSTGRESQL, dialect_for
 from portal.pipeline.errors import PipelineError
-from portal.pipeline.sources.base import TextScan
+from portal.pipeline.sources.base import SQL_TYPE, TextScan
 
 # Spark's JDBC writer's column types on PostgreSQL (its PostgresDialect and JdbcUtils' defaults).
 _TYPES = {
@@ -52,13 +52,18 @@ _TYPES = {
     T.FloatType: "FLOAT4",
     T.DoubleType: "FLOAT8",
     T.DateType: "DATE",
-    T.TimestampType: "TIMESTAMPTZ",  # Spark 4's instants; a value without a zone is UTC (below)
+    T.TimestampType: "TIMESTAMPTZ",  # Spark 4's instants
+    T.TimestampNTZType: "TIMESTAMP",  # a wall time without a zone, as the source has it
+    T.BinaryType: "BYTEA",  # the source's hex text, which the server reads back as the bytes
 }
 _CSV = pcsv.WriteOptions(include_header=False, batch_size=65_536)
 
 
-def column_type(dtype: T.DataType) -> str | None:
-    """The column type Spark's JDBC writer gives ``dtype`` on PostgreSQL (None: one not copied here)."""
+def column_type(dtype: T.DataType, metadata: dict[str, Any] | None = None) -> str | None:
+    """The column type Spark's JDBC writer gives ``dtype`` on PostgreSQL (None: one not copied
+    here), or the source's own type the extract kept (json, uuid, time, ...: its text is that type's)."""
+    if metadata and metadata.get(SQL_TYPE):
+        return str(metadata[SQL_TYPE])
     if isinstance(dtype, T.DecimalType):
         return f"NUMERIC({dtype.precision},{dtype.scale})"
     return _TYPES.get(type(dtype))
@@ -73,7 +78,7 @@ def eligible(text: TextScan | None, schema: T.StructType, writer: Any) -> bool:
         and text.schema == schema
         and type(writer) is JdbcDataWriter
         and dialect_for(writer.url, "writer.jdbc.url") is POSTGRESQL
-        and all(column_type(f.dataType) for f in schema.fields)
+        and all(column_type(f.dataType, f.metadata) for f in schema.fields)
     )
 
 
@@ -83,7 +88,7 @@ def write(text: TextScan, writer: JdbcDataWriter) -> tuple[WriteResult, int]:
     columns = sql.SQL(", ").join(
         sql.SQL("{} {}{}").format(
             sql.Identifier(f.name),
-            sql.SQL(column_type(f.dataType) or ""),
+            sql.SQL(column_type(f.dataType, f.metadata) or ""),
             sql.SQL("" if f.nullable else " NOT NULL"),
         )
         for f in text.schema.fields

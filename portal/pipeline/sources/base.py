@@ -82,6 +82,11 @@ class Extraction:
     bad_records: BadRecords | None = None
 
 
+# A field's metadata key: the source column's own SQL type where Spark has no type that holds it
+# (json, uuid, time, ...; the values are that type's text), kept by a PostgreSQL destination.
+SQL_TYPE = "sql_type"
+
+
 @dataclass(frozen=True)
 class TextScan:
     """An extract of ``schema`` whose values are ``dialect``'s own text forms (and Arrow-typed

@@ -38,7 +38,8 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-from collections.abc import Callable, Mapping
+import re
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -55,7 +56,7 @@ from portal.pipeline.errors import ConfigError, PipelineError
 from portal.pipeline.jobspec import JobSpec
 from portal.pipeline.pgoutput import DELETE, format_lsn
 from portal.pipeline.pgoutput_batch import BatchDecoder, Decoded
-from portal.pipeline.sources.base import Extraction, Source, TextScan
+from portal.pipeline.sources.base import SQL_TYPE, Extraction, Source, TextScan
 from portal.pipeline.workunits import WorkUnit
 
 TABLES_KEY = "source.cdc.tables"
@@ -72,15 +73,19 @@ _META = pa.schema(
 )
 _TYPES: dict[int, T.DataType] = {
     16: T.BooleanType(),
+    17: T.BinaryType(),  # staged as the server's hex text, unhexed on extract
     20: T.LongType(),
     21: T.ShortType(),
     23: T.IntegerType(),
     700: T.FloatType(),
     701: T.DoubleType(),
     1082: T.DateType(),
-    1114: T.TimestampType(),
+    1114: T.TimestampNTZType(),  # without a time zone: kept naive (a wall time, not an instant)
     1184: T.TimestampType(),
 }
+# Built-in types have ids below PostgreSQL's first object id of a database's own (FirstNormalObjectId):
+# a user's enum or domain is not known in another database, and arrives as text.
+_BUILT_IN = 16384
 
 
 def spark_type(type_oid: int, typmod: int) -> T.DataType:
@@ -90,6 +95,42 @@ def spark_type(type_oid: int, typmod: int) -> T.DataType:
             return T.DecimalType(((typmod - 4) >> 16) & 0xFFFF, (typmod - 4) & 0xFFFF)
         return T.DecimalType(38, 18)
     return _TYPES.get(type_oid, T.StringType())
+
+
+# The built-in types kept in a PostgreSQL destination (arrays of them too): those with an equality
+# operator, which a merge's history compares by (json, point, xml have none: they arrive as text).
+_KEPT = {
+    "jsonb", "uuid", "time without time zone", "time with time zone", "interval", "character varying",
+    "character", "text", "numeric", "inet", "cidr", "macaddr", "macaddr8", "bit", "bit varying",
+    "smallint", "integer", "bigint", "real", "double precision", "boolean", "date",
+    "timestamp without time zone", "timestamp with time zone", "bytea", "money", "oid",
+}  # fmt: skip
+
+
+def kept_sql_type(type_oid: int, typmod: int, sql_type: str) -> str | None:
+    """The source's own column type where Spark has none that holds it (jsonb, uuid, time,
+    interval, arrays, varchar(n), an unconstrained numeric wider than decimal(38,18)): a PostgreSQL
+    destination takes the server's text into a column of that type, exactly. None: Spark's type."""
+    if type_oid >= _BUILT_IN:
+        return None
+    if type_oid == 1700 and typmod < 4:
+        return "numeric"
+    base = re.sub(r"\(.*?\)", "", sql_type).removesuffix("[]").strip()
+    if sql_type == "text" or base not in _KEPT or not isinstance(spark_type(type_oid, typmod), T.StringType):
+        return None  # text: Spark's own string
+    return sql_type
+
+
+def staged_column(name: str, kind: str, staged: T.DataType, sql_type: str | None = None) -> Any:
+    """A staged column as the extract has it: text cast to ``kind``; PostgreSQL's hex text of a
+    bytea (``\\x00ff``) as its bytes; a column whose source type Spark has not keeps it in its
+    metadata (:func:`kept_sql_type`)."""
+    column = F.col(name)
+    if kind == "binary" and isinstance(staged, T.StringType):
+        column = F.unhex(F.substring(column, 3, 1 << 30))
+    else:
+        column = column.cast(kind)
+    return column.alias(name, metadata={SQL_TYPE: sql_type} if sql_type else {})
 
 
 def position(end_lsn: int, index: int) -> str:
@@ -134,10 +175,17 @@ def acknowledge(jobspec: dict[str, Any] | JobSpec, committed: Mapping[str, str |
 class _Table:
     """One table's plan and its staged rows (text values, as the log sends them)."""
 
-    def __init__(self, name: str, cols: list[tuple[str, str]], path: str, since: Any) -> None:
+    def __init__(
+        self, name: str, cols: Sequence[tuple[str, ...]], path: str, since: Any, *, raw_bytes: bool = False
+    ) -> None:
         self.name, self.cols, self.path, self.since = name, cols, path, since
         self.names = [c[0] for c in cols]
-        schema = pa.schema([(n, pa.string()) for n in self.names] + list(_META))
+        # Text as the log sends it, cast to the column's type on extract; with ``raw_bytes`` (the
+        # binlog's) binary columns as their bytes.
+        schema = pa.schema(
+            [(c[0], pa.binary() if raw_bytes and c[1] == "binary" else pa.string()) for c in cols]
+            + list(_META)
+        )
         self.writer = pq.ParquetWriter(path, schema)
         self.snapshot: cdc_pg.Snapshot | None = None
         self.chunks: cdc_snapshot.Staged | None = None  # a chunked snapshot under way
@@ -149,7 +197,11 @@ class _Table:
     ) -> None:
         if not rows:
             return
-        arrays = [pa.array([r[i] for r in rows], pa.string()) for i in range(len(self.names))]
+        schema = self.writer.schema
+        arrays = [
+            cdc_snapshot.staged_array([r[i] for r in rows], schema.field(i).type)
+            for i in range(len(self.names))
+        ]
         arrays += [pa.array([m[i] for m in meta], f.type) for i, f in enumerate(_META)]
         self.write_arrays(arrays)
 
@@ -262,7 +314,10 @@ class CdcSource(Source):
                 cols = cdc_pg.columns(conn, table)
                 if not cols:
                     raise ConfigError(f"{TABLES_KEY}: table '{table}' does not exist in {self.what}")
-                typed = [(c[0], spark_type(c[1], c[2]).simpleString()) for c in cols]
+                typed = [
+                    (c[0], spark_type(c[1], c[2]).simpleString(), kept_sql_type(c[1], c[2], c[4]) or "")
+                    for c in cols
+                ]
                 staged[table] = _Table(
                     table, typed, os.path.join(folder, f"t{index}.parquet"), since.get(table)
                 )
@@ -369,7 +424,7 @@ class CdcSource(Source):
                 if not cols:
                     raise ConfigError(f"{TABLES_KEY}: table '{table}' does not exist in {self.what}")
                 staged[table] = _Table(
-                    table, cols, os.path.join(folder, f"t{index}.parquet"), since.get(table)
+                    table, cols, os.path.join(folder, f"t{index}.parquet"), since.get(table), raw_bytes=True
                 )
             fresh = self._chunk_mariadb(conn, staged, progress, gtids)
             if fresh:
@@ -524,7 +579,11 @@ class CdcSource(Source):
     def extract(self, work_unit: WorkUnit) -> Extraction:
         p = work_unit.payload
         df = self.spark.read.parquet(p["path"])
-        picked = [F.col(name).cast(kind).alias(name) for name, kind in p["columns"]]
+        staged = df.schema
+        picked = [
+            staged_column(c[0], c[1], staged[c[0]].dataType, c[2] if len(c) > 2 else None)
+            for c in p["columns"]
+        ]
         picked += [F.col(OP), F.col(POSITION), F.col(COMMIT_TIME), F.col(DELETED)]
         df = df.select(*picked)
         text = None

@@ -180,6 +180,7 @@ def test_a_jdbc_node_lists_its_schemas_and_its_tables_with_columns_and_types(
     assert [c.name for c in tables["public.customers"].watermark_columns] == ["joined"]
     assert tables["public.customers"].primary_key == []
     ledger = tables["public.ledger"]  # a two-column key; identity and serial columns
+    assert [c.type for c in ledger.columns][-1] == "numeric(12,2)"  # with its precision and scale
     assert ledger.primary_key == ["region", "entry"]
     assert [(c.name, c.candidate) for c in ledger.watermark_candidates] == [
         ("seq", "identity column"),
