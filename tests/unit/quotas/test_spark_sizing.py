@@ -81,8 +81,9 @@ def test_a_job_asking_past_a_quota_lowered_since_the_save_does_not_start(alice):
     flow = one_hop_flow(alice, "f")
     flow.properties = {**flow.properties, "flow.spark.cores": "4"}
     flow.save()
+    Quota.objects.create(scope=Quota.Scope.USER, user=alice, max_cores_per_job=8)
     job = the_job(run(flow, alice))
-    assert quota_spark.sizing_refusal(job) == ""  # no quota: nothing to refuse
+    assert quota_spark.sizing_refusal(job) == ""  # within her own quota
     x1 = SpecExecutor.objects.get(name="x1")
     Quota.objects.create(scope=Quota.Scope.EXECUTOR, executor=x1, max_cores_per_job=2)
     assert quota_spark.sizing_refusal(job) == (
