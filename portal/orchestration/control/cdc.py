@@ -28,6 +28,7 @@ from portal.orchestration.models import DatasetState
 from portal.orchestration.state import statestore
 from portal.pipeline import cdc_mysql, cdc_pg
 from portal.pipeline.properties import Properties
+from portal.topology.policy import bounds_named
 from portal.topology.reach import portal_landings
 
 logger = logging.getLogger(__name__)
@@ -115,6 +116,7 @@ def source_connection(props: dict[str, str], flow_label: str, timeout: int | Non
         what=f"flow {flow_label}",
         portal=portal_landings(),
         timeout=timeout,
+        bounds=bounds_named(clear.get("flowport.hop.source")),
     )
 
 
@@ -127,7 +129,12 @@ def binlog_connection(props: dict[str, str], flow_label: str, timeout: int | Non
     )
     tables = Properties(clear).get_list("source.cdc.tables")
     return cdc_mysql.connect(
-        server, tables, what=f"flow {flow_label}", portal=portal_landings(), timeout=timeout
+        server,
+        tables,
+        what=f"flow {flow_label}",
+        portal=portal_landings(),
+        timeout=timeout,
+        bounds=bounds_named(clear.get("flowport.hop.source")),
     )
 
 
