@@ -72,7 +72,7 @@ def alices_mariadb() -> Iterator[None]:
         cur.execute("CREATE USER 'secdb_wide'@'%' IDENTIFIED BY 'wide-password'")
         cur.execute("GRANT SELECT ON *.* TO 'secdb_wide'@'%'")
         cur.execute(f"CREATE TABLE {ALICE_DB}.alice_secrets (id int PRIMARY KEY, secret text)")
-        cur.execute(f"INSERT INTO {ALICE_DB}.alice_secrets VALUES (1, 'alices-secret-row')")
+        cur.execute(f"INSERT INTO {ALICE_DB}.alice_secrets VALUES (1, 'alices-secret-row')")  # noqa: S608
     try:
         yield
     finally:
