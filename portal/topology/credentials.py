@@ -73,7 +73,8 @@ def _mask_accounts(value: str) -> str:
     def hide(match: re.Match[str]) -> str:
         if not names_account(match["name"]) or not _unquoted(match["value"]).strip():
             return match[0]
-        return f"{match['head']}{MASK}"
+        quote = match["value"][0] if _unquoted(match["value"]) != match["value"] else ""
+        return f"{match['head']}{quote}{MASK}{quote}"
 
     return _PARAM.sub(hide, value)
 

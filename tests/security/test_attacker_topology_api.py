@@ -92,7 +92,8 @@ def test_a_node_password_is_shown_to_nobody_but_its_owners_and_staff(client, peo
     )
     assert shown["shop"]["url"] == "jdbc:mysql://********@db.example.org:3306/shop"
     assert (
-        shown["events"]["sasl.jaas.config"] == 'PlainLoginModule required username="svc" password="********";'
+        shown["events"]["sasl.jaas.config"]
+        == 'PlainLoginModule required username="********" password="********";'
     )
     assert shown["events"]["sasl.password"] == "ENC(…)"
 
