@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import re
+from collections.abc import Iterator
 
 import pytest
 from django.contrib.auth import authenticate
@@ -18,6 +19,7 @@ from portal.flows.models import FlowConfig
 from portal.templatepacks.models import PackAuditEvent, TemplatePack
 from portal.topology import connections
 from portal.topology import services as topology
+from tests.pg_logical import private_server
 
 pytestmark = pytest.mark.django_db
 
@@ -44,7 +46,20 @@ def printed(pattern: str, output: str) -> str:
     return found.group(1)
 
 
-def test_the_newcomer_registers_the_printed_database_and_sees_its_orders(demo):
+@pytest.fixture(scope="module")
+def password_pg() -> Iterator[str]:
+    """A PostgreSQL server that asks every login for its password (a user-made node is refused on
+    one that trusts this machine, as this machine's own does)."""
+    with private_server(password=True) as url:
+        yield url.replace("postgres://", "postgresql://")
+
+
+def test_the_newcomer_registers_the_printed_database_and_sees_its_orders(settings, tmp_path, password_pg):
+    settings.VAR_DIR = tmp_path
+    settings.FLOWPORT_DATA_DIR = tmp_path / "data"
+    settings.USER_NODE_DATABASE_HOSTS = ["127.0.0.1"]  # the private server's port
+    demo = load_demo("--postgres", password_pg)
+    assert "without its password" not in demo
     password = printed(r"Demo user: +newcomer / (\S+)", demo)
     newcomer = authenticate(username="newcomer", password=password)
     assert newcomer is not None and not newcomer.is_staff
@@ -69,6 +84,11 @@ def test_the_newcomer_registers_the_printed_database_and_sees_its_orders(demo):
     (orders,) = [d for d in found.datasets if d.name.endswith("orders")]
     assert [c.name for c in orders.columns if c.key_position] == ["order_id"]
     assert any(c.name == "updated_at" and c.watermark_suitable for c in orders.columns)
+
+
+def test_on_a_server_trusting_this_machine_the_demo_says_the_newcomers_node_is_refused(demo):
+    """This machine's PostgreSQL lets every login in from 127.0.0.1 without a password."""
+    assert "lets that user in without its password" in demo
 
 
 def test_without_postgresql_the_newcomer_gets_sample_files_in_their_own_area(settings, tmp_path):

@@ -35,7 +35,7 @@ logger = logging.getLogger(__name__)
 DEMO_USER = "newcomer"
 # The shop database the newcomer registers as their own node: a server, a database and an owner
 # of its own, so the node they make reaches nothing of the portal's.
-SHOP_DATABASE = "flowport_demo_shop"
+SHOP_DATABASE = f"{DEMO_USER}_shop"  # theirs by the default USER_NODE_DATABASES ({user}_*)
 SHOP_ROLE = "flowport_demo_shop"
 # Where load_demo may make that database: a server administrator's connection (PostgreSQL's
 # own defaults on a developer machine). `--postgres ''` skips it.
@@ -155,6 +155,24 @@ def _make_shop_database(admin_url: str, password: str, rows: int) -> ShopDatabas
     )
 
 
+def asks_password(admin_url: str, shop: ShopDatabase) -> bool:
+    """Does the server ask the shop's user for its password? A user-made node is refused where it
+    does not (a trust line in pg_hba.conf; portal.pipeline.usernode)."""
+    parts = urlsplit(admin_url)
+    try:
+        with psycopg.connect(
+            host=parts.hostname or "127.0.0.1",
+            port=parts.port or 5432,
+            dbname=SHOP_DATABASE,
+            user=shop.user,
+            password=shop.password,
+            connect_timeout=3,
+        ) as conn:
+            return bool(conn.pgconn.used_password)
+    except psycopg.Error:
+        return False
+
+
 def load_pack(owner) -> None:
     """The demo template pack, made through the pack service so it is audited like any other."""
 
@@ -205,6 +223,11 @@ class Command(BaseCommand):
             self.stdout.write(
                 f"    their database: {shop.url}  (Database user {shop.user}, password {shop.password})"
             )
+            if not asks_password(postgres, shop):
+                self.stdout.write(
+                    "    (this PostgreSQL lets that user in without its password, so a node a user makes is "
+                    "refused there: have pg_hba.conf ask for one, scram-sha-256, or use their folder)"
+                )
         if area is not None:
             self.stdout.write(f"    their folder: {area}  (sample orders in shop/)")
 
