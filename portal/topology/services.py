@@ -342,7 +342,8 @@ def _check_group_owners(user: Any, rows: Iterable[DataNodeGrant]) -> None:
             and row.group_id is not None
             and row.group_id not in member_of
         ):
-            raise ValidationError({"acl": [f"You are not a member of a group named {row.group.name!r}."]})
+            name = row.group.name if row.group is not None else ""
+            raise ValidationError({"acl": [f"You are not a member of a group named {name!r}."]})
 
 
 def _editing_group(user: Any, node: DataNode) -> Group | None:
