@@ -44,7 +44,7 @@ from django.conf import settings
 
 from portal.crypto.encrypted import decrypt_properties
 from portal.crypto.errors import DecryptionError
-from portal.pipeline import landing, pgconn
+from portal.pipeline import landing, pgconn, usernode
 from portal.pipeline.confinement import contains
 from portal.topology import policy, reach
 from portal.topology.models import DataNode
@@ -167,6 +167,8 @@ def _timeout() -> int:
 
 def _refusal(node: DataNode) -> str | None:
     problems = reach.node_problems(node.kind, dict(node.properties or {}))
+    if node.user_made and set(problems) & {"url", "catalog.uri"}:  # said as every such refusal is
+        return f"Refused: data node '{node.name}': {usernode.REFUSED}"
     if problems:
         return "Refused: " + "; ".join(f"{key}: {reason}" for key, reason in sorted(problems.items()))
     return None
