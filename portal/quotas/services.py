@@ -214,9 +214,13 @@ def validate_flow(tenant: Tenant, properties: Mapping[str, object]) -> None:
     problems = {}
     if cap is not None and wanted > cap.value:
         problems[PRIORITY] = f"{wanted} is above {cap.who}'s quota max priority {cap.value}; set it lower"
-    floor = priority_floor(tenant)
-    if floor is not None and wanted < floor.value and properties.get(PRIORITY) not in (None, ""):
-        problems[PRIORITY] = f"{wanted} is below {floor.who}'s lowest priority {floor.value}; set it higher"
+    lowest = int(getattr(settings, "QUOTA_DEFAULT_MIN_PRIORITY", MIN_PRIORITY))
+    if properties.get(PRIORITY) not in (None, "") and wanted < lowest:  # asked only then: one query less
+        floor = priority_floor(tenant)
+        if floor is not None:
+            problems[PRIORITY] = (
+                f"{wanted} is below {floor.who}'s lowest priority {floor.value}; set it higher"
+            )
     caps = spark_caps(tenant, None)
     problems.update(_above(spark_request(properties), caps))
     problems.update(spark_conf_problems(properties, caps))

@@ -92,6 +92,21 @@ def test_a_job_asking_past_a_quota_lowered_since_the_save_does_not_start(alice):
     )
 
 
+def test_without_any_quota_a_job_asking_past_the_default_one_through_spark_conf_does_not_start(alice):
+    """Saved before the default quota existed (or written around the save): the worker refuses."""
+    flow = one_hop_flow(alice, "f")
+    FlowConfig.objects.filter(pk=flow.pk).update(
+        properties={**flow.properties, "flow.spark.conf.spark.executor.memory": "500g"}
+    )
+    job = the_job(run(flow, alice))
+    assert not Quota.objects.exists()
+    assert quota_spark.sizing_refusal(job) == (
+        "Not started: the flow asks for more Spark than its quota allows: "
+        "flow.spark.conf.spark.executor.memory: 512000 MiB is above alice (the default quota)'s quota "
+        "of 2048 MiB per job; set it lower"
+    )
+
+
 def test_in_a_shared_session_the_owners_pool_has_her_weight_and_her_jobs_cores_as_min_share(alice):
     job = the_job(run(one_hop_flow(alice, "f"), alice))
     assert quota_spark.spark_pool(job) is None  # no quotas: one pool per task, as ever
