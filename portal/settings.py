@@ -318,6 +318,12 @@ USER_NODE_KINDS = env_list("USER_NODE_KINDS", "jdbc,files,iceberg")
 USER_NODE_DATABASE_HOSTS = env_list(
     "USER_NODE_DATABASE_HOSTS", "127.0.0.1:5432,localhost:5432,127.0.0.1:3306,localhost:3306"
 )
+# The databases their JDBC nodes and Iceberg catalogs may land in (patterns matched on the database
+# the server says the connection landed in; {user} and {group} are names), logged in with the
+# password the user gave as a role with no server-wide privilege (docs/security.md); a replication
+# role only for a change-data-capture source, and only when allowed here.
+USER_NODE_DATABASES = env_list("USER_NODE_DATABASES", "{user},{user}_*,{group}_*")
+USER_NODE_ALLOW_REPLICATION = env_bool("USER_NODE_ALLOW_REPLICATION", False)
 USER_NODE_FILES_AREAS = env_list("USER_NODE_FILES_AREAS", "users/{user},groups/{group}")
 USER_NODE_MAX_PER_USER = env_int("USER_NODE_MAX_PER_USER", 20)
 
@@ -418,6 +424,12 @@ WORKER_LEASE_SECONDS = env_int("WORKER_LEASE_SECONDS", 30)
 # A job a quota holds back is looked at again at least this often (a freed slot
 # wakes the next waiters at once; this catches a quota raised by staff).
 QUOTA_RECHECK_SECONDS = env_int("QUOTA_RECHECK_SECONDS", 60)
+# The quota of a flow owner with none of their own when staff set no default quota (portal/quotas):
+# Spark cores and MiB per job (flow.spark.* and flow.spark.conf.* alike) and the priority range.
+QUOTA_DEFAULT_MAX_CORES_PER_JOB = env_int("QUOTA_DEFAULT_MAX_CORES_PER_JOB", 2)
+QUOTA_DEFAULT_MAX_MEMORY_MB_PER_JOB = env_int("QUOTA_DEFAULT_MAX_MEMORY_MB_PER_JOB", 2048)
+QUOTA_DEFAULT_MAX_PRIORITY = env_int("QUOTA_DEFAULT_MAX_PRIORITY", 0)
+QUOTA_DEFAULT_MIN_PRIORITY = env_int("QUOTA_DEFAULT_MIN_PRIORITY", 0)
 # A job thread still inside a job this long after the job finished, moved on
 # or was cancelled is reported wedged (the worker page, executor health).
 WORKER_WEDGED_SECONDS = env_int("WORKER_WEDGED_SECONDS", 60)

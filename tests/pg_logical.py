@@ -34,17 +34,31 @@ def _as_postgres(args: list[str]) -> list[str]:
     return ["runuser", "-u", "postgres", "--", *args] if os.geteuid() == 0 else args
 
 
+# The superuser's password of a server that asks for passwords (``private_server(password=True)``).
+SUPERUSER_PASSWORD = "private-superuser-password"
+
+
 @contextlib.contextmanager
-def private_server() -> Iterator[str]:
-    """Start the server; yields the ``postgres://`` URL of its ``postgres`` database (user ``postgres``)."""
+def private_server(*, password: bool = False) -> Iterator[str]:
+    """Start the server; yields the ``postgres://`` URL of its ``postgres`` database (user ``postgres``).
+    ``password``: every login must give its password (scram-sha-256), as on a server that does not
+    trust this machine; the URL carries the superuser's."""
     folder = tempfile.mkdtemp(prefix="fp_pg_logical_")
     if os.geteuid() == 0:
         user = pwd.getpwnam("postgres")
         os.chown(folder, user.pw_uid, user.pw_gid)
     data = os.path.join(folder, "data")
     port = free_port()
+    auth = ["-A", "trust"]
+    if password:
+        secret = os.path.join(folder, "superuser-password")
+        with open(secret, "w") as handle:
+            handle.write(SUPERUSER_PASSWORD)
+        if os.geteuid() == 0:
+            os.chown(secret, user.pw_uid, user.pw_gid)
+        auth = ["-A", "scram-sha-256", f"--pwfile={secret}"]
     subprocess.run(
-        _as_postgres([_bin("initdb"), "-D", data, "-A", "trust", "-U", "postgres", "--no-sync"]),
+        _as_postgres([_bin("initdb"), "-D", data, *auth, "-U", "postgres", "--no-sync"]),
         check=True,
         capture_output=True,
     )
@@ -58,7 +72,8 @@ def private_server() -> Iterator[str]:
         check=True,
         capture_output=True,
     )
-    url = f"postgres://postgres@127.0.0.1:{port}/postgres"
+    login = f"postgres:{SUPERUSER_PASSWORD}" if password else "postgres"
+    url = f"postgres://{login}@127.0.0.1:{port}/postgres"
     try:
         with psycopg.connect(url) as conn:
             assert conn.execute("SHOW wal_level").fetchone() == ("logical",)

@@ -8,7 +8,7 @@ from __future__ import annotations
 from urllib.parse import urlparse
 
 from portal.flows.compiler import JobSpecPlan
-from portal.pipeline import landing
+from portal.pipeline import landing, usernode
 from portal.pipeline.properties import Properties
 from portal.pipeline.propertyrules import base_key
 from portal.pipeline.sources import jdbc_tables
@@ -81,8 +81,14 @@ def database_reach_problems(job: JobSpecPlan, nodes: dict[str, DataNode] | None 
     for name, keys in roles:
         node = nodes.get(name)
         url = str((node.properties or {}).get("url") or "") if node and node.kind == "jdbc" else ""
+        names = {k: v for k, v in job.properties.items() if base_key(k) in keys and isinstance(v, str)}
+        if node is not None and node.user_made and url.lower().startswith("jdbc:postgresql:"):
+            # A user-made node reads no system catalog (portal.pipeline.usernode; the worker again).
+            listed = {
+                k: [p.strip() for p in v.split(",") if p.strip()] for k, v in names.items() if "${" not in v
+            }
+            problems += [usernode.catalog_problem(k, n) for k, n in usernode.catalog_names(listed)]
         if not url.lower().startswith(("jdbc:mysql:", "jdbc:mariadb:")):
             continue
-        names = {k: v for k, v in job.properties.items() if base_key(k) in keys and isinstance(v, str)}
         problems += landing.foreign_problems(landing.url_database(url), f"data node '{name}'", names)
     return problems

@@ -34,7 +34,7 @@ from decimal import Decimal
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
-from portal.pipeline import landing
+from portal.pipeline import landing, usernode
 from portal.pipeline.cdc_pg import ASK_RESNAPSHOT
 from portal.pipeline.errors import ConfigError, PipelineError
 
@@ -207,13 +207,14 @@ def connect(
     what: str,
     portal: Iterable[landing.Landing] | None,
     timeout: int | None = None,
+    bounds: usernode.Bounds | None = None,
 ) -> Any:
     """A PyMySQL connection, refused before any statement of ours when it landed in the portal's own
     database or when a captured table lies outside the database it landed in; ``timeout`` bounds
     connecting and each read (a page's or a monitor's look at the binlog)."""
     import pymysql  # the MariaDB driver: loaded only by a MariaDB source
 
-    bounds = {} if timeout is None else {"connect_timeout": timeout, "read_timeout": timeout}
+    limits = {} if timeout is None else {"connect_timeout": timeout, "read_timeout": timeout}
     conn = pymysql.connect(
         host=server.host,
         port=server.port,
@@ -221,10 +222,10 @@ def connect(
         user=server.user,
         password=server.password,
         autocommit=True,
-        **bounds,
+        **limits,
     )
     try:
-        found = landing.check(conn, what, portal=portal)
+        found = landing.check(conn, what, portal=portal, bounds=bounds.for_capture() if bounds else None)
         landing.own_database(found, {"source.cdc.tables": list(tables)}, what)
     except BaseException:
         conn.close()

@@ -23,7 +23,7 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
-from portal.pipeline import landing, pgconn
+from portal.pipeline import landing, pgconn, usernode
 from portal.pipeline.errors import ConfigError, PipelineError
 from portal.pipeline.pgoutput import format_lsn, parse_lsn
 
@@ -61,6 +61,7 @@ def connect(
     what: str,
     portal: Iterable[landing.Landing] | None = None,
     timeout: int | None = None,
+    bounds: usernode.Bounds | None = None,
 ) -> psycopg.Connection:
     """An autocommit connection where the ``jdbc:postgresql:`` URL points (read as pgJDBC reads it),
     refused before its first statement when it lands in the portal's own database; ``timeout``
@@ -70,7 +71,16 @@ def connect(
             f"source.jdbc.url: change data capture reads PostgreSQL (jdbc:postgresql://...), "
             f"not '{url.split('?')[0][:60]}'"
         )
-    conn = pgconn.connect(url, user, password, what=what, autocommit=True, portal=portal, timeout=timeout)
+    conn = pgconn.connect(
+        url,
+        user,
+        password,
+        what=what,
+        autocommit=True,
+        portal=portal,
+        timeout=timeout,
+        bounds=bounds.for_capture() if bounds is not None else None,
+    )
     try:
         conn.execute("SET TimeZone = 'UTC'")  # pgoutput prints timestamptz values in this zone
     except BaseException:

@@ -33,6 +33,11 @@ refused too: the check fails closed.
 A MySQL/MariaDB connection reads and writes every database of its server through qualified names
 (``otherdb.secrets``), so a node's reach is the database it landed in: :func:`own_database` refuses
 table names and patterns naming another one, and a connection that landed in no database.
+
+A user-made node's connection is judged further in the same place (``bounds``, from
+:mod:`portal.pipeline.usernode`): its owner's own password, no server-wide privilege, a database
+its owners may use, no system catalog — and one answer for every refusal, the portal's own
+database included.
 """
 
 from __future__ import annotations
@@ -45,9 +50,12 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from portal.pipeline.errors import ConfigError, PipelineError
+
+if TYPE_CHECKING:
+    from portal.pipeline.usernode import Bounds
 
 SPEC_KEY = "portal_databases"  # the JobSpec field (kept in JobSpec.extra) the worker fills
 POSTGRESQL, MYSQL, SQLITE = "postgresql", "mysql", "sqlite"
@@ -221,17 +229,28 @@ def portal_databases(extra: Mapping[str, Any] | None = None) -> tuple[Landing, .
     return tuple(dict.fromkeys((*_registered, *from_spec(extra))))
 
 
-def refuse_portal(found: Landing, what: str, portal: Iterable[Landing]) -> None:
-    """Raise when ``found`` is one of the portal's own databases."""
+def refuse_portal(found: Landing, what: str, portal: Iterable[Landing], bounds: Bounds | None = None) -> None:
+    """Raise when ``found`` is one of the portal's own databases (for a user-made node, saying
+    no more than any other refusal of it)."""
     if any(found.same_database(own) for own in portal):
+        if bounds is not None:
+            from portal.pipeline import usernode
+
+            raise usernode.refusal(what)
         raise LandingRefused(f"{what}: {PORTAL_REASON}")
 
 
 def check(
-    connection: Any, what: str, *, portal: Iterable[Landing] | None = None, engine: str | None = None
+    connection: Any,
+    what: str,
+    *,
+    portal: Iterable[Landing] | None = None,
+    engine: str | None = None,
+    bounds: Bounds | None = None,
 ) -> Landing:
     """Right after a DB-API connection opened: where it landed, refused if it is the portal's own
-    database (or cannot be told). ``portal`` defaults to :func:`portal_databases`."""
+    database (or cannot be told), and for a user-made node (``bounds``) unless it is its owner's
+    own (:func:`portal.pipeline.usernode.judge`). ``portal`` defaults to :func:`portal_databases`."""
     try:
         found = identify(connection, engine)
     except LandingRefused as error:
@@ -240,7 +259,11 @@ def check(
         raise LandingRefused(
             f"{what}: cannot tell where the connection landed ({_short(error)}); refused"
         ) from None
-    refuse_portal(found, what, portal_databases() if portal is None else portal)
+    refuse_portal(found, what, portal_databases() if portal is None else portal, bounds)
+    if bounds is not None:
+        from portal.pipeline import usernode
+
+        usernode.judge_dbapi(connection, found, bounds, what)
     return found
 
 
@@ -283,13 +306,25 @@ def _options_key(options: Mapping[str, str]) -> str:
 
 
 def check_jdbc(
-    spark: Any, options: Mapping[str, str], what: str, *, portal: Iterable[Landing] | None = None
+    spark: Any,
+    options: Mapping[str, str],
+    what: str,
+    *,
+    portal: Iterable[Landing] | None = None,
+    bounds: Bounds | None = None,
 ) -> Landing:
     """Open a JDBC connection as Spark will (:func:`open_jdbc`), judge where it landed, close it.
     A connection that cannot open fails with the driver's own reason (the job would fail on it).
     The landing of the same options asked within :data:`REUSE_SECONDS` is reused (judged again
     against the portal's databases): the connections Spark's executors then open are not asked
-    one by one either."""
+    one by one either. A user-made node's (``bounds``) is proved its owner's first by a
+    connection of ours with the same options (:func:`portal.pipeline.usernode.probe`), in the
+    same database of the same server."""
+    own = tuple(portal_databases() if portal is None else portal)
+    if bounds is not None:
+        from portal.pipeline import usernode
+
+        proved = _proved(options, bounds) or usernode.probe(options, what, own, bounds)
     key, now = _options_key(options), time.monotonic()
     with _lock:
         for stale in [k for k, (at, _) in _asked.items() if now - at >= REUSE_SECONDS]:
@@ -299,8 +334,24 @@ def check_jdbc(
     if known is None:
         with _lock:
             _asked[key] = (now, found)
-    refuse_portal(found, what, portal_databases() if portal is None else portal)
+    refuse_portal(found, what, own, bounds)
+    if bounds is not None:
+        if not found.same_database(proved):
+            raise usernode.refusal(what)
+        with _lock:
+            _asked[_bounds_key(options, bounds)] = (now, proved)
     return found
+
+
+def _bounds_key(options: Mapping[str, str], bounds: Bounds) -> str:
+    return _options_key({**options, "fp.bounds": json.dumps(bounds.to_dict(), sort_keys=True)})
+
+
+def _proved(options: Mapping[str, str], bounds: Bounds) -> Landing | None:
+    """A probe's landing for the same options and bounds within :data:`REUSE_SECONDS`."""
+    with _lock:
+        known = _asked.get(_bounds_key(options, bounds))
+    return known[1] if known and time.monotonic() - known[0] < REUSE_SECONDS else None
 
 
 def _ask_jdbc(spark: Any, options: Mapping[str, str], what: str) -> Landing:
@@ -349,10 +400,18 @@ def foreign_problem(key: str, name: str, what: str, database: str | None) -> str
     )
 
 
-def own_database(found: Landing, names: Mapping[str, Sequence[str]], what: str) -> None:
+def own_database(
+    found: Landing, names: Mapping[str, Sequence[str]], what: str, bounds: Bounds | None = None
+) -> None:
     """MySQL/MariaDB: refuse a connection that landed in no database, and names (by key) that
     reach out of the one it landed in. Other engines: nothing (a PostgreSQL connection cannot read
-    another database; a SQLite one has none)."""
+    another database; a SQLite one has none) — but a user-made node's (``bounds``) names no
+    system catalog."""
+    if bounds is not None and found.engine == POSTGRESQL:
+        from portal.pipeline import usernode
+
+        for key, name in usernode.catalog_names(names):
+            raise LandingRefused(f"{what}: {usernode.catalog_problem(key, name)}")
     if found.engine != MYSQL:
         return
     if not found.database:

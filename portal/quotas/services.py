@@ -1,7 +1,10 @@
 """The quota decisions, without the counting: orchestration counts the jobs in
 flight and the executions started (it owns those rows) and asks here which
-limit, if any, they reach. No quota rows at all means no limits, so a portal
-that never configured quotas behaves as if this app did not exist."""
+limit, if any, they reach. A flow owner with no quota of their own, where
+staff set no default quota, gets the settings' default one (QUOTA_DEFAULT_*:
+cores and memory per job, a priority range), so an ordinary user never asks
+the workers for unbounded Spark; counting limits (jobs at once, executions per
+hour) stay off until a quota sets them."""
 
 from __future__ import annotations
 
@@ -10,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import connection
 from django.db.models import Q
@@ -92,6 +96,27 @@ def _quotas(tenant: Tenant, executor: str | None = None) -> list[Quota]:
     return list(Quota.objects.filter(wanted).select_related("executor", "group"))
 
 
+# The settings' default quota, by Quota field: what holds for an owner with none of their own.
+_SETTINGS_DEFAULTS = {
+    "max_cores_per_job": "QUOTA_DEFAULT_MAX_CORES_PER_JOB",
+    "max_memory_mb_per_job": "QUOTA_DEFAULT_MAX_MEMORY_MB_PER_JOB",
+    "max_priority": "QUOTA_DEFAULT_MAX_PRIORITY",
+}
+
+
+def _setting(field: str) -> int:
+    return int(getattr(settings, _SETTINGS_DEFAULTS[field]))
+
+
+def priority_floor(tenant: Tenant) -> Limit | None:
+    """The lowest flow.priority the owner's flows may set: the settings' default quota's, for an
+    owner with no quota of their own where staff set no default (a quota row has no floor)."""
+    if Quota.objects.filter(Q(scope=Quota.Scope.DEFAULT) | Q(user_id=tenant.user_id)).exists():
+        return None
+    floor = int(getattr(settings, "QUOTA_DEFAULT_MIN_PRIORITY", MIN_PRIORITY))
+    return Limit(Quota.Scope.DEFAULT, f"{tenant.username} (the default quota)", floor)
+
+
 def _limits(tenant: Tenant, executor: str | None, field: str) -> list[Limit]:
     """The limits of one kind that apply: the user's own quota (or else the
     default), the owning group's, the executor's; each is checked on its own."""
@@ -102,6 +127,8 @@ def _limits(tenant: Tenant, executor: str | None, field: str) -> list[Limit]:
     personal = own or default
     if personal is not None and getattr(personal, field) is not None:
         found.append(Limit(Quota.Scope.USER, tenant.username, getattr(personal, field)))
+    elif personal is None and field in _SETTINGS_DEFAULTS:
+        found.append(Limit(Quota.Scope.DEFAULT, f"{tenant.username} (the default quota)", _setting(field)))
     for quota in quotas:
         value = getattr(quota, field)
         if value is None:
@@ -187,7 +214,16 @@ def validate_flow(tenant: Tenant, properties: Mapping[str, object]) -> None:
     problems = {}
     if cap is not None and wanted > cap.value:
         problems[PRIORITY] = f"{wanted} is above {cap.who}'s quota max priority {cap.value}; set it lower"
-    problems.update(_above(spark_request(properties), spark_caps(tenant, None)))
+    lowest = int(getattr(settings, "QUOTA_DEFAULT_MIN_PRIORITY", MIN_PRIORITY))
+    if properties.get(PRIORITY) not in (None, "") and wanted < lowest:  # asked only then: one query less
+        floor = priority_floor(tenant)
+        if floor is not None:
+            problems[PRIORITY] = (
+                f"{wanted} is below {floor.who}'s lowest priority {floor.value}; set it higher"
+            )
+    caps = spark_caps(tenant, None)
+    problems.update(_above(spark_request(properties), caps))
+    problems.update(spark_conf_problems(properties, caps))
     if problems:
         raise ValidationError(problems)
 
@@ -256,6 +292,44 @@ def _above(wanted: SparkSizing, caps: tuple[Limit | None, Limit | None]) -> dict
     return problems
 
 
+# Spark settings a flow may name under flow.spark.conf.* that hold cores or memory: what a quota
+# caps cannot be raised through them (an executor count is at least a core each).
+SPARK_CONF = "flow.spark.conf."
+_CONF_CORES = ("spark.cores.max", "spark.executor.cores", "spark.driver.cores", "spark.task.cpus")
+_CONF_COUNTS = ("spark.executor.instances", "spark.dynamicAllocation.maxExecutors",
+                "spark.dynamicAllocation.initialExecutors", "spark.dynamicAllocation.minExecutors")  # fmt: skip
+_CONF_MEMORY = ("spark.executor.memory", "spark.driver.memory", "spark.executor.memoryOverhead",
+                "spark.driver.memoryOverhead", "spark.memory.offHeap.size", "spark.executor.pyspark.memory")  # fmt: skip
+
+
+def spark_conf_problems(
+    properties: Mapping[str, object], caps: tuple[Limit | None, Limit | None]
+) -> dict[str, str]:
+    """Key -> why a flow.spark.conf.* value asks for more cores or memory than the quota caps
+    (or is not a number where one is due)."""
+    cores, memory = caps
+    problems = {}
+    for key, value in sorted(properties.items()):
+        name = key[len(SPARK_CONF) :] if key.startswith(SPARK_CONF) else ""
+        text = str(value).strip()
+        if name in _CONF_CORES or name in _CONF_COUNTS:
+            if not text.isdigit():
+                problems[key] = f"must be a whole number, got {value!r}"
+            elif cores is not None and int(text) > cores.value:
+                problems[key] = (
+                    f"{text} is above {cores.who}'s quota of {cores.value} cores per job; set it lower"
+                )
+        elif name in _CONF_MEMORY:
+            wanted = memory_mb(text)
+            if wanted is None:
+                problems[key] = f"must be a Spark memory size such as 512m or 2g, got {value!r}"
+            elif memory is not None and wanted > memory.value:
+                problems[key] = (
+                    f"{wanted} MiB is above {memory.who}'s quota of {memory.value} MiB per job; set it lower"
+                )
+    return problems
+
+
 def job_sizing(tenant: Tenant, executor: str, properties: Mapping[str, object]) -> SparkSizing:
     """The Spark a job of this flow may hold on `executor`: what the flow asks for, else its quota.
     A request past today's quota is refused (SizingRefused), never quietly cut down."""
@@ -264,7 +338,7 @@ def job_sizing(tenant: Tenant, executor: str, properties: Mapping[str, object]) 
     except ValidationError as error:
         raise SizingRefused("; ".join(f"{k}: {' '.join(v)}" for k, v in error.message_dict.items())) from None
     caps = spark_caps(tenant, executor)
-    if problems := _above(wanted, caps):
+    if problems := {**_above(wanted, caps), **spark_conf_problems(properties, caps)}:
         raise SizingRefused("; ".join(f"{key}: {text}" for key, text in problems.items()))
     cores, memory = caps
     return SparkSizing(

@@ -44,9 +44,9 @@ from django.conf import settings
 
 from portal.crypto.encrypted import decrypt_properties
 from portal.crypto.errors import DecryptionError
-from portal.pipeline import landing, pgconn
+from portal.pipeline import landing, pgconn, usernode
 from portal.pipeline.confinement import contains
-from portal.topology import reach
+from portal.topology import policy, reach
 from portal.topology.models import DataNode
 
 DISCOVERY_MAX_FILES = 200
@@ -167,6 +167,8 @@ def _timeout() -> int:
 
 def _refusal(node: DataNode) -> str | None:
     problems = reach.node_problems(node.kind, dict(node.properties or {}))
+    if node.user_made and set(problems) & {"url", "catalog.uri"}:  # said as every such refusal is
+        return f"Refused: data node '{node.name}': {usernode.REFUSED}"
     if problems:
         return "Refused: " + "; ".join(f"{key}: {reason}" for key, reason in sorted(problems.items()))
     return None
@@ -250,6 +252,7 @@ def _iceberg_catalog(node: DataNode, password: str):
         create=False,
         portal=reach.portal_landings(),
         what=f"data node '{node.name}'",
+        bounds=policy.bounds_for(node),
     )
 
 
@@ -671,7 +674,12 @@ def _judged(node: DataNode, connection: Any) -> landing.Landing:
     """Where a connection landed, before any question of the test: never the portal's own database,
     and a MySQL/MariaDB connection in a database of its own (LandingRefused otherwise)."""
     try:
-        found = landing.check(connection, f"data node '{node.name}'", portal=reach.portal_landings())
+        found = landing.check(
+            connection,
+            f"data node '{node.name}'",
+            portal=reach.portal_landings(),
+            bounds=policy.bounds_for(node),
+        )
         landing.own_database(found, {}, f"data node '{node.name}'")
     except BaseException:
         connection.close()

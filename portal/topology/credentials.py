@@ -59,14 +59,39 @@ def _mask_params(value: str) -> str:
     return _PARAM.sub(hide, value)
 
 
-def masked(value: str) -> str:
+# The keys and parameters naming the account a connection logs in as (compared without case).
+_ACCOUNT_NAMES = {"user", "username", "user.name", "login"}
+
+
+def names_account(key: str) -> bool:
+    """A property or parameter naming a login: `user`, `sasl.username`, `source.conn.username`."""
+    name = key.lower()
+    return name in _ACCOUNT_NAMES or any(name.endswith("." + n) for n in _ACCOUNT_NAMES)
+
+
+def _mask_accounts(value: str) -> str:
+    def hide(match: re.Match[str]) -> str:
+        if not names_account(match["name"]) or not _unquoted(match["value"]).strip():
+            return match[0]
+        quote = match["value"][0] if _unquoted(match["value"]) != match["value"] else ""
+        return f"{match['head']}{quote}{MASK}{quote}"
+
+    return _PARAM.sub(hide, value)
+
+
+def masked(value: str, *, accounts: bool = False) -> str:
     """The value with every clear secret in it replaced by ********: parameters
-    first, so a password holding '@' cannot pass for the end of a user part."""
+    first, so a password holding '@' cannot pass for the end of a user part.
+    With `accounts`, the login names too (`user=`, a URL's user part), as a
+    node is shown to someone who is not its owner."""
 
     def hide(match: re.Match[str]) -> str:
         user, colon, password = match["userinfo"].partition(":")
+        if accounts:
+            return f"{match['head']}{MASK}@"
         if not (colon and _clear(password)):
             return match[0]
         return f"{match['head']}{user}:{MASK}@"
 
-    return _USERINFO.sub(hide, _mask_params(value))
+    text = _mask_params(value)
+    return _USERINFO.sub(hide, _mask_accounts(text) if accounts else text)

@@ -19,6 +19,7 @@ from django.db import models
 
 from portal.accounts import access
 from portal.accounts.models import AccessRequest, AuditRecord, PrincipalGrant
+from portal.pipeline import usernode
 from portal.pipeline.dialects import dialect_for
 from portal.pipeline.errors import ConfigError
 from portal.topology.reach import catalog_problems, files_root_problem, node_problems
@@ -86,6 +87,11 @@ class DataNode(models.Model):
                     problems = {**problems, "url": str(error).removeprefix("url: ")}
             if self.kind == "iceberg":
                 problems = {**catalog_problems(self.properties), **problems}
+            if self.user_made:  # said as every refusal of a user-made node's database is said
+                problems = {
+                    key: usernode.REFUSED if key in ("url", "catalog.uri") and "portal" in reason else reason
+                    for key, reason in problems.items()
+                }
         errors: dict[str, list[str]] = {}
         if self.kind in NOT_YET_RUNNABLE_KINDS and not self._kept_kind():
             errors["kind"] = [not_yet_runnable(self.kind)]

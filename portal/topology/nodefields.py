@@ -137,15 +137,19 @@ _ENCRYPTED = re.compile(r"^ENC\(.+\)\Z", re.S)
 def masked_properties(properties: dict[str, Any]) -> dict[str, Any]:
     """A node's connection as shown to someone who is not its owner: secret-named
     values and wrapped keys hidden (even ENC(...), which names whose key made it),
-    and credentials inside other values (a URL's `user:pass@`, `password=`) masked."""
+    the account it logs in as too (half of a credential: a reader could try it
+    elsewhere), and credentials inside other values (a URL's `user:pass@`,
+    `password=`, `user=`) masked."""
     shown: dict[str, Any] = {}
     for key, value in properties.items():
         if not isinstance(value, str):
             shown[key] = value
         elif names_secret(key) or key.endswith("encrypt.wrapped.key"):
             shown[key] = "ENC(…)" if _ENCRYPTED.match(value) else credentials.MASK
+        elif credentials.names_account(key):
+            shown[key] = credentials.MASK if value else value
         else:
-            shown[key] = credentials.masked(value)
+            shown[key] = credentials.masked(value, accounts=True)
     return shown
 
 

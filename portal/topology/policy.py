@@ -2,7 +2,10 @@
 
 Set in the environment (README's configuration table): which kinds users may make
 (`USER_NODE_KINDS`), which database servers their JDBC nodes and Iceberg catalogs may name
-(`USER_NODE_DATABASE_HOSTS`, `host:port` patterns matched on the URL as written), the folders
+(`USER_NODE_DATABASE_HOSTS`, `host:port` patterns matched on the URL as written) and the
+databases they may land in (`USER_NODE_DATABASES`, name patterns with `{user}` and `{group}`,
+judged on the open connection with the rest of `portal.pipeline.usernode`: the owner's own
+password, no server-wide privilege; `bounds_for`), the folders
 their files nodes and Iceberg warehouses lie in (`USER_NODE_FILES_AREAS`: a personal area
 `users/{user}` and an area per group `groups/{group}` under FLOWPORT_DATA_DIR by default, plus
 the folders an administrator opens to a user or group in Django's admin, `NodeArea`) and how
@@ -29,9 +32,11 @@ from django.conf import settings
 from django.contrib.auth.models import Group
 from django.db.models import Q
 
+from portal.pipeline import usernode
 from portal.pipeline.confinement import has_parent_segment, is_inside
 from portal.pipeline.dialects import dialect_for
 from portal.pipeline.errors import ConfigError
+from portal.pipeline.usernode import Bounds
 from portal.topology import nodefields
 from portal.topology.models import DataNode, NodeArea
 from portal.topology.reach import node_root
@@ -95,6 +100,8 @@ class Policy:
     database_hosts: tuple[str, ...]
     files_areas: tuple[str, ...]
     max_per_user: int
+    databases: tuple[str, ...] = ("{user}", "{user}_*", "{group}_*")
+    replication: bool = False
 
 
 def current() -> Policy:
@@ -109,6 +116,8 @@ def current() -> Policy:
         ),
         files_areas=tuple(_listed("USER_NODE_FILES_AREAS", "users/{user},groups/{group}")),
         max_per_user=int(getattr(settings, "USER_NODE_MAX_PER_USER", 20)),
+        databases=tuple(_listed("USER_NODE_DATABASES", "{user},{user}_*,{group}_*")),
+        replication=bool(getattr(settings, "USER_NODE_ALLOW_REPLICATION", False)),
     )
 
 
@@ -217,7 +226,7 @@ def jdbc_url_problem(url: str, policy: Policy | None = None) -> str | None:
     return None
 
 
-def _catalog_problem(uri: str, areas: list[str], policy: Policy) -> str | None:
+def _catalog_problem(uri: str, areas: list[str], policy: Policy, user: Any = None) -> str | None:
     from sqlalchemy.engine import make_url  # SQLAlchemy reads the catalog URL as pyiceberg will
     from sqlalchemy.exc import ArgumentError
 
@@ -235,7 +244,64 @@ def _catalog_problem(uri: str, areas: list[str], policy: Policy) -> str | None:
             return (
                 f"{host}:{port} is not a database server user-made nodes may reach (USER_NODE_DATABASE_HOSTS)"
             )
+        return database_problem(
+            f"jdbc:postgresql://{host}:{port}/{parsed.database or '-'}", user, policy=policy
+        )
     return None
+
+
+def database_patterns(users: list[str], groups: list[str], policy: Policy | None = None) -> tuple[str, ...]:
+    """The policy's database patterns filled in for these user and group names (`{username}`
+    reads as `{user}`); a name that is not one plain word fills in nothing."""
+    found: list[str] = []
+    for template in (policy or current()).databases:
+        template = template.replace("{username}", "{user}")
+        if "{user}" in template and "{group}" in template:
+            continue
+        if "{user}" in template:
+            found += [template.replace("{user}", name) for name in users if _plain(name)]
+        elif "{group}" in template:
+            found += [template.replace("{group}", name) for name in groups if _plain(name)]
+        else:
+            found.append(template)
+    return tuple(dict.fromkeys(found))
+
+
+def bounds_for(node: DataNode | None, policy: Policy | None = None) -> Bounds | None:
+    """What a user-made node's connections may be (None for an administrator's node): the
+    databases of its owners — its maker, the users and groups owning it, its maker's groups."""
+    if node is None or not node.user_made:
+        return None
+    policy = policy or current()
+    owners = node.grants.filter(role="owner")
+    users = [*owners.exclude(user=None).values_list("user__username", flat=True)]
+    groups = [*owners.exclude(group=None).values_list("group__name", flat=True)]
+    if node.created_by is not None:
+        users.append(node.created_by.get_username())
+        groups += list(node.created_by.groups.values_list("name", flat=True))
+    return Bounds(database_patterns(users, groups, policy), replication=policy.replication)
+
+
+def bounds_named(name: str | None) -> Bounds | None:
+    """`bounds_for` the data node of this name (None: an administrator's node, or none)."""
+    return bounds_for(DataNode.objects.filter(name=name).first()) if name else None
+
+
+def database_problem(url: str, user: Any, group: Any = None, policy: Policy | None = None) -> str | None:
+    """At save, before any connection: a user-made JDBC node's URL names a database its owners may
+    not use (the open connection is judged again where it lands). Said as every such refusal is
+    said, whatever the database is called (`usernode.REFUSED`)."""
+    match = _JDBC_URL.match(url.strip())
+    if match is None:
+        return None
+    users = [user.get_username()] if user is not None else []
+    groups = list(Group.objects.filter(user=user).values_list("name", flat=True)) if user is not None else []
+    if group is not None:
+        groups.append(group.name)
+    patterns = database_patterns(users, groups, policy)
+    if Bounds(patterns).allows_database(match["database"]):
+        return None
+    return usernode.REFUSED
 
 
 # --- the whole check ---------------------------------------------------------------------
@@ -264,6 +330,7 @@ def problems(
     if kind == "jdbc":
         url = values.get("url", "")
         reason = jdbc_url_problem(url, policy) if url else None
+        reason = reason or (database_problem(url, user, policy=policy) if url else None)
         if reason:
             found["url"] = reason
         driver = values.get("driver", "")
@@ -287,7 +354,7 @@ def problems(
             reason = (
                 _area_problem(value, areas, what)
                 if key != "catalog.uri"
-                else _catalog_problem(value, areas, policy)
+                else _catalog_problem(value, areas, policy, user)
             )
             if reason:
                 found[key] = reason

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import IntegrityError, transaction
@@ -171,9 +172,6 @@ def create_user_node(user: Any, data: dict[str, Any], *, request: Any = None) ->
     """A node `user` makes for themselves, or for one of their groups (`data["owner"]`, a group
     name): within the policy, its typed `secrets` sealed under the owner's key, owned (the owner
     grant, plus any `acl` entries), audited; no topology revision moves."""
-    quota = policy.quota_problem(user)
-    if quota:
-        raise ValidationError(quota)
     group = _owner_group(user, data.get("owner") or "")
     kind = data.get("kind") or DataNode.Kind.FILES
     _check_policy(user, kind, dict(data.get("properties") or {}))
@@ -191,9 +189,15 @@ def create_user_node(user: Any, data: dict[str, Any], *, request: Any = None) ->
         **({"group": group.name} if group else {"user": user.username}),
     }
     entries = [owner, *[e for e in data.get("acl") or [] if e != owner]]
-    grants.parse_grants(entries)
+    rows = grants.parse_grants(entries)
+    _check_group_owners(user, rows)
     try:
         with transaction.atomic():
+            # The user's row locked while counting: parallel creations are counted one after another.
+            get_user_model().objects.select_for_update().filter(pk=user.pk).first()
+            quota = policy.quota_problem(user)
+            if quota:
+                raise ValidationError(quota)
             node.save()
             grants.set_grants(node, entries)
             _audit(
@@ -241,6 +245,9 @@ def update_data_node(
         rows = grants.parse_grants(entries)
         if node.user_made and not any(row.role == DataNodeGrant.Role.OWNER for row in rows):
             raise ValidationError({"acl": ["A user-made data node needs at least one owner."]})
+        if not _full_control(user):
+            kept = {grant.group_id for grant in node.grants.filter(role=DataNodeGrant.Role.OWNER)}
+            _check_group_owners(user, [row for row in rows if row.group_id not in kept])
     with transaction.atomic():
         old_grants = grants.grant_entries(node)
         node.save()
@@ -323,6 +330,20 @@ def _owner_group(user: Any, name: str) -> Group | None:
     if group is None:  # the same answer whether the group exists or not
         raise ValidationError({"owner": [f"You are not a member of a group named {name!r}."]})
     return group
+
+
+def _check_group_owners(user: Any, rows: Iterable[DataNodeGrant]) -> None:
+    """A group owns a user-made node only by the hand of one of its members: its owners see the
+    node's credentials and its members' keys seal them."""
+    member_of = set(user.groups.values_list("pk", flat=True))
+    for row in rows:
+        if (
+            row.role == DataNodeGrant.Role.OWNER
+            and row.group_id is not None
+            and row.group_id not in member_of
+        ):
+            name = row.group.name if row.group is not None else ""
+            raise ValidationError({"acl": [f"You are not a member of a group named {name!r}."]})
 
 
 def _editing_group(user: Any, node: DataNode) -> Group | None:

@@ -81,6 +81,8 @@ def stack_env(django_db_setup, django_db_blocker, e2e_dir, directory) -> dict[st
             MONITORING_INTERVAL_SECONDS="1",
             # test_subscriptions.py's webhook listens on loopback: the operator allows it.
             MONITORING_WEBHOOK_INTERNAL_HOSTS="127.0.0.1",
+            # Users' own databases: on a private server asking for passwords, on a port of its own.
+            USER_NODE_DATABASE_HOSTS="127.0.0.1,localhost",
             # Where the web server listens, as `make run BIND=` tells every process: the
             # links in alerts (SITE_URL, derived from it) point at this test's portal.
             FLOWPORT_BIND=f"127.0.0.1:{free_port()}",

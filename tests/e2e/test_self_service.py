@@ -11,6 +11,7 @@ import re
 import secrets
 import subprocess
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import psycopg
@@ -26,21 +27,51 @@ from portal.topology.models import DataNode
 from tests.e2e import ui
 from tests.e2e.conftest import INGEST_QUEUE
 from tests.integration.stack import ROOT, VENV_BIN
+from tests.pg_logical import private_server
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-POSTGRES = "postgresql://postgres@127.0.0.1:5432"
 ORDERS = 12
 
 
+@dataclass(frozen=True)
+class Shop:
+    """What the user types into the node form: their database, its role and password."""
+
+    url: str
+    user: str
+    password: str
+
+
+@pytest.fixture(scope="module")
+def password_pg() -> Iterator[str]:
+    """A PostgreSQL server that asks every login for its password: a user's node must log in
+    with its own (this machine's server trusts 127.0.0.1, where every user-made node is refused)."""
+    with private_server(password=True) as url:
+        yield url.rsplit("/", 1)[0]
+
+
 @pytest.fixture
-def shop_database() -> Iterator[str]:
-    """A database of the user's own on this machine's PostgreSQL: `orders`, 12 rows."""
-    name = f"fp_e2e_shop_{secrets.token_hex(4)}"
-    with psycopg.connect(f"{POSTGRES}/postgres", autocommit=True) as admin:
-        admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    try:
-        with psycopg.connect(f"{POSTGRES}/{name}", autocommit=True) as shop:
+def shop_database(password_pg) -> Iterator[Callable[[str], Shop]]:
+    """A database of a user's own (named after them, as USER_NODE_DATABASES wants) owned by a
+    role of its own with a password: `orders`, 12 rows."""
+    made: list[str] = []
+
+    def make(username: str) -> Shop:
+        name = f"{username}_shop_{secrets.token_hex(4)}"
+        password = f"shop-{secrets.token_hex(6)}"
+        made.append(name)
+        with psycopg.connect(f"{password_pg}/postgres", autocommit=True) as admin:
+            admin.execute(
+                sql.SQL("CREATE ROLE {} LOGIN PASSWORD {}").format(
+                    sql.Identifier(name), sql.Literal(password)
+                )
+            )
+            admin.execute(
+                sql.SQL("CREATE DATABASE {} OWNER {}").format(sql.Identifier(name), sql.Identifier(name))
+            )
+        host_port = password_pg.rsplit("@", 1)[1]
+        with psycopg.connect(f"postgresql://{name}:{password}@{host_port}/{name}", autocommit=True) as shop:
             shop.execute(
                 "CREATE TABLE orders (order_id integer PRIMARY KEY, customer text, amount numeric(8, 2),"
                 " updated_at timestamp)"
@@ -50,10 +81,13 @@ def shop_database() -> Iterator[str]:
                 " FROM generate_series(1, %s) AS n",
                 [ORDERS],
             )
-        yield name
-    finally:
-        with psycopg.connect(f"{POSTGRES}/postgres", autocommit=True) as admin:
+        return Shop(f"jdbc:postgresql://{host_port}/{name}", name, password)
+
+    yield make
+    with psycopg.connect(f"{password_pg}/postgres", autocommit=True) as admin:
+        for name in made:
             admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+            admin.execute(sql.SQL("DROP ROLE IF EXISTS {}").format(sql.Identifier(name)))
 
 
 @pytest.fixture
@@ -122,15 +156,15 @@ def sign_in(browser: Browser, stack: str) -> Iterator[Callable[..., Page]]:
     assert not errors, f"script errors in the pages: {errors}"
 
 
-def register_database(page: Page, name: str, database: str, password: str) -> None:
+def register_database(page: Page, name: str, shop: Shop) -> None:
     page.goto("/topology/datanodes/new/")
     expect(page.locator("#node-policy")).to_contain_text("A data node of your own")
     page.get_by_label("Name").fill(name)
     page.get_by_label("Kind").select_option("jdbc")
     ui.htmx_idle(page)
-    page.get_by_label("JDBC URL").fill(f"jdbc:postgresql://127.0.0.1:5432/{database}")
-    page.get_by_label("Database user").fill("postgres")
-    page.get_by_label("Password").fill(password)
+    page.get_by_label("JDBC URL").fill(shop.url)
+    page.get_by_label("Database user").fill(shop.user)
+    page.get_by_label("Password").fill(shop.password)
     page.get_by_role("button", name="Save").click()
     expect(page.locator(".messages")).to_contain_text(f"{name} saved")
 
@@ -142,8 +176,9 @@ def test_a_new_user_gets_from_login_to_a_committed_flow_from_their_own_database(
     ui.log_in(page, "newcomer", password)
 
     # Their database, typed into the form, tested and discovered.
-    db_password = f"shop-{secrets.token_hex(6)}"
-    register_database(page, "my-shop", shop_database, db_password)
+    shop = shop_database("newcomer")
+    db_password = shop.password
+    register_database(page, "my-shop", shop)
     page.goto("/topology/datanodes/my-shop/")
     expect(page.locator("#node-access")).to_contain_text("newcomer")
     assert db_password not in page.content()
@@ -212,8 +247,9 @@ def test_another_user_neither_sees_the_credentials_nor_uses_the_node_until_the_o
     owner_password = new_local_user("owner")
     peer_password = new_local_user("peer")
     owner = sign_in("owner", owner_password)
-    db_password = f"shop-{secrets.token_hex(6)}"
-    register_database(owner, "owners-shop", shop_database, db_password)
+    shop = shop_database("owner")
+    db_password = shop.password
+    register_database(owner, "owners-shop", shop)
     sealed = DataNode.objects.get(name="owners-shop").properties["password"]
     assert sealed.startswith("ENC(")
 

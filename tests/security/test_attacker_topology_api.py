@@ -86,10 +86,14 @@ def test_a_node_password_is_shown_to_nobody_but_its_owners_and_staff(client, peo
     assert "djE6dXNlcjo3" not in seen  # an ENC value names whose key made it: not shown either
     api = api_client_for(people[who])
     shown = {node["name"]: node["properties"] for node in api.get("/api/datanodes").json()["results"]}
-    assert shown["sales"]["url"] == "jdbc:postgresql://db.example.org:5432/sales?user=svc&password=********"
-    assert shown["shop"]["url"] == "jdbc:mysql://svc:********@db.example.org:3306/shop"
+    # the login is half of a credential: hidden too (issue #46)
     assert (
-        shown["events"]["sasl.jaas.config"] == 'PlainLoginModule required username="svc" password="********";'
+        shown["sales"]["url"] == "jdbc:postgresql://db.example.org:5432/sales?user=********&password=********"
+    )
+    assert shown["shop"]["url"] == "jdbc:mysql://********@db.example.org:3306/shop"
+    assert (
+        shown["events"]["sasl.jaas.config"]
+        == 'PlainLoginModule required username="********" password="********";'
     )
     assert shown["events"]["sasl.password"] == "ENC(…)"
 

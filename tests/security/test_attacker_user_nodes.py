@@ -23,6 +23,7 @@ from portal.flows.compiler import compile_flow
 from portal.flows.models import FlowConfig
 from portal.orchestration.control.jobspecs import build_jobspec
 from portal.orchestration.models import FlowExecution
+from portal.pipeline.usernode import REFUSED
 from portal.topology import services as topology
 from portal.topology import sharing
 from portal.topology.models import DataNode, SpecExecutor
@@ -134,7 +135,7 @@ def test_the_portals_own_database_is_refused_though_its_server_is_allowed(world:
     own = connection.settings_dict
     url = f"jdbc:postgresql://127.0.0.1:{own['PORT'] or 5432}/{own['NAME']}"
     answer = post_node(world, name="grab", kind="jdbc", properties={"url": url})
-    assert "the portal's database cannot be a data node" in refused_property(answer, "url")
+    assert refused_property(answer, "url") == f"url: {REFUSED}"  # as any database not hers (issue #46)
 
 
 def test_a_driver_class_of_her_choosing_is_refused(world: World, areas):
@@ -142,7 +143,7 @@ def test_a_driver_class_of_her_choosing_is_refused(world: World, areas):
         world,
         name="grab",
         kind="jdbc",
-        properties={"url": "jdbc:postgresql://127.0.0.1:5432/mine", "driver": "org.h2.Driver"},
+        properties={"url": "jdbc:postgresql://127.0.0.1:5432/mallory_db", "driver": "org.h2.Driver"},
     )
     assert "its database's own driver" in refused_property(answer, "driver")
 
@@ -234,7 +235,7 @@ def test_she_cannot_copy_his_sealed_password_into_a_node_pointing_where_she_like
         name="trap",
         kind="jdbc",
         properties={
-            "url": "jdbc:postgresql://localhost:5432/mallorys_listener",
+            "url": "jdbc:postgresql://localhost:5432/mallory_listener",
             "password": stored["password"],
             "encrypt.wrapped.key": stored["encrypt.wrapped.key"],
         },

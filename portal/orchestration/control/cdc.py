@@ -29,6 +29,7 @@ from portal.orchestration.state import statestore
 from portal.pipeline import cdc_mysql, cdc_pg
 from portal.pipeline.jobspec import with_node_credentials
 from portal.pipeline.properties import Properties
+from portal.topology.policy import bounds_named
 from portal.topology.reach import portal_landings
 
 logger = logging.getLogger(__name__)
@@ -123,6 +124,7 @@ def source_connection(props: dict[str, str], flow_label: str, timeout: int | Non
         what=f"flow {flow_label}",
         portal=portal_landings(),
         timeout=timeout,
+        bounds=bounds_named(clear.get("flowport.hop.source")),
     )
 
 
@@ -135,7 +137,12 @@ def binlog_connection(props: dict[str, str], flow_label: str, timeout: int | Non
     )
     tables = Properties(clear).get_list("source.cdc.tables")
     return cdc_mysql.connect(
-        server, tables, what=f"flow {flow_label}", portal=portal_landings(), timeout=timeout
+        server,
+        tables,
+        what=f"flow {flow_label}",
+        portal=portal_landings(),
+        timeout=timeout,
+        bounds=bounds_named(clear.get("flowport.hop.source")),
     )
 
 

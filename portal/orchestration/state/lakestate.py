@@ -16,6 +16,7 @@ import logging
 
 from portal.orchestration.models import DatasetState
 from portal.orchestration.state import statestore
+from portal.pipeline import usernode
 from portal.pipeline.destinations import iceberg
 from portal.pipeline.jobspec import JobSpec
 
@@ -39,7 +40,8 @@ def catch_up(spec: JobSpec, watermarks: dict[str, str]) -> list[str]:
         return []
     group, name, job = spec.flow_group, spec.flow_name, spec.job_name
     try:
-        committed = iceberg.committed_watermarks(properties, job, f"{group}/{name}")
+        bounds = usernode.from_spec(spec.extra, "destination")
+        committed = iceberg.committed_watermarks(properties, job, f"{group}/{name}", bounds)
     except Exception as exc:  # the commit will say what is wrong with the catalog
         logger.warning("could not read the Iceberg tables' watermarks of %s/%s: %s", group, name, exc)
         return []

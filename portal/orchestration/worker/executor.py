@@ -45,14 +45,14 @@ from portal.orchestration.worker import guard, quota_spark, sparkctx
 from portal.orchestration.worker.figures import in_words, summarise
 from portal.orchestration.worker.heartbeat import JobHeartbeat, lease_until
 from portal.orchestration.worker.submit import run_submitted, uses_spark_submit
-from portal.pipeline import landing, run_job
+from portal.pipeline import landing, run_job, usernode
 from portal.pipeline.columnrules import needs_key
 from portal.pipeline.destinations.delivery import failure_summary
 from portal.pipeline.destinations.publisher import cleanup_task_output
 from portal.pipeline.jobspec import JobSpec
 from portal.pipeline.sources import cdc as cdc_source
 from portal.pipeline.taskstate import SUCCEEDED
-from portal.topology import reach
+from portal.topology import policy, reach
 
 logger = logging.getLogger(__name__)
 
@@ -258,6 +258,11 @@ class JobRun:
                 "spark_sizing": quota_spark.spark_sizing(self.job),  # a submitted job's own application
                 landing.SPEC_KEY: own,
                 landing.NODES_KEY: nodes,
+                usernode.SPEC_KEY: {
+                    role: bounds.to_dict()
+                    for role, name in nodes.items()
+                    if (bounds := policy.bounds_named(name)) is not None
+                },
             }
         )
         if needs_key(encrypted):  # the column rules' key: in this memory only, never shipped

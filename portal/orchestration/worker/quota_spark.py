@@ -45,8 +45,9 @@ def _flow(job: JobExecution) -> tuple[quotas.Tenant, dict[str, Any]] | None:
 
 
 def sizing_refusal(job: JobExecution) -> str:
-    """Why the job may not start (its flow asks for more Spark than its quota allows now), or ""."""
-    if not quotas.any_quota() or (found := _flow(job)) is None:
+    """Why the job may not start (its flow asks for more Spark than its quota allows now, the
+    settings' default quota included), or ""."""
+    if (found := _flow(job)) is None:
         return ""
     try:
         quotas.job_sizing(found[0], job.executor, found[1])

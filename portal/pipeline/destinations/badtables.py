@@ -27,7 +27,7 @@ from pyspark.sql import types as T
 from portal.pipeline import fs
 
 SUFFIX = "_errors"
-JDBC_SHARED = ("url", "user", "password_property", "execution_id", "job_name")
+JDBC_SHARED = ("url", "user", "password_property", "execution_id", "job_name", "user_node")
 ICEBERG_SHARED = (
     "catalog_uri",
     "password_property",
@@ -36,6 +36,7 @@ ICEBERG_SHARED = (
     "execution_id",
     "job_name",
     "flow",
+    "user_node",
 )
 FORMATS = ("JDBC", "ICEBERG")
 COLUMNS = (

@@ -34,7 +34,7 @@ import pyarrow.parquet as pq
 from psycopg import sql
 from pyspark.sql import types as T
 
-from portal.pipeline import landing, pgconn
+from portal.pipeline import landing, pgconn, usernode
 from portal.pipeline.destinations.base import WriteResult
 from portal.pipeline.destinations.jdbc import JdbcDataWriter
 from portal.pipeline.dialects import POSTGRESQL, dialect_for
@@ -101,6 +101,7 @@ def write(text: TextScan, writer: JdbcDataWriter) -> tuple[WriteResult, int]:
         writer.props.get("writer.jdbc.password"),
         what=writer.what,
         portal=landing.portal_databases(writer.ctx.jobspec.extra),
+        bounds=usernode.from_spec(writer.ctx.jobspec.extra, "destination"),
     ) as conn:
         conn.execute("SET TimeZone = 'UTC'")  # as Spark's session reads a timestamp without a zone
         conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(table))

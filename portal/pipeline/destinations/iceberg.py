@@ -50,7 +50,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from portal.pipeline import fs, landing, watermarks
+from portal.pipeline import fs, landing, usernode, watermarks
 from portal.pipeline.destinations import table_templates, tablemerge, write_modes
 from portal.pipeline.destinations.base import SecretBearingStep, WriterContext, register_step_type
 from portal.pipeline.destinations.files import FileDataWriter
@@ -163,13 +163,15 @@ def load_catalog(
     create: bool = True,
     portal: Sequence[landing.Landing] | None = None,
     what: str = "writer.iceberg.catalog.uri",
+    bounds: usernode.Bounds | None = None,
 ) -> Any:
     """The SQL catalog; ``create``: its own tables are created on first use (a look only, as the
     portal's Test connection takes, creates nothing). Two first uses at once (the per-dataset
     commits of one job, or two workers) race to create those tables: one lock in this process, and
     the loser of a race between processes builds the catalog again, the tables now there.
     Every connection of the catalog is judged as it opens (:mod:`portal.pipeline.landing`):
-    ``portal`` are the portal's own databases (default: this process's), ``what`` names the node."""
+    ``portal`` are the portal's own databases (default: this process's), ``what`` names the node,
+    ``bounds`` a user-made node's (:mod:`portal.pipeline.usernode`)."""
     from sqlalchemy.exc import IntegrityError, OperationalError, ProgrammingError
 
     from portal.pipeline.destinations import iceberg_confine
@@ -178,7 +180,7 @@ def load_catalog(
 
     def judge(dbapi_connection: Any, _record: Any) -> None:
         raw = getattr(dbapi_connection, "driver_connection", dbapi_connection)
-        landing.check(raw, what, portal=own)
+        landing.check(raw, what, portal=own, bounds=bounds)
         if landing.dbapi_engine(raw) == landing.POSTGRESQL and not raw.autocommit:
             raw.rollback()  # the questions' transaction; SQLAlchemy begins its own
 
@@ -227,6 +229,7 @@ class IcebergDataWriter(FileDataWriter):
             create=False,
             portal=landing.portal_databases(ctx.jobspec.extra),
             what=landing.node_what(ctx.jobspec.extra, "destination", "writer.iceberg.catalog.uri"),
+            bounds=usernode.from_spec(ctx.jobspec.extra, "destination"),
         )
         catalog.engine.dispose()
 
@@ -281,6 +284,7 @@ def add_branch(
             "execution_id": spec.execution_id,
             "job_name": spec.job_name,
             "flow": f"{spec.flow_group}/{spec.flow_name}",
+            "user_node": usernode.spec_entry(spec.extra, "destination"),
             "files": [],
             "rows": 0,
             "watermark": None,
@@ -332,6 +336,7 @@ class IcebergCommitStep(SecretBearingStep):
         "files",
         "rows",
         "watermark",
+        "user_node",  # a user-made node's bounds (portal.pipeline.usernode), else None
     )
 
     REQUIRED = ("catalog_uri", "warehouse", "namespace", "table", "execution_id", "job_name")
@@ -343,7 +348,12 @@ class IcebergCommitStep(SecretBearingStep):
     # -- the table ----------------------------------------------------------------------------------
 
     def catalog(self) -> Any:
-        return load_catalog(self.data["catalog_uri"], self.password, self.data["warehouse"])
+        return load_catalog(
+            self.data["catalog_uri"],
+            self.password,
+            self.data["warehouse"],
+            bounds=usernode.from_step(self.data),
+        )
 
     @property
     def identifier(self) -> tuple[str, str]:
@@ -635,7 +645,7 @@ def _latest_per_key(tables: list[Any], keys: list[str], order: str | None) -> An
 
 
 def committed_watermarks(
-    properties: Mapping[str, str], job_name: str, flow: str
+    properties: Mapping[str, str], job_name: str, flow: str, bounds: usernode.Bounds | None = None
 ) -> dict[str, tuple[int, str]]:
     """Per dataset, (execution id, watermark) of the last Iceberg commit of this job of ``flow``
     (``group/name``) into each Iceberg table its branches name: the truth when the state store missed
@@ -654,6 +664,7 @@ def committed_watermarks(
             bprops.require("writer.iceberg.catalog.uri"),
             bprops.get("writer.iceberg.catalog.password"),
             bprops.require("writer.iceberg.warehouse"),
+            bounds=bounds,
         )
         namespace = bprops.get("writer.iceberg.namespace") or bprops.get("flow.group") or flow.split("/")[0]
         if not namespace:

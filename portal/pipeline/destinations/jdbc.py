@@ -31,7 +31,7 @@ from typing import Any
 from psycopg import sql
 from pyspark.sql import DataFrame
 
-from portal.pipeline import landing, pgconn
+from portal.pipeline import landing, pgconn, usernode
 from portal.pipeline.destinations import jdbc_evolution, jdbc_modes, table_templates, write_modes
 from portal.pipeline.destinations.base import (
     DataWriter,
@@ -77,13 +77,14 @@ class JdbcDataWriter(DataWriter):
         """Before any read: where the writer's connections land, refused if the portal's own database
         or (MySQL/MariaDB) if a table it would write is outside the database it landed in."""
         portal = landing.portal_databases(self.ctx.jobspec.extra)
-        found = landing.check_jdbc(self.ctx.spark, self._options(), self.what, portal=portal)
+        bounds = usernode.from_spec(self.ctx.jobspec.extra, "destination")
+        found = landing.check_jdbc(self.ctx.spark, self._options(), self.what, portal=portal, bounds=bounds)
         marker = self.props.get("writer.jdbc.marker.table") or "flowport_publish_marker"
         names = {
             self.props.describe("writer.jdbc.table"): [self.table],
             self.props.describe("writer.jdbc.marker.table"): [marker],
         }
-        landing.own_database(found, names, self.what)
+        landing.own_database(found, names, self.what, bounds)
 
     def _options(self) -> dict[str, str]:
         dialect = dialect_for(self.url, "writer.jdbc.url")
@@ -125,6 +126,7 @@ class JdbcDataWriter(DataWriter):
                 self.props.get("writer.jdbc.username"),
                 self.props.get("writer.jdbc.password"),
                 what=self.what,
+                bounds=usernode.from_spec(self.ctx.jobspec.extra, "destination"),
             )
             target.create(
                 table,
@@ -146,6 +148,7 @@ class JdbcDataWriter(DataWriter):
                     self.props.get("writer.jdbc.username"),
                     self.props.get("writer.jdbc.password"),
                     what=self.what,
+                    bounds=usernode.from_spec(self.ctx.jobspec.extra, "destination"),
                 )
                 with target.connect() as conn:
                     target.drop(conn, table)
@@ -158,6 +161,7 @@ class JdbcDataWriter(DataWriter):
                 self.props.get("writer.jdbc.username"),
                 self.props.get("writer.jdbc.password"),
                 what=self.what,
+                bounds=usernode.from_spec(self.ctx.jobspec.extra, "destination"),
             )
             with conn:
                 conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(pgconn.table_ident(table)))
@@ -186,6 +190,7 @@ class JdbcPublishCommitStep(SecretBearingStep):
         "write_mode",
         "delete_column",
         "replace_range",
+        "user_node",  # a user-made node's bounds (portal.pipeline.usernode), else None
     )
 
     REQUIRED = ("url", "target_table", "staging_tables", "execution_id", "job_name")
@@ -195,7 +200,9 @@ class JdbcPublishCommitStep(SecretBearingStep):
         self.data["marker_table"] = self.data["marker_table"] or "flowport_publish_marker"
 
     def _connect(self) -> Any:
-        return pgconn.connect(self.data["url"], self.data["user"], self.password)
+        return pgconn.connect(
+            self.data["url"], self.data["user"], self.password, bounds=usernode.from_step(self.data)
+        )
 
     def _merge(self) -> tuple[list[str], str | None]:
         """Upsert keys (empty: append) and the column whose latest value wins within a run."""
@@ -264,7 +271,9 @@ class JdbcPublishCommitStep(SecretBearingStep):
         """MySQL/MariaDB and SQLite destinations publish through :mod:`portal.pipeline.destinations.jdbc_targets`."""
         url = str(self.data["url"])
         return (
-            None if url.startswith("jdbc:postgresql:") else JdbcTarget(url, self.data["user"], self.password)
+            None
+            if url.startswith("jdbc:postgresql:")
+            else JdbcTarget(url, self.data["user"], self.password, bounds=usernode.from_step(self.data))
         )
 
     def target_identity(self) -> tuple[str, bool]:

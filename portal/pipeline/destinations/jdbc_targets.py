@@ -30,7 +30,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
-from portal.pipeline import landing
+from portal.pipeline import landing, usernode
 from portal.pipeline.destinations import jdbc_evolution, jdbc_modes
 from portal.pipeline.dialects import MYSQL, SQLITE, Dialect, dialect_for
 from portal.pipeline.errors import CommitConflictError
@@ -42,9 +42,16 @@ class JdbcTarget:
     """A DB-API connection to one destination database, in its dialect."""
 
     def __init__(
-        self, url: str, user: str | None, password: str | None, *, what: str = "writer.jdbc.url"
+        self,
+        url: str,
+        user: str | None,
+        password: str | None,
+        *,
+        what: str = "writer.jdbc.url",
+        bounds: usernode.Bounds | None = None,
     ) -> None:
         self.url, self.user, self.password, self.what = url, user, password, what
+        self.bounds = bounds  # a user-made node's (portal.pipeline.usernode)
         self.dialect: Dialect = dialect_for(url, "writer.jdbc.url")
         self.landing: landing.Landing | None = None
 
@@ -67,7 +74,7 @@ class JdbcTarget:
                 autocommit=True,
             )
         try:
-            self.landing = landing.check(conn, self.what)
+            self.landing = landing.check(conn, self.what, bounds=self.bounds)
             yield conn
         finally:
             conn.close()
@@ -75,7 +82,7 @@ class JdbcTarget:
     def _own(self, *tables: str) -> None:
         """MySQL/MariaDB: every table named lies in the database the connection landed in."""
         if self.landing is not None:
-            landing.own_database(self.landing, {"writer.jdbc.table": list(tables)}, self.what)
+            landing.own_database(self.landing, {"writer.jdbc.table": list(tables)}, self.what, self.bounds)
 
     def _sql(self, statement: str) -> str:
         """Statements are written with ``?`` placeholders; PyMySQL wants ``%s``."""

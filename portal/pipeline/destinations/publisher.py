@@ -37,7 +37,7 @@ from collections import defaultdict
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlparse, urlunparse
 
-from portal.pipeline import backfills, badrows, fs, watermarks
+from portal.pipeline import backfills, badrows, fs, usernode, watermarks
 from portal.pipeline.confinement import confine
 from portal.pipeline.destinations import badtables, iceberg, table_templates, write_modes
 from portal.pipeline.jobspec import JobSpec
@@ -229,6 +229,7 @@ def plan_commit(
                             "execution_id": spec.execution_id,
                             "job_name": spec.job_name,
                             "evolve": props.get_choice("schema.evolution.policy") == "evolve",
+                            "user_node": usernode.spec_entry(spec.extra, "destination"),
                             **write_modes.resolve(bprops, "JDBC").step_fields(),
                         },
                     )

@@ -49,7 +49,7 @@ import pyarrow.parquet as pq
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from portal.pipeline import cdc_fanout, cdc_mysql, cdc_pg, cdc_snapshot, fs, landing
+from portal.pipeline import cdc_fanout, cdc_mysql, cdc_pg, cdc_snapshot, fs, landing, usernode
 from portal.pipeline.cdc_pg import ASK_RESNAPSHOT
 from portal.pipeline.dialects import MYSQL, POSTGRESQL, dialect_for
 from portal.pipeline.errors import ConfigError, PipelineError
@@ -166,6 +166,7 @@ def acknowledge(jobspec: dict[str, Any] | JobSpec, committed: Mapping[str, str |
         what=landing.node_what(spec.extra, "source", "source.jdbc.url"),
         portal=landing.portal_databases(spec.extra),
         timeout=30,
+        bounds=usernode.from_spec(spec.extra, "source"),
     ) as conn:
         slot = cdc_pg.slot_name(spec.flow_id, spec.flow_group, spec.flow_name)
         cdc_fanout.hold(conn, slot)
@@ -249,6 +250,7 @@ class CdcSource(Source):
             self.props.get("source.conn.password"),
             what=self.what,
             portal=landing.portal_databases(self.jobspec.extra),
+            bounds=usernode.from_spec(self.jobspec.extra, "source"),
         )
 
     def _tables(self) -> list[str]:
@@ -404,7 +406,13 @@ class CdcSource(Source):
                 except ValueError as error:
                     raise PipelineError(f"{table}: {error}. {ASK_RESNAPSHOT}") from None
         portal = landing.portal_databases(self.jobspec.extra)
-        conn = cdc_mysql.connect(server, tables, what=self.what, portal=portal)
+        conn = cdc_mysql.connect(
+            server,
+            tables,
+            what=self.what,
+            portal=portal,
+            bounds=usernode.from_spec(self.jobspec.extra, "source"),
+        )
         folder = self._stage_dir()
         staged: dict[str, _Table] = {}
         try:

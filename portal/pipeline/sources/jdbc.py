@@ -51,7 +51,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from portal.pipeline import cancelling, landing, watermarks
+from portal.pipeline import cancelling, landing, usernode, watermarks
 from portal.pipeline.dialects import Dialect, dialect_for, root_cause
 from portal.pipeline.errors import ConfigError, MissingPropertyError, PipelineError
 from portal.pipeline.propertyrules import missing_message, spec_for
@@ -171,17 +171,24 @@ class JdbcSource(Source):
     def portal(self) -> tuple[landing.Landing, ...]:
         return landing.portal_databases(self.jobspec.extra)
 
+    def bounds(self) -> usernode.Bounds | None:
+        """A user-made source node's bounds (None for an administrator's)."""
+        return usernode.from_spec(self.jobspec.extra, "source")
+
     def landed(self) -> landing.Landing:
         """Where the source's connections land, asked once of a connection opened as Spark opens its
         own, before anything is read; refused when it is the portal's own database or, on
         MySQL/MariaDB, when a table name reaches out of the database it landed in."""
         found = self._landing
         if found is None:
-            found = landing.check_jdbc(self.spark, self._options(), self.what, portal=self.portal())
+            bounds = self.bounds()
+            found = landing.check_jdbc(
+                self.spark, self._options(), self.what, portal=self.portal(), bounds=bounds
+            )
             names = {
                 key: self.props.get_list(key) for key in (jdbc_tables.TABLES_KEY, jdbc_tables.EXCLUDE_KEY)
             }
-            landing.own_database(found, names, self.what)
+            landing.own_database(found, names, self.what, bounds)
             self._landing = found
         return found
 
@@ -250,7 +257,7 @@ class JdbcSource(Source):
             ).first()
             return row.asDict() if row else {}
         with psycopg.connect(uri, autocommit=True) as conn, conn.cursor() as cur:
-            landing.check(conn, self.what, portal=self.portal())
+            landing.check(conn, self.what, portal=self.portal(), bounds=self.bounds())
             arrow_pg.set_jdbc_session(cur, arrow_pg.jvm_zone(self.spark))
             cur.execute(cancelling.tagged(query, self.statement_tag))  # built from validated identifiers
             found = cur.fetchone()
@@ -438,7 +445,12 @@ class JdbcSource(Source):
                 numPartitions=str(parts),
             )
         jdbc = reader.load()
-        scan = arrow_pg.scan_for(jdbc, self.props, query, slices, portal=self.portal(), what=self.what)
+        # A user-made node's reads go through Spark's JDBC connections, proved its owner's (landed()).
+        scan = (
+            None
+            if self.bounds() is not None
+            else arrow_pg.scan_for(jdbc, self.props, query, slices, portal=self.portal(), what=self.what)
+        )
         df = scan.frame(self.spark) if scan and arrow_pg.frames_too(self.props) else jdbc
         if p.get("full") or not s["lookback"]:
             return Extraction(df, stage=True, arrow=scan)

@@ -23,6 +23,7 @@ from portal.flows.models import FlowConfig
 from portal.templatepacks.models import PackAuditEvent, TemplatePack
 from portal.topology import connections
 from portal.topology import services as topology
+from tests.pg_logical import private_server
 
 pytestmark = pytest.mark.django_db
 
@@ -85,13 +86,32 @@ def register_shop(output: str, name: str, owner=None):
     )
 
 
+@pytest.fixture(scope="module")
+def password_pg() -> Iterator[str]:
+    """A PostgreSQL server that asks every login for its password (a user-made node is refused on
+    one that trusts this machine, as this machine's own does)."""
+    with private_server(password=True) as url:
+        yield url.replace("postgres://", "postgresql://")
+
+
+@pytest.fixture
+def asks_passwords(settings, password_pg) -> str:
+    settings.USER_NODE_DATABASE_HOSTS = ["127.0.0.1"]  # the private server's port
+    return password_pg
+
+
 def printed(pattern: str, output: str) -> str:
     found = re.search(pattern, output)
     assert found, f"{pattern!r} not in:\n{output}"
     return found.group(1)
 
 
-def test_the_newcomer_registers_the_printed_database_and_sees_its_orders(demo):
+def test_the_newcomer_registers_the_printed_database_and_sees_its_orders(
+    settings, tmp_path, var_dirs, asks_passwords
+):
+    use_var(settings, var_dirs, tmp_path / "var")
+    demo = load_demo("--postgres", asks_passwords)
+    assert "without its password" not in demo
     password = printed(r"Demo user: +newcomer / (\S+)", demo)
     newcomer = authenticate(username="newcomer", password=password)
     assert newcomer is not None and not newcomer.is_staff
@@ -107,19 +127,26 @@ def test_the_newcomer_registers_the_printed_database_and_sees_its_orders(demo):
     assert any(c.name == "updated_at" and c.watermark_suitable for c in orders.columns)
 
 
-def test_a_second_clone_on_the_same_server_leaves_the_first_ones_database_alone(settings, tmp_path, var_dirs):
+def test_a_second_clone_on_the_same_server_leaves_the_first_ones_database_alone(
+    settings, tmp_path, var_dirs, asks_passwords
+):
     use_var(settings, var_dirs, tmp_path / "first")
-    first = load_demo()
+    first = load_demo("--postgres", asks_passwords)
     node = register_shop(first, "first-shop")
     assert connections.test_connection(node).ok
 
     use_var(settings, var_dirs, tmp_path / "second")  # another clone's var folder, same PostgreSQL
-    second = load_demo()
+    second = load_demo("--postgres", asks_passwords)
 
     database = printed(r"their database: jdbc:postgresql://[^/]+/(\S+)", first)
     assert database.startswith(SHOP_PREFIX) and database == printed(r"Database user (\S+),", first)
     assert printed(r"their database: (\S+)", second) != printed(r"their database: (\S+)", first)
     assert connections.test_connection(node).ok, "the second clone re-keyed the first one's database"
+
+
+def test_on_a_server_trusting_this_machine_the_demo_says_the_newcomers_node_is_refused(demo):
+    """This machine's PostgreSQL lets every login in from 127.0.0.1 without a password."""
+    assert "lets that user in without its password" in demo
 
 
 def test_without_postgresql_the_newcomer_gets_sample_files_in_their_own_area(settings, tmp_path):

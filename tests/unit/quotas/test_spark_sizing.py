@@ -81,13 +81,29 @@ def test_a_job_asking_past_a_quota_lowered_since_the_save_does_not_start(alice):
     flow = one_hop_flow(alice, "f")
     flow.properties = {**flow.properties, "flow.spark.cores": "4"}
     flow.save()
+    Quota.objects.create(scope=Quota.Scope.USER, user=alice, max_cores_per_job=8)
     job = the_job(run(flow, alice))
-    assert quota_spark.sizing_refusal(job) == ""  # no quota: nothing to refuse
+    assert quota_spark.sizing_refusal(job) == ""  # within her own quota
     x1 = SpecExecutor.objects.get(name="x1")
     Quota.objects.create(scope=Quota.Scope.EXECUTOR, executor=x1, max_cores_per_job=2)
     assert quota_spark.sizing_refusal(job) == (
         "Not started: the flow asks for more Spark than its quota allows: "
         "flow.spark.cores: 4 cores is above executor x1's quota of 2 cores per job; set it lower"
+    )
+
+
+def test_without_any_quota_a_job_asking_past_the_default_one_through_spark_conf_does_not_start(alice):
+    """Saved before the default quota existed (or written around the save): the worker refuses."""
+    flow = one_hop_flow(alice, "f")
+    FlowConfig.objects.filter(pk=flow.pk).update(
+        properties={**flow.properties, "flow.spark.conf.spark.executor.memory": "500g"}
+    )
+    job = the_job(run(flow, alice))
+    assert not Quota.objects.exists()
+    assert quota_spark.sizing_refusal(job) == (
+        "Not started: the flow asks for more Spark than its quota allows: "
+        "flow.spark.conf.spark.executor.memory: 512000 MiB is above alice (the default quota)'s quota "
+        "of 2048 MiB per job; set it lower"
     )
 
 

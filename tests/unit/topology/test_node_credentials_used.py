@@ -18,7 +18,7 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def shop():
     """A database and an account with a password on the machine's MariaDB."""
-    name = f"fp_creds_{os.getpid()}"
+    name = f"alice_creds_{os.getpid()}"  # a database of hers by the default USER_NODE_DATABASES
     admin = pymysql.connect(host="127.0.0.1", port=3306, user="root", autocommit=True)
     with admin.cursor() as cursor:
         cursor.execute(f"DROP DATABASE IF EXISTS `{name}`")

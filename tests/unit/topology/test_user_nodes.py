@@ -181,7 +181,7 @@ def test_a_kind_the_policy_does_not_allow_is_refused_naming_the_kind(alice_api, 
 def test_the_administrators_widen_the_policy_in_the_settings_and_the_admin(
     alice, alice_api, settings, tmp_path
 ):
-    url = "jdbc:postgresql://warehouse.example.org:5432/dw"
+    url = "jdbc:postgresql://warehouse.example.org:5432/alice_dw"
     assert make_node(alice_api, "dw", properties={"url": url}).status_code == 400
     settings.USER_NODE_DATABASE_HOSTS = ["*.example.org:5432"]
     assert make_node(alice_api, "dw", properties={"url": url}).status_code == 201
@@ -242,7 +242,7 @@ def test_a_co_owner_changing_where_the_node_points_types_the_password_again(alic
     assert alice_api.patch("/api/datanodes/sales", {"acl": acl}, format="json").status_code == 200
     bob_api = api_client_for(bob)
     stored = bob_api.get("/api/datanodes/sales").json()["properties"]
-    moved = {**stored, "url": "jdbc:postgresql://localhost:5432/bobs_trap"}
+    moved = {**stored, "url": "jdbc:postgresql://localhost:5432/bob_trap"}
     refused = bob_api.patch("/api/datanodes/sales", {"properties": moved}, format="json")
     assert refused.status_code == 400
     assert any("password: " in m and "bound to another owner" in m for m in refused.json()["properties"])

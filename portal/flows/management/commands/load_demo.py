@@ -40,8 +40,9 @@ logger = logging.getLogger(__name__)
 DEMO_USER = "newcomer"
 # The shop database the newcomer registers as their own node: a server, a database and an owner
 # of its own, so the node they make reaches nothing of the portal's. Both are named
-# SHOP_PREFIX + this portal's install id (`shop_name`).
-SHOP_PREFIX = "flowport_demo_shop_"
+# SHOP_PREFIX + this portal's install id (`shop_name`): the newcomer's by the default
+# USER_NODE_DATABASES ({user}_*), and another clone's never.
+SHOP_PREFIX = f"{DEMO_USER}_shop_"
 # Where load_demo may make that database: a server administrator's connection (PostgreSQL's
 # own defaults on a developer machine). `--postgres ''` skips it.
 DEFAULT_POSTGRES = os.environ.get("DEMO_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
@@ -105,7 +106,7 @@ def install_id() -> str:
 
 
 def shop_name(install: str) -> str:
-    """The shop's database and role: `flowport_demo_shop_<install id>`."""
+    """The shop's database and role: `newcomer_shop_<install id>`."""
     return SHOP_PREFIX + install
 
 
@@ -178,6 +179,24 @@ def _make_shop_database(admin_url: str, name: str, password: str, rows: int) -> 
     return ShopDatabase(url=f"jdbc:postgresql://{host}:{port}/{name}", user=name, password=password)
 
 
+def asks_password(admin_url: str, shop: ShopDatabase) -> bool:
+    """Does the server ask the shop's user for its password? A user-made node is refused where it
+    does not (a trust line in pg_hba.conf; portal.pipeline.usernode)."""
+    parts = urlsplit(admin_url)
+    try:
+        with psycopg.connect(
+            host=parts.hostname or "127.0.0.1",
+            port=parts.port or 5432,
+            dbname=shop.url.rsplit("/", 1)[-1],
+            user=shop.user,
+            password=shop.password,
+            connect_timeout=3,
+        ) as conn:
+            return bool(conn.pgconn.used_password)
+    except psycopg.Error:
+        return False
+
+
 def load_pack(owner) -> None:
     """The demo template pack, made through the pack service so it is audited like any other."""
 
@@ -228,6 +247,11 @@ class Command(BaseCommand):
             self.stdout.write(
                 f"    their database: {shop.url}  (Database user {shop.user}, password {shop.password})"
             )
+            if not asks_password(postgres, shop):
+                self.stdout.write(
+                    "    (this PostgreSQL lets that user in without its password, so a node a user makes is "
+                    "refused there: have pg_hba.conf ask for one, scram-sha-256, or use their folder)"
+                )
         if area is not None:
             self.stdout.write(f"    their folder: {area}  (sample orders in shop/)")
 
