@@ -141,6 +141,7 @@ def test_a_second_clone_on_the_same_server_leaves_the_first_ones_database_alone(
     database = printed(r"their database: jdbc:postgresql://[^/]+/(\S+)", first)
     assert database.startswith(SHOP_PREFIX) and database == printed(r"Database user (\S+),", first)
     assert printed(r"their database: (\S+)", second) != printed(r"their database: (\S+)", first)
+    settings.VAR_DIR, settings.FLOWPORT_DATA_DIR = var_dirs[0], var_dirs[0] / "data"  # the first clone's keys
     assert connections.test_connection(node).ok, "the second clone re-keyed the first one's database"
 
 
