@@ -92,7 +92,7 @@ def test_after_three_runs_every_main_page_answers_staff_and_users_without_a_trac
         runs = FlowExecution.objects.filter(flow_group="mygroup")
         return runs.count() == 3 and all(run.status in FINISHED_STATUSES for run in runs)
 
-    wait_until(all_finished, 240, "the three runs to finish", interval=1)
+    wait_until(all_finished, 600, "the three runs to finish", interval=1)
     assert sorted(FlowExecution.objects.values_list("flow_name", "status")) == [
         (f"myflow{number}", "COMMITTED") for number in (1, 2, 3)
     ]
@@ -101,6 +101,8 @@ def test_after_three_runs_every_main_page_answers_staff_and_users_without_a_trac
         lists = session.get(f"{stack}/api/", timeout=60).json()["resources"]
         for address in [f"{stack}{path}" for path in MAIN_PAGES] + sorted(lists.values()):
             answer = session.get(address, timeout=60)
+            if answer.status_code == 405 and "GET" not in answer.headers.get("Allow", ""):
+                continue  # an action (POST only, e.g. api/flowconfigs/compile), not a list
             assert answer.status_code == 200, f"{who}: {address} answered {answer.status_code}"
         flows = session.get(f"{stack}/flows/?flowGroup=mygroup", timeout=60).text
         assert flows.count('class="run-strip"') == 3, f"{who}: the flow list shows every flow's last run"
