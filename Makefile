@@ -9,6 +9,15 @@ BIND ?= 127.0.0.1:8000
 # processes, so tests run on this machine's PostgreSQL and Redis by default.
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/flowport
 TEST_BROKER_URL ?= redis://127.0.0.1:6379/0
+# The second pass runs on what `make run` runs on: SQLite and the serverless broker, files in
+# TEST_EMBEDDED_DIR (the test database is test_flowport.sqlite3 there, which the web, worker and
+# scheduler processes of the browser tests open too). It covers the portal's pages, API,
+# services, browser and attacker stories; the pipeline's own tests never touch the portal's
+# database and run once. Stories needing PostgreSQL are marked `postgres` and deselected.
+TEST_EMBEDDED_DIR ?= $(CURDIR)/var/test-embedded
+EMBEDDED_TESTS ?= tests/unit tests/e2e tests/security --ignore=tests/unit/pipeline
+# `make test TEST_PASSES=postgres` (or embedded) runs one pass only.
+TEST_PASSES ?= postgres embedded
 
 .PHONY: run test bench lint check system-deps system-deps-test migrate demo clean jar lock
 
@@ -87,8 +96,18 @@ check: lint
 
 test: system-deps-test $(VENV)/.dev-installed $(E2E_NODE) $(PIPELINE_JAR)
 	$(MAKE) --no-print-directory check
+ifneq ($(filter postgres,$(TEST_PASSES)),)
+	@echo "== make test, pass 1: the whole suite on PostgreSQL and Redis"
 	DATABASE_URL=$${DATABASE_URL:-$(TEST_DATABASE_URL)} CELERY_BROKER_URL=$${CELERY_BROKER_URL:-$(TEST_BROKER_URL)} \
 		$(VENV)/bin/pytest $(PYTEST_ARGS)
+endif
+ifneq ($(filter embedded,$(TEST_PASSES)),)
+	@echo "== make test, pass 2: pages, API, services, browser and attacker stories on SQLite and the serverless broker"
+	@mkdir -p $(TEST_EMBEDDED_DIR)
+	DATABASE_URL=sqlite:///$(TEST_EMBEDDED_DIR)/flowport.sqlite3 \
+		CELERY_BROKER_URL=sqla+sqlite:///$(TEST_EMBEDDED_DIR)/celery-broker.sqlite3 \
+		$(VENV)/bin/pytest -m "not postgres" $(EMBEDDED_TESTS) $(PYTEST_ARGS)
+endif
 
 # bench_extract.py's contenders (dlt, connectorx) live in a virtualenv of their own, never in
 # Flowport's runtime requirements.

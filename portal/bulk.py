@@ -33,6 +33,9 @@ def insert_rows(model: type[models.Model], varying: Mapping[str, Sequence[Any]],
     count = counts.pop()
     if not count:
         return 0
+    unknown = set(varying) - {field.attname for field in model._meta.concrete_fields}
+    if unknown:
+        raise ValueError(f"{model.__name__} has no column(s) {sorted(unknown)}")
     if connection.vendor != "postgresql":
         names = list(varying)
         model._default_manager.bulk_create(
@@ -40,9 +43,6 @@ def insert_rows(model: type[models.Model], varying: Mapping[str, Sequence[Any]],
             for row in zip(*varying.values(), strict=True)
         )
         return count
-    unknown = set(varying) - {field.attname for field in model._meta.concrete_fields}
-    if unknown:
-        raise ValueError(f"{model.__name__} has no column(s) {sorted(unknown)}")
     prototype = model(**constants)
     quote = connection.ops.quote_name
     columns: list[str] = []

@@ -332,9 +332,13 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "filters": {"refusals_in_one_line": {"()": "portal.logfilters.RefusalsInOneLine"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
-    "loggers": {"django.db.backends": {"level": "WARNING"}},
+    "loggers": {
+        "django.db.backends": {"level": "WARNING"},
+        "django.request": {"filters": ["refusals_in_one_line"]},
+    },
 }
 
 # --- Identity: LDAP, API tokens, proxy users -----------------------------------

@@ -332,9 +332,9 @@ class FlowConfigsV2Resource(FlowConfigsResource):
         if "templateUri" in query:
             flows = flows.filter(template_uris__contains=str(query["templateUri"]))
         if "userToProxy" in query:
-            flows = flows.annotate(_proxy=KeyTextTransform("user.to.proxy", "properties")).filter(
-                _proxy=str(query["userToProxy"])
-            )
+            # The key's JSON value against the string's (properties hold strings): SQLite compares
+            # a key's text with a JSON document, which a bare string is not.
+            flows = flows.filter(**{"properties__user.to.proxy": str(query["userToProxy"])})
         if "sourceIdentifier" in query:
             flows = flows.filter(source=str(query["sourceIdentifier"]))
         if "destinationIdentifier" in query:

@@ -1,7 +1,8 @@
 """Browser tests against the real thing: a gunicorn web process, a Celery
 worker and a scheduler process (tests.integration.stack), all on the
-pytest-django PostgreSQL test database and a Redis broker database of their
-own, a real slapd for logging in, and Debian's chromium driven by
+pytest-django test database (PostgreSQL, or SQLite in the suite's embedded
+pass) and a broker of their own (a Redis database, or the serverless broker's
+SQLite file), a real slapd for logging in, and Debian's chromium driven by
 Playwright's sync API.
 
 The processes, the directory and the browser are started once for the whole
@@ -15,7 +16,6 @@ import os
 from pathlib import Path
 
 import pytest
-import redis
 import requests
 from django.contrib.auth import get_user_model
 from playwright.sync_api import sync_playwright
@@ -29,17 +29,15 @@ from tests.integration.stack import (
     process_env,
     relay_through,
     retry_flush_on_deadlock,
+    stack_broker_url,
     start_scheduler,
     start_worker,
     wait_until,
 )
-from tests.ports import free_port, own_redis_url
+from tests.ports import free_port
 
 CHROMIUM = os.environ.get("FLOWPORT_E2E_CHROMIUM", "/usr/bin/chromium")
 AXE_SCRIPT = Path(__file__).resolve().parent / "node_modules" / "axe-core" / "axe.min.js"
-# A Redis database of the browser tests' own, flushed when they start (TEST_REDIS_DB_E2E
-# gives a concurrent suite its own).
-BROKER_URL = own_redis_url("TEST_REDIS_DB_E2E", 13)
 INGEST_QUEUE = "e2e.ingest"  # the "ingest" executor: landing → lake
 LATE_QUEUE = "e2e.late"  # the executor an admin adds during a test: lake → archive
 IDLE_QUEUE = "e2e.idle"  # the "idle" executor (landing → cold): no worker consumes it
@@ -62,15 +60,20 @@ def directory():
         yield server
 
 
+@pytest.fixture(scope="package")
+def broker_url(e2e_dir) -> str:
+    """The browser tests' own broker, empty when they start: a Redis database (TEST_REDIS_DB_E2E
+    gives a concurrent suite its own), or a serverless broker file in the SQLite pass."""
+    return stack_broker_url(e2e_dir / "broker", "TEST_REDIS_DB_E2E", 13)
+
+
 @pytest.fixture(autouse=True)
-def _relay_through_the_stack_broker(monkeypatch):
-    relay_through(monkeypatch, BROKER_URL)
+def _relay_through_the_stack_broker(monkeypatch, broker_url):
+    relay_through(monkeypatch, broker_url)
 
 
 @pytest.fixture(scope="package")
-def stack_env(django_db_setup, django_db_blocker, e2e_dir, directory) -> dict[str, str]:
-    broker_url = BROKER_URL
-    redis.Redis.from_url(broker_url).flushdb()
+def stack_env(django_db_setup, django_db_blocker, e2e_dir, directory, broker_url) -> dict[str, str]:
     with django_db_blocker.unblock():
         return process_env(
             e2e_dir / "var",

@@ -6,23 +6,19 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-import redis
 
 from portal.topology import services as topology
 from tests.integration.stack import (
     process_env,
     relay_through,
     retry_flush_on_deadlock,
+    stack_broker_url,
     start_scheduler,
     start_worker,
 )
-from tests.ports import own_redis_url
 
 retry_flush_on_deadlock()
 
-# A Redis database of the integration tests' own, flushed when a module starts.
-# TEST_REDIS_DB gives a concurrent suite (another checkout) a database of its own.
-BROKER_URL = own_redis_url("TEST_REDIS_DB", 10)
 INGEST_QUEUE = "it.ingest"
 REPLICATE_QUEUE = "it.replicate"
 
@@ -33,10 +29,10 @@ def stack_dir(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def broker_url() -> str:
-    url = BROKER_URL
-    redis.Redis.from_url(url).flushdb()
-    return url
+def broker_url(stack_dir) -> str:
+    """The module's own broker, empty: a Redis database of the integration tests' (TEST_REDIS_DB
+    gives a concurrent suite, another checkout, its own), or a serverless broker file."""
+    return stack_broker_url(stack_dir / "broker", "TEST_REDIS_DB", 10)
 
 
 @pytest.fixture(autouse=True)

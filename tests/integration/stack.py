@@ -1,6 +1,7 @@
 """Real processes for integration tests: Celery workers, scheduler processes,
 a private redis-server, a Spark standalone cluster. Each runs against the
-pytest-django test database (PostgreSQL) so the test sees their rows."""
+pytest-django test database (PostgreSQL, or the SQLite file of the suite's
+embedded pass) so the test sees their rows."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from typing import Any
 
 from django.db import connection
 
-from tests.ports import free_port
+from tests.ports import free_port, own_redis_url
 
 ROOT = Path(__file__).resolve().parents[2]
 VENV_BIN = ROOT / ".venv" / "bin"
@@ -58,15 +59,45 @@ def wait_until(predicate: Callable[[], Any], timeout: float, what: str, interval
 
 
 def shared_database_url() -> str:
-    """The URL of the database pytest-django created for this run."""
+    """The URL of the database pytest-django created for this run: on SQLite a file
+    (tests/conftest.py names it), which the processes open beside the test."""
+    s = connection.settings_dict
+    if connection.vendor == "sqlite":
+        if not Path(str(s["NAME"])).is_file():
+            raise AssertionError(
+                f"the processes the tests start must share the test database, but {s['NAME']} is not a file"
+            )
+        return f"sqlite:///{s['NAME']}"
     if connection.vendor != "postgresql":
         raise AssertionError(
-            "integration tests run real worker processes that must share the test database: "
-            "set DATABASE_URL to PostgreSQL (make test does this)"
+            "tests that start worker processes run on PostgreSQL or SQLite: set DATABASE_URL "
+            "(make test does this)"
         )
-    s = connection.settings_dict
     user = s.get("USER") or "postgres"
     return f"postgres://{user}@{s.get('HOST') or '127.0.0.1'}:{s.get('PORT') or 5432}/{s['NAME']}"
+
+
+def embedded_broker() -> bool:
+    """Does the suite run on the serverless broker (CELERY_BROKER_URL sqla+…), as `make run` does?"""
+    from django.conf import settings
+
+    return str(settings.CELERY_BROKER_URL).startswith(("sqla+", "sqlalchemy+"))
+
+
+def stack_broker_url(folder: Path, db_variable: str, default_db: int) -> str:
+    """An empty broker for the processes of one stack: on the serverless broker a SQLite file of
+    its own in `folder`, else the tests' own Redis database (`db_variable`, ports.own_redis_url),
+    flushed."""
+    if embedded_broker():
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / "celery-broker.sqlite3"
+        path.unlink(missing_ok=True)
+        return f"sqla+sqlite:///{path}"
+    import redis
+
+    url = own_redis_url(db_variable, default_db)
+    redis.Redis.from_url(url).flushdb()
+    return url
 
 
 def master_key_file() -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 
+import pytest
 from django.db import connection
 
 from portal.orchestration.control import cdc
@@ -16,6 +17,8 @@ from tests.security.conftest import World, files_under
 from tests.security.test_attacker_databases import LANDED, _run, _spellings, blind_text_check  # noqa: F401
 
 CDC = "portal.pipeline.sources.cdc.CdcSource"
+# Slots and publications in the portal's own PostgreSQL database (SQLite has neither).
+pytestmark = pytest.mark.postgres
 
 
 def _publications_and_slots() -> tuple[int, int]:

@@ -96,6 +96,7 @@ def _portal_has_table(name: str) -> bool:
 # --- the portal's own database ------------------------------------------------------------------
 
 
+@pytest.mark.postgres  # the portal's PostgreSQL database, spelled every way
 @pytest.mark.parametrize("spelling", SPELLINGS)
 def test_staff_cannot_save_a_node_at_the_portals_database_under_any_spelling(world: World, spelling):
     body = {"name": "sneaky", "kind": "jdbc", "properties": {"url": _spellings()[spelling]}}
@@ -105,6 +106,7 @@ def test_staff_cannot_save_a_node_at_the_portals_database_under_any_spelling(wor
     assert not DataNode.objects.filter(name="sneaky").exists()
 
 
+@pytest.mark.postgres  # the portal's PostgreSQL database, spelled every way
 @pytest.mark.parametrize("spelling", SPELLINGS)
 def test_a_flow_over_a_node_spelling_the_portals_database_reads_nothing(
     transactional_db, world: World, spelling
@@ -115,6 +117,7 @@ def test_a_flow_over_a_node_spelling_the_portals_database_reads_nothing(
     assert files_under(world.lake / "mal") == [] and not (world.tmp / "work" / "mal" / "grab").exists()
 
 
+@pytest.mark.postgres  # the portal's PostgreSQL database, spelled every way
 @pytest.mark.parametrize("spelling", SPELLINGS)
 def test_a_spelling_no_text_check_knows_is_refused_where_the_connection_lands(
     transactional_db, world: World, blind_text_check, spelling
@@ -128,6 +131,7 @@ def test_a_spelling_no_text_check_knows_is_refused_where_the_connection_lands(
     assert not [p for p in files_under(world.tmp / "work") if p.suffix == ".csv"]
 
 
+@pytest.mark.postgres  # the portal's PostgreSQL database, spelled every way
 def test_a_jdbc_writer_into_the_portals_database_creates_nothing_there(
     transactional_db, world: World, blind_text_check
 ):
@@ -145,6 +149,7 @@ def test_a_jdbc_writer_into_the_portals_database_creates_nothing_there(
     assert not _portal_has_table("stolen_rows") and not _portal_has_table("flowport_publish_marker")
 
 
+@pytest.mark.postgres  # the portal's PostgreSQL database, spelled every way
 @pytest.mark.parametrize("spelling", ["the any-address 0.0.0.0", "a PGDBNAME parameter", "no host at all"])
 @pytest.mark.parametrize("blind", [False, True])
 def test_test_connection_and_discovery_refuse_the_portals_database(world: World, request, spelling, blind):
@@ -174,6 +179,7 @@ def _catalog_uri() -> str:
     return f"postgresql+psycopg://{user}@0.0.0.0:{port}/{name}"
 
 
+@pytest.mark.postgres  # the portal's PostgreSQL database, spelled every way
 def test_an_iceberg_catalog_on_the_any_address_is_refused_at_save(world: World):
     properties = {"catalog.uri": _catalog_uri(), "warehouse": str(world.tmp / "warehouse")}
     response = _staff().post(
@@ -183,6 +189,7 @@ def test_an_iceberg_catalog_on_the_any_address_is_refused_at_save(world: World):
     assert "catalog.uri" in str(response.json()) and "portal's own database" in str(response.json())
 
 
+@pytest.mark.postgres  # the portal's PostgreSQL database, spelled every way
 def test_an_iceberg_catalog_in_the_portals_database_is_refused_and_writes_no_catalog_there(
     transactional_db, world: World, blind_text_check
 ):

@@ -183,6 +183,7 @@ def _portal_db_url(host: str | None = None, name: str | None = None) -> str:
     return f"jdbc:postgresql://{host or db['HOST']}:{db['PORT'] or 5432}/{name or db['NAME']}"
 
 
+@pytest.mark.postgres  # the portal's PostgreSQL database by host name
 @pytest.mark.parametrize("host", [None, "localhost", "127.0.0.1"])
 def test_the_portal_database_cannot_be_a_data_node(world: World, host):
     staff = api_client_for(UserFactory(username="stella", is_staff=True))
@@ -516,6 +517,7 @@ def test_a_new_flow_group_is_claimed_by_its_first_flows_owner(world: World):
     assert response.status_code == 400
 
 
+@pytest.mark.postgres  # the portal's PostgreSQL database as a node
 def test_a_portal_database_node_written_past_the_checks_stops_the_worker(world: World):
     DataNode.objects.filter(name="landing").update(
         kind="jdbc", properties={"url": _portal_db_url("localhost")}

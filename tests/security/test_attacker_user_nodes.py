@@ -131,6 +131,7 @@ def test_her_database_node_reaches_only_the_servers_the_policy_names(world: Worl
     assert words in refused_property(answer, "url")
 
 
+@pytest.mark.postgres  # the portal's PostgreSQL database on an allowed server
 def test_the_portals_own_database_is_refused_though_its_server_is_allowed(world: World, areas):
     own = connection.settings_dict
     url = f"jdbc:postgresql://127.0.0.1:{own['PORT'] or 5432}/{own['NAME']}"

@@ -7,8 +7,7 @@ from pathlib import Path
 import pytest
 
 from portal.topology.models import DataNode
-from tests.integration.stack import VENV_BIN, Proc, master_key_file, process_env, wait_until
-from tests.ports import own_redis_url
+from tests.integration.stack import VENV_BIN, Proc, master_key_file, process_env, stack_broker_url, wait_until
 
 
 @pytest.mark.django_db(transaction=True)
@@ -16,7 +15,7 @@ def test_a_worker_refuses_to_start_while_a_node_contains_the_master_key(tmp_path
     key_dir = str(Path(master_key_file()).parent)
     # Written past the node checks (as an old row, or by hand): the worker is the last line.
     DataNode.objects.create(name="keys", kind="files", properties={"path": key_dir})
-    broker = own_redis_url("TEST_REDIS_DB", 10)
+    broker = stack_broker_url(tmp_path / "broker", "TEST_REDIS_DB", 10)
     env = process_env(tmp_path / "var", broker)
     argv = [str(VENV_BIN / "celery"), "-A", "portal.celery", "worker", "--pool", "threads", "-Q", "sec.none"]
     argv += ["--without-mingle", "--without-gossip", "-n", "sec@%h"]

@@ -35,7 +35,7 @@ LAYERS: list[set[str]] = [
     {"orchestration"},
     {"monitoring", "restli"},
     # The project: the URL map, settings and the handlers that answer for every app.
-    {"urls", "settings", "wsgi", "errors", "middleware", "api_root"},
+    {"urls", "settings", "wsgi", "errors", "middleware", "api_root", "logfilters"},
 ]
 LAYER = {unit: number for number, units in enumerate(LAYERS) for unit in units}
 

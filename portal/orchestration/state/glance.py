@@ -5,6 +5,8 @@ page at a time; and the flow's last-run columns the list filters by.
 Bounded by the page, never by history: the recent runs of a page's flows are
 one query (per flow, the top N rows of the execution_flow_newest index, joined
 by UNION ALL), the jobs of their last runs one more, whatever the flows' history.
+SQLite (the embedded portal) allows no LIMIT in an arm of a UNION, so there each
+arm reads its flow's top N ids from the same index in a subquery instead.
 The filter reads FlowConfig.last_run_status (indexed), which `note_run` keeps
 where executions are created and change status.
 """
@@ -15,7 +17,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from django.db.models import Q
+from django.db import connection
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from portal.flows.models import FlowConfig
@@ -92,8 +95,7 @@ def recent_runs(flow_ids: Sequence[int], per_flow: int = STRIP_LENGTH) -> dict[i
     ids = list(dict.fromkeys(flow_ids))
     if not ids:
         return {}
-    newest = FlowExecution.objects.only(*_RUN_FIELDS).order_by("-execution_id")
-    arms = [newest.filter(flow_id=pk)[:per_flow] for pk in ids]
+    arms = [_newest(pk, per_flow) for pk in ids]
     query = arms[0].union(*arms[1:], all=True) if len(arms) > 1 else arms[0]
     runs: dict[int, list[FlowExecution]] = {pk: [] for pk in ids}
     for execution in query:
@@ -101,6 +103,15 @@ def recent_runs(flow_ids: Sequence[int], per_flow: int = STRIP_LENGTH) -> dict[i
     for found in runs.values():
         found.sort(key=lambda execution: execution.execution_id)
     return runs
+
+
+def _newest(flow_id: int, per_flow: int) -> QuerySet[FlowExecution]:
+    """One flow's arm of the union: its newest `per_flow` executions, read from the index."""
+    newest = FlowExecution.objects.filter(flow_id=flow_id).order_by("-execution_id")
+    if connection.features.supports_slicing_ordering_in_compound:
+        return newest.only(*_RUN_FIELDS)[:per_flow]
+    top = newest.values("pk")[:per_flow]
+    return FlowExecution.objects.only(*_RUN_FIELDS).filter(pk__in=top).order_by()
 
 
 def _delivered_by(executions: Iterable[FlowExecution]) -> dict[int, dict[str, int]]:

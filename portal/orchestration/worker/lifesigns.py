@@ -61,7 +61,10 @@ def beat(worker: str, queues: list[str], started, state: capacity.Capacity | Non
         live = list(WorkerHeartbeat.objects.filter(last_seen__gte=late))
         for name, queue in executors:
             status, message = executor_health(queue, [w for w in live if queue in w.queues])
-            record_health(name, status, message)
+            try:
+                record_health(name, status, message)
+            except SpecExecutor.DoesNotExist:
+                continue  # removed since this beat read the list: the next beat no longer serves it
     return [name for name, _ in executors]
 
 

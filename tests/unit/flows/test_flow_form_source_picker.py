@@ -11,6 +11,7 @@ import pytest
 from portal.flows.models import FlowConfig
 from portal.topology import services
 from tests.factories import UserFactory
+from tests.pg_server import scratch_database
 from tests.unit.flows.test_flow_form import without_template
 
 pytestmark = pytest.mark.django_db
@@ -149,32 +150,19 @@ def test_a_pick_and_a_typed_property_for_the_same_key_is_refused(browser, topolo
 
 
 def test_the_picker_connects_as_the_flows_own_jdbc_user(browser, tmp_path):
-    import psycopg
-    from django.db import connection
-
-    own = connection.settings_dict
-    host, port = own["HOST"] or "127.0.0.1", int(own["PORT"] or 5432)
-    name = f"{own['NAME']}_picker"[:60]
-    with psycopg.connect(host=host, port=port, user=own["USER"], dbname="postgres", autocommit=True) as admin:
-        admin.execute(f'DROP DATABASE IF EXISTS "{name}"')
-        admin.execute(f'CREATE DATABASE "{name}"')
-    try:
-        with psycopg.connect(host=host, port=port, user=own["USER"], dbname=name, autocommit=True) as db:
+    with scratch_database("picker") as billing:
+        with billing.connect() as db:
             db.execute("CREATE TABLE invoices (id bigint, issued date)")
-        url = f"jdbc:postgresql://{host}:{port}/{name}"
-        services.create_data_node({"name": "billing", "kind": "jdbc", "properties": {"url": url}})
+        services.create_data_node(
+            {"name": "billing", "kind": "jdbc", "properties": {"url": billing.jdbc_url}}
+        )
         typed = {"source": "billing", "prop-0-key": "source.conn.username", "prop-0-value": "nobody_here"}
         assert 'role "nobody_here" does not exist' in browser.post(
             "/topology/source-picker/", typed
         ).content.decode().replace("&quot;", '"')
-        typed["prop-0-value"] = own["USER"]
+        typed["prop-0-value"] = billing.user
         page = browser.post("/topology/source-picker/", typed).content.decode()
         assert '<option value="public.invoices">public.invoices</option>' in page
-    finally:
-        with psycopg.connect(
-            host=host, port=port, user=own["USER"], dbname="postgres", autocommit=True
-        ) as admin:
-            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 def test_a_table_picked_without_a_watermark_is_read_whole_each_run(browser, topology_nodes):

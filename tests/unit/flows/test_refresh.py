@@ -197,6 +197,7 @@ def test_the_flow_page_and_api_say_while_a_verdict_is_being_refreshed(catalog, o
     assert client.get("/api/flowconfigs/g/to-c").json()["compilation"]["refreshing"] is False
 
 
+@pytest.mark.postgres  # PostgreSQL's column compression
 def test_compiled_dags_are_stored_with_the_cheaper_compression():
     """A topology change rewrites thousands of DAGs; lz4 halves the database's share of that."""
     with connection.cursor() as cursor:
@@ -207,6 +208,7 @@ def test_compiled_dags_are_stored_with_the_cheaper_compression():
         assert cursor.fetchone()[0] == "l"
 
 
+@pytest.mark.postgres  # PostgreSQL's heap-only updates
 def test_rewriting_a_pages_worth_of_verdicts_touches_none_of_the_flow_tables_indexes(owner):
     """A recompile batch rewrites the verdicts of hundreds of flows in one
     transaction (the message names the executors); with room on each page

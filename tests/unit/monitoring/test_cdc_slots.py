@@ -6,6 +6,7 @@ once when each clears; the flow's "SLA miss" subscribers hear of it."""
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Iterator
 from datetime import timedelta
@@ -18,7 +19,8 @@ from django.utils import timezone
 
 from portal.events.models import Event
 from portal.flows import services as flow_services
-from portal.monitoring import slots, subscriptions
+from portal.flows.models import FlowConfig
+from portal.monitoring import monitors, slots, subscriptions
 from portal.monitoring.models import Subscription
 from portal.orchestration.models import DatasetState
 from portal.pipeline import cdc_pg
@@ -263,3 +265,46 @@ def test_a_snapshot_under_way_is_shown_and_its_stream_position_measures_the_lag(
     client.force_login(capture["owner"])
     html = client.get(reverse("monitoring:flow_slot", args=["shop", "customers-log"])).content.decode()
     assert "Snapshot under way" in html and "40 rows read so far" in html
+
+
+def test_the_monitor_finds_the_capturing_flows_on_either_database_and_fails_no_pass(
+    owner, settings, monkeypatch, caplog
+):
+    """SQLite (`make run`'s database) has no JSON containment: the monitor still finds the flows
+    that capture changes, passes over the rest, and its pass raises nothing for the scheduler to log."""
+    settings.CDC_SLOT_TIMEOUT_SECONDS = 1
+    nowhere = "jdbc:postgresql://127.0.0.1:1/nowhere"  # nothing listens on port 1
+    topology.create_data_node({"name": "shopdb", "kind": "jdbc", "properties": {"url": nowhere}})
+    topology.create_data_node({"name": "lake", "kind": "files", "properties": {"path": "/tmp/lake"}})
+    topology.create_executor(
+        {"name": "ingest", "technology": "spark-local", "spark_master": "local[1]", "queue": "q.cdc"},
+        capabilities=[("shopdb", "lake")],
+    )
+    for name, props in (
+        ("customers-log", {"source.class": "portal.pipeline.sources.cdc.CdcSource"}),
+        ("customers-nightly", {"extract.is.full": "true"}),
+    ):
+        flow_services.create_flow(
+            owner=owner,
+            data={
+                "flow_group": "shop",
+                "flow_name": name,
+                "source": "shopdb",
+                "destinations": ["lake"],
+                "properties": {"source.jdbc.tables": "shop.customers", "source.cdc.tables": "shop.customers"}
+                | props,
+                "paused": True,
+            },
+        )
+    FlowConfigFactory(owner=owner, flow_group="files", flow_name="plain")
+
+    assert [flow.flow_name for flow in slots.capturing_flows()] == ["customers-log"]
+    settings.CELERY_BROKER_URL = "memory://"  # the broker probe's broker, always there
+    monkeypatch.setattr(monitors, "_next_run", 0.0)
+    with caplog.at_level(logging.ERROR):
+        report = monitors.run_monitors(force=True)
+    assert report is not None and report.failed == [] and report.raised["replication slots"] == 0
+    assert not [record for record in caplog.records if record.exc_info], caplog.text
+    assert (
+        cache.get(slots._cache_key(FlowConfig.objects.get(flow_name="customers-log"))).status == "unreachable"
+    )

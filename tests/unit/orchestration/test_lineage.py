@@ -232,6 +232,7 @@ def test_the_dataset_page_tells_what_feeds_the_dataset_and_what_it_feeds_hop_by_
     assert 'data-test="feeds"' in staff.get(f"/state/{state.pk}/").content.decode()
 
 
+@pytest.mark.postgres  # SQLite stores a text longer than its column: nothing to refuse
 def test_a_lineage_record_the_database_refuses_leaves_the_job_committed(
     owner, events_file, django_capture_on_commit_callbacks
 ):

@@ -83,6 +83,7 @@ def test_two_schedulers_counting_at_once_dispatch_no_more_than_the_quota(monkeyp
     assert waiting.message == "waiting: executor x1 at 1 of 1 concurrent jobs"
 
 
+@pytest.mark.postgres  # SQLite writes one transaction at a time: it needs no lock, opens no window
 def test_control_without_the_lock_both_schedulers_take_the_last_slot(monkeypatch):
     """The story above would prove nothing if its window never opened: with the lock
     taken away, the same two schedulers both dispatch."""

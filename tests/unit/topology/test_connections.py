@@ -10,7 +10,6 @@ import os
 import sqlite3
 import time
 
-import psycopg
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pymysql
@@ -20,6 +19,7 @@ from django.db import connection
 from portal.topology import grants, services
 from portal.topology.models import DataNode
 from tests.factories import UserFactory
+from tests.pg_server import scratch_database
 
 pytestmark = pytest.mark.django_db
 
@@ -119,6 +119,8 @@ def test_nobody_without_a_grant_sees_tests_or_discovers_a_node(client, node, fol
 def test_a_node_reaching_the_portals_own_database_is_never_connected_to(client, granted):
     own = connection.settings_dict
     url = f"jdbc:postgresql://{own['HOST'] or 'localhost'}:{own['PORT'] or 5432}/{own['NAME']}"
+    if connection.vendor == "sqlite":  # the embedded portal's file
+        url = f"jdbc:sqlite:{own['NAME']}"
     # Saved behind the checks' back (as by an old release): DataNode.clean would refuse it.
     sneaky = DataNode.objects.create(name="sneaky", kind="jdbc", properties={"url": url})
     grants.set_grants(sneaky, [{"role": "read", "user": granted.username}])
@@ -133,25 +135,18 @@ def test_a_node_reaching_the_portals_own_database_is_never_connected_to(client, 
 
 @pytest.fixture
 def warehouse():
-    """A PostgreSQL database of this test's own, next to the portal's."""
-    own = connection.settings_dict
-    host, port = own["HOST"] or "127.0.0.1", int(own["PORT"] or 5432)
-    name = f"{own['NAME']}_warehouse"[:60]
-    with psycopg.connect(host=host, port=port, user=own["USER"], dbname="postgres", autocommit=True) as admin:
-        admin.execute(f'DROP DATABASE IF EXISTS "{name}"')
-        admin.execute(f'CREATE DATABASE "{name}"')
-    with psycopg.connect(host=host, port=port, user=own["USER"], dbname=name, autocommit=True) as db:
-        db.execute("CREATE SCHEMA sales")
-        db.execute("CREATE TABLE sales.orders (id bigint PRIMARY KEY, updated_at timestamp, note text)")
-        db.execute("CREATE TABLE public.customers (name text, joined date)")
-        db.execute(
-            "CREATE TABLE public.ledger (region text, entry integer, seq bigint GENERATED ALWAYS AS IDENTITY,"
-            " batch serial, booked date, amount numeric(12,2), PRIMARY KEY (region, entry))"
-        )
-        db.execute("CREATE TABLE public.points (id uuid PRIMARY KEY, spot point, lasted interval)")
-    yield f"jdbc:postgresql://{host}:{port}/{name}", own["USER"]
-    with psycopg.connect(host=host, port=port, user=own["USER"], dbname="postgres", autocommit=True) as admin:
-        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    """A PostgreSQL database of this test's own (tests.pg_server)."""
+    with scratch_database("warehouse") as found:
+        with found.connect() as db:
+            db.execute("CREATE SCHEMA sales")
+            db.execute("CREATE TABLE sales.orders (id bigint PRIMARY KEY, updated_at timestamp, note text)")
+            db.execute("CREATE TABLE public.customers (name text, joined date)")
+            db.execute(
+                "CREATE TABLE public.ledger (region text, entry integer, seq bigint GENERATED ALWAYS AS "
+                "IDENTITY, batch serial, booked date, amount numeric(12,2), PRIMARY KEY (region, entry))"
+            )
+            db.execute("CREATE TABLE public.points (id uuid PRIMARY KEY, spot point, lasted interval)")
+        yield found.jdbc_url, found.user
 
 
 def test_a_jdbc_node_lists_its_schemas_and_its_tables_with_columns_and_types(

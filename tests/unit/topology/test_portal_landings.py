@@ -20,6 +20,7 @@ def _own() -> tuple[str, int, str]:
     return str(db["HOST"] or "127.0.0.1"), int(db["PORT"] or 5432), str(db["NAME"])
 
 
+@pytest.mark.postgres  # where a connection to the portal's PostgreSQL lands
 def test_the_portals_databases_are_what_a_new_connection_to_them_lands_in():
     host, port, name = _own()
     with psycopg.connect(host=host, port=port, user=connection.settings_dict["USER"], dbname=name) as conn:
@@ -33,6 +34,7 @@ def test_the_portals_databases_are_what_a_new_connection_to_them_lands_in():
     assert not any(beside.same_database(o) for o in own)  # another database of the same server
 
 
+@pytest.mark.postgres  # spellings of the portal's PostgreSQL database
 @pytest.mark.parametrize(
     "spelling",
     [
