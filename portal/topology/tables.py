@@ -109,12 +109,16 @@ def named_table(kind: str, props: dict[str, str], flow_group: str) -> str | None
 
 
 def save_refusal(user: Any, node_name: str, props: dict[str, str], flow_group: str) -> str | None:
-    """At save: the table the flow names is another's (by the records)."""
-    node = DataNode.objects.filter(name=node_name).first()
-    if node is None or node.kind not in KINDS:
+    """At save: the table the flow names is another's (by the records). The compiled hop names its
+    destination's kind, so a save into folders reads no node."""
+    kind = props.get("flowport.hop.destination.kind", "")
+    if kind not in KINDS:
         return None
-    name = named_table(node.kind, props, flow_group)
+    name = named_table(kind, props, flow_group)
     if name is None:
+        return None
+    node = DataNode.objects.filter(name=node_name).first()
+    if node is None or node.kind != kind:
         return None
     reason = refusal(user, node, name, exists=None)
     key = "writer.iceberg.table" if node.kind == "iceberg" else "writer.jdbc.table"

@@ -112,6 +112,9 @@ ROUTES: dict[str, Kind] = {
     f"flows/{F}/triggers/": FLOW_CHANGE,  # data triggers, freshness goal, webhook token
     f"flows/{F}/webhook-token/": FLOW_CHANGE,
     "account/": SIGNED_IN,
+    # Each user's own notifications: nobody reads or marks another's (tests/unit/events).
+    "notifications/": SIGNED_IN,
+    "notifications/read/": SIGNED_IN,
     "account/tokens/new/": SIGNED_IN,
     "account/tokens/<int:token_id>/revoke/": OWN_TOKEN,
     f"{PACK}/flows/": PACK_VIEW,
