@@ -167,6 +167,7 @@ def test_her_flow_naming_a_system_catalog_is_refused_at_save(world: World, serve
     assert f"source.jdbc.tables: '{table}' is a system catalog" in answer.content.decode()
 
 
+@pytest.mark.postgres  # guesses the name of the portal's PostgreSQL database on its server
 def test_a_refusal_does_not_tell_the_portals_database_from_any_other(world: World, settings, tmp_path):
     """The administrators' default policy: her own databases only. Guessing the portal's database
     name gets the answer any other name gets."""
