@@ -19,7 +19,7 @@ EMBEDDED_TESTS ?= tests/unit tests/e2e tests/security --ignore=tests/unit/pipeli
 # `make test TEST_PASSES=postgres` (or embedded) runs one pass only.
 TEST_PASSES ?= postgres embedded
 
-.PHONY: run test bench lint check system-deps system-deps-test migrate demo clean jar lock
+.PHONY: run test soak bench lint check system-deps system-deps-test migrate demo clean jar lock
 
 $(VENV)/bin/python:
 	python3 -m venv $(VENV)
@@ -99,7 +99,7 @@ test: system-deps-test $(VENV)/.dev-installed $(E2E_NODE) $(PIPELINE_JAR)
 ifneq ($(filter postgres,$(TEST_PASSES)),)
 	@echo "== make test, pass 1: the whole suite on PostgreSQL and Redis"
 	DATABASE_URL=$${DATABASE_URL:-$(TEST_DATABASE_URL)} CELERY_BROKER_URL=$${CELERY_BROKER_URL:-$(TEST_BROKER_URL)} \
-		$(VENV)/bin/pytest $(PYTEST_ARGS)
+		$(VENV)/bin/pytest -m "not soak" $(PYTEST_ARGS)
 endif
 ifneq ($(filter embedded,$(TEST_PASSES)),)
 	@echo "== make test, pass 2: pages, API, services, browser and attacker stories on SQLite and the serverless broker"
@@ -108,6 +108,12 @@ ifneq ($(filter embedded,$(TEST_PASSES)),)
 		CELERY_BROKER_URL=sqla+sqlite:///$(TEST_EMBEDDED_DIR)/celery-broker.sqlite3 \
 		$(VENV)/bin/pytest -m "not postgres" $(EMBEDDED_TESTS) $(PYTEST_ARGS)
 endif
+
+# The crash matrix's longer rows (tests/integration/test_crash_matrix.py, marked `soak`): real
+# workers SIGKILLed at each commit point for the destinations and modes `make test` leaves to it.
+soak: system-deps-test $(VENV)/.dev-installed $(PIPELINE_JAR)
+	DATABASE_URL=$${DATABASE_URL:-$(TEST_DATABASE_URL)} CELERY_BROKER_URL=$${CELERY_BROKER_URL:-$(TEST_BROKER_URL)} \
+		$(VENV)/bin/pytest -m soak tests/integration $(PYTEST_ARGS)
 
 # bench_extract.py's contenders (dlt, connectorx) live in a virtualenv of their own, never in
 # Flowport's runtime requirements.
