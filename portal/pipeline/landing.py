@@ -50,12 +50,25 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from portal.pipeline.errors import ConfigError, PipelineError
 
-if TYPE_CHECKING:
-    from portal.pipeline.usernode import Bounds
+
+class Bounds(Protocol):
+    """A user-made node's bounds (:class:`portal.pipeline.usernode.Bounds`). This module asks them
+    what it needs and never imports their module: that module judges connections this one opens."""
+
+    def to_dict(self) -> dict[str, Any]: ...
+
+    def refusal(self, what: str) -> LandingRefused: ...
+
+    def judge_dbapi(self, connection: Any, found: Landing, what: str) -> None: ...
+
+    def probe(self, options: Mapping[str, str], what: str, portal: Iterable[Landing]) -> Landing: ...
+
+    def catalog_problems(self, names: Mapping[str, Sequence[str]]) -> list[str]: ...
+
 
 SPEC_KEY = "portal_databases"  # the JobSpec field (kept in JobSpec.extra) the worker fills
 POSTGRESQL, MYSQL, SQLITE = "postgresql", "mysql", "sqlite"
@@ -234,9 +247,7 @@ def refuse_portal(found: Landing, what: str, portal: Iterable[Landing], bounds: 
     no more than any other refusal of it)."""
     if any(found.same_database(own) for own in portal):
         if bounds is not None:
-            from portal.pipeline import usernode
-
-            raise usernode.refusal(what)
+            raise bounds.refusal(what)
         raise LandingRefused(f"{what}: {PORTAL_REASON}")
 
 
@@ -261,9 +272,7 @@ def check(
         ) from None
     refuse_portal(found, what, portal_databases() if portal is None else portal, bounds)
     if bounds is not None:
-        from portal.pipeline import usernode
-
-        usernode.judge_dbapi(connection, found, bounds, what)
+        bounds.judge_dbapi(connection, found, what)
     return found
 
 
@@ -322,9 +331,7 @@ def check_jdbc(
     same database of the same server."""
     own = tuple(portal_databases() if portal is None else portal)
     if bounds is not None:
-        from portal.pipeline import usernode
-
-        proved = _proved(options, bounds) or usernode.probe(options, what, own, bounds)
+        proved = _proved(options, bounds) or bounds.probe(options, what, own)
     key, now = _options_key(options), time.monotonic()
     with _lock:
         for stale in [k for k, (at, _) in _asked.items() if now - at >= REUSE_SECONDS]:
@@ -337,7 +344,7 @@ def check_jdbc(
     refuse_portal(found, what, own, bounds)
     if bounds is not None:
         if not found.same_database(proved):
-            raise usernode.refusal(what)
+            raise bounds.refusal(what)
         with _lock:
             _asked[_bounds_key(options, bounds)] = (now, proved)
     return found
@@ -408,10 +415,8 @@ def own_database(
     another database; a SQLite one has none) — but a user-made node's (``bounds``) names no
     system catalog."""
     if bounds is not None and found.engine == POSTGRESQL:
-        from portal.pipeline import usernode
-
-        for key, name in usernode.catalog_names(names):
-            raise LandingRefused(f"{what}: {usernode.catalog_problem(key, name)}")
+        for problem in bounds.catalog_problems(names):
+            raise LandingRefused(f"{what}: {problem}")
     if found.engine != MYSQL:
         return
     if not found.database:

@@ -16,7 +16,7 @@ from urllib.parse import unquote_plus
 import psycopg
 from psycopg import sql
 
-from portal.pipeline import landing, usernode
+from portal.pipeline import landing
 from portal.pipeline.errors import ConfigError
 
 PREFIX = "jdbc:postgresql:"
@@ -114,7 +114,7 @@ def connect(
     autocommit: bool = False,
     portal: Iterable[landing.Landing] | None = None,
     timeout: int | None = None,
-    bounds: usernode.Bounds | None = None,
+    bounds: landing.Bounds | None = None,
 ) -> psycopg.Connection:
     """Connect where the URL points (its ``user``/``password`` parameters where not given), judged
     before anything is sent (:mod:`portal.pipeline.landing`, against ``portal``'s databases when

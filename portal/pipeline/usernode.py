@@ -37,7 +37,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from portal.pipeline.landing import MYSQL, POSTGRESQL, SQLITE, Landing, LandingRefused
+from portal.pipeline.landing import MYSQL, POSTGRESQL, SQLITE, Landing, LandingRefused, check
 
 SPEC_KEY = "user_nodes"  # the JobSpec field (kept in JobSpec.extra): {role: Bounds.to_dict()}
 REFUSED = (
@@ -91,6 +91,20 @@ class Bounds:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Bounds:
         return cls(tuple(str(p) for p in data.get("databases") or ()), bool(data.get("replication")))
+
+    # What :mod:`portal.pipeline.landing` asks of a user-made node's connection (its ``Bounds``).
+
+    def refusal(self, what: str) -> LandingRefused:
+        return refusal(what)
+
+    def judge_dbapi(self, connection: Any, found: Landing, what: str) -> None:
+        judge_dbapi(connection, found, self, what)
+
+    def probe(self, options: Mapping[str, str], what: str, portal: Iterable[Landing]) -> Landing:
+        return probe(options, what, portal, self)
+
+    def catalog_problems(self, names: Mapping[str, Sequence[str]]) -> list[str]:
+        return [catalog_problem(key, name) for key, name in catalog_names(names)]
 
 
 def from_spec(extra: Mapping[str, Any] | None, role: str) -> Bounds | None:
@@ -218,7 +232,7 @@ def probe(options: Mapping[str, str], what: str, portal: Iterable[Landing], boun
     as the node's (:func:`judge`) and close it: the landing a Spark connection with the same
     options must share (Spark's JDBC driver cannot say whether the server asked for the
     password)."""
-    from portal.pipeline import landing, pgconn  # landing imports this module's users lazily
+    from portal.pipeline import pgconn  # psycopg: only where a PostgreSQL node is probed
 
     url = options.get("url", "")
     user, password = options.get("user") or None, options.get("password") or None
@@ -230,7 +244,7 @@ def probe(options: Mapping[str, str], what: str, portal: Iterable[Landing], boun
         except LandingRefused:
             raise refusal(what) from None
         except Exception as error:
-            raise landing.LandingRefused(f"{what}: cannot connect: {_short(error)}") from None
+            raise LandingRefused(f"{what}: cannot connect: {_short(error)}") from None
     else:
         match = _MY_URL.match(url)
         if match is None:
@@ -248,9 +262,9 @@ def probe(options: Mapping[str, str], what: str, portal: Iterable[Landing], boun
                 autocommit=True,
             )
         except Exception as error:
-            raise landing.LandingRefused(f"{what}: cannot connect: {_short(error)}") from None
+            raise LandingRefused(f"{what}: cannot connect: {_short(error)}") from None
     try:
-        found = landing.check(conn, what, portal=portal, bounds=bounds)
+        found = check(conn, what, portal=portal, bounds=bounds)
     finally:
         conn.close()
     return found
