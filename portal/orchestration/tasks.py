@@ -10,7 +10,7 @@ from celery.signals import celeryd_after_setup, worker_shutdown, worker_shutting
 from django.conf import settings
 
 from portal.orchestration.state.commitstore import FailpointCrash
-from portal.orchestration.worker import capacity, executor, lifesigns
+from portal.orchestration.worker import capacity, executor, lifesigns, sparkctx
 
 
 @shared_task(name="flowport.run_job", acks_late=True, reject_on_worker_lost=True)
@@ -35,6 +35,7 @@ def _start_heartbeat(sender: str, instance: Any, **kwargs: Any) -> None:
 @worker_shutdown.connect
 def _stop_heartbeat(**kwargs: Any) -> None:
     lifesigns.stop()
+    sparkctx.stop()  # after the running jobs finished (a warm shutdown waits for them)
 
 
 @worker_shutting_down.connect

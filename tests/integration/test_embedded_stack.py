@@ -159,3 +159,4 @@ def test_the_embedded_stack_serves_a_flow_end_to_end(tmp_path):
     for process in ("web", "worker", "scheduler"):
         assert f"stopped: {process} (exit status 0)" in output, output[-3000:]
     assert "supervisord started" in output and "exited:" not in output, output[-3000:]  # nothing died unasked
+    assert "Traceback" not in output, output[output.find("Traceback") - 1500 :][:4000]

@@ -127,6 +127,20 @@ def session_for(master: str, conf: dict[str, Any] | None = None) -> SparkSession
         return _session
 
 
+def stop() -> None:
+    """Stop the process's session, if it started, before the process ends. The driver JVM then
+    closes PySpark's accumulator connection in order; a JVM that dies first (its process group
+    signalled) leaves PySpark's accumulator server printing an ``EOFError`` traceback."""
+    global _session, _master
+    with _lock:
+        session, _session, _master = _session, None, None
+    if session is not None:
+        try:
+            session.stop()
+        except Exception:  # the JVM already gone: nothing left to stop
+            logger.info("the SparkSession was already down at shutdown")
+
+
 def fair_pool(spark: SparkSession, shape: Any) -> str:
     """Make the FAIR pool `shape` (a quota_spark.PoolShape) in the session unless it exists, and
     return its name ("" for none). Spark reads pools' weight and minShare only from its allocation
