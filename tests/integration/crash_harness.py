@@ -536,18 +536,86 @@ def failpoints() -> Iterator[None]:
     reset_failpoints()
 
 
-class Story:
-    """The flow landing → lake, its executions run in this process."""
+class Source:
+    """Where each run's rows come from: a folder a new CSV file lands in ("files"), or a PostgreSQL
+    table whose rows are inserted or updated with a later ``updated_at`` ("jdbc", read
+    incrementally on that column). A run's watermark is its file, or its time."""
 
-    def __init__(self, tmp_path: Path, target: str, mode: str, owner: Any) -> None:
+    def __init__(self, kind: str, tmp_path: Path, name: str) -> None:
+        self.kind, self.name, self.runs = kind, name, 0
         self.landing = tmp_path / "landing"
-        (self.landing / "customers").mkdir(parents=True)
+        self.pg_db = ""
+        if kind == "files":
+            (self.landing / "customers").mkdir(parents=True)
+        else:
+            self.pg_db = f"fp_src_{uuid.uuid4().hex[:8]}"
+            with psycopg.connect(ADMIN_URL, autocommit=True) as admin:
+                admin.execute(f'CREATE DATABASE "{self.pg_db}"')
+            with psycopg.connect(self._url(), autocommit=True) as db:
+                db.execute(
+                    "CREATE TABLE customers (id bigint PRIMARY KEY, name text, updated_at timestamptz)"
+                )
+
+    def _url(self) -> str:
+        return f"postgres://postgres@127.0.0.1:5432/{self.pg_db}"
+
+    def node(self) -> dict[str, Any]:
+        if self.kind == "files":
+            return {"name": self.name, "kind": "files", "properties": {"path": str(self.landing)}}
+        return {
+            "name": self.name,
+            "kind": "jdbc",
+            "properties": {"url": f"jdbc:postgresql://127.0.0.1:5432/{self.pg_db}"},
+        }
+
+    def properties(self) -> dict[str, str]:
+        if self.kind == "files":
+            return {"source.files.format": "csv", "source.schema": "id BIGINT, name STRING"}
+        return {
+            "source.jdbc.tables": "customers",
+            "source.conn.username": "postgres",
+            "extract.delta.fields": "updated_at",
+        }
+
+    def land(self, rows: list[tuple[int, str]]) -> None:
+        self.runs += 1
+        if self.kind == "files":
+            path = self.landing / "customers" / f"batch-{self.runs}.csv"
+            path.write_text("id,name\n" + "".join(f"{i},{n}\n" for i, n in rows))
+            stamp = 1_700_000_000 + self.runs
+            os.utime(path, (stamp, stamp))
+            return
+        with psycopg.connect(self._url(), autocommit=True) as db, db.cursor() as cursor:
+            cursor.executemany(
+                "INSERT INTO customers VALUES (%s, %s, %s) ON CONFLICT (id) DO UPDATE "
+                "SET name = excluded.name, updated_at = excluded.updated_at",
+                [(i, n, f"2025-01-0{self.runs} 12:00:00+00") for i, n in rows],
+            )
+
+    def watermark_of(self, run: int, watermark: str) -> bool:
+        """Is ``watermark`` what run ``run`` read last?"""
+        if self.kind == "files":
+            return watermark.endswith(f"batch-{run}.csv")
+        return watermark.replace("T", " ").startswith(f"2025-01-0{run} 12:00:00")
+
+    def drop(self) -> None:
+        if self.pg_db:
+            with psycopg.connect(ADMIN_URL, autocommit=True) as admin:
+                admin.execute(f'DROP DATABASE "{self.pg_db}" WITH (FORCE)')
+
+
+class Story:
+    """The flow from a source (:class:`Source`) into one destination kind in one write mode, its
+    executions run in this process."""
+
+    def __init__(
+        self, tmp_path: Path, target: str, mode: str, owner: Any, source_kind: str = "files"
+    ) -> None:
+        source = f"landing-{mode}"
+        self.source = Source(source_kind, tmp_path, source)
         self.dest = Destination(target, tmp_path, mode)
         self.owner = owner
-        source = f"landing-{mode}"
-        topology.create_data_node(
-            {"name": source, "kind": "files", "properties": {"path": str(self.landing)}}
-        )
+        topology.create_data_node(self.source.node())
         topology.create_data_node(self.dest.node())
         from django.conf import settings
 
@@ -565,8 +633,7 @@ class Story:
                 "destinations": [self.dest.name],
                 "paused": True,
                 "properties": {
-                    "source.files.format": "csv",
-                    "source.schema": "id BIGINT, name STRING",
+                    **self.source.properties(),
                     "writer.write.mode": mode,
                     "extract.primary.key.fields": "id",
                     **self.dest.properties(),
@@ -574,14 +641,13 @@ class Story:
             },
         )
         self.flow = flow_services.set_paused(flow, False)
-        self.files = 0
 
     def land(self, rows: list[tuple[int, str]]) -> None:
-        self.files += 1
-        path = self.landing / "customers" / f"batch-{self.files}.csv"
-        path.write_text("id,name\n" + "".join(f"{i},{n}\n" for i, n in rows))
-        stamp = 1_700_000_000 + self.files
-        os.utime(path, (stamp, stamp))
+        self.source.land(rows)
+
+    def drop(self) -> None:
+        self.dest.drop()
+        self.source.drop()
 
     def start(self) -> JobExecution:
         execution = services.run_now(self.flow, user=self.owner)

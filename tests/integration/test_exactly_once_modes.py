@@ -72,7 +72,7 @@ def test_a_crash_between_publish_steps_leaves_each_mode_exact(target, tmp_path, 
             after_three = story.dest.rows()
             state = DatasetState.objects.get(flow_name=f"{target}-{mode}", dataset_urn="customers")
         finally:
-            story.dest.drop()
+            story.drop()
         want = ["committed", "crashed", "committed", "crashed", "committed"]
         row = {
             "point": f"{target} {mode}",
