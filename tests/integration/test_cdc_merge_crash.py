@@ -1,13 +1,15 @@
 """Issue #45's story: a cdc flow keeps a PostgreSQL table merged by key, and the worker is SIGKILLed
 right after its commit steps are stored — again and again. Real scheduler, real Celery workers
-(two warm ones, armed through failpoint files), real Spark, a private ``wal_level=logical`` source.
+(two warm ones, armed through failpoint files), real Spark, a private ``wal_level=logical``
+PostgreSQL source, and the same story from a private MariaDB writing a row-based binary log.
 
 The killed worker's steps are finished by the redelivered attempt (the publish, its marker, the
 watermark, the slot); that attempt must then not publish the same execution's dataset a second
 time (it used to pull again, stage 0 rows under the same publish marker and fail with
 ``CommitConflictError``, after which every run said COMMITTED while the table froze). After every
 scenario the table equals the source row for row, the execution is COMMITTED, the watermark is what
-was published and the slot is released up to it."""
+was published (PostgreSQL: the slot is released up to it; MariaDB: it is the server's last
+transaction)."""
 
 from __future__ import annotations
 
@@ -22,7 +24,7 @@ import pytest
 from portal.flows import services as flow_services
 from portal.orchestration import services
 from portal.orchestration.models import CommitStoreDataset, DatasetState, ExecutionStatus
-from portal.pipeline import cdc_pg
+from portal.pipeline import cdc_mysql, cdc_pg
 from portal.topology import services as topology
 from tests.factories import UserFactory
 from tests.integration.crash_harness import (  # noqa: F401 (fixtures)
@@ -36,6 +38,7 @@ from tests.integration.crash_harness import (  # noqa: F401 (fixtures)
     format_table,
     how,
 )
+from tests.mariadb_binlog import binlog_mariadb, own_schema  # noqa: F401 (fixture)
 from tests.pg_logical import logical_pg, own_database  # noqa: F401 (fixture)
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -45,19 +48,99 @@ ADMIN_URL = "postgres://postgres@127.0.0.1:5432/postgres"
 # One scenario a run: the point the worker that takes the job dies at. The first two are the
 # issue's (steps stored, nothing executed: the redo publishes and the attempt must stop there);
 # after_step:1 has published the table and its marker but not the watermark; before_source_ack has
-# committed all but the slot.
-POINTS = ["after_steps_written", "after_steps_written", "after_step:1", "before_source_ack", ""]
+# committed all but the slot (PostgreSQL's; a binary log has nothing to acknowledge).
 
 
-@pytest.fixture
-def shop(logical_pg: str) -> Iterator[dict[str, Any]]:  # noqa: F811
-    with own_database(
-        logical_pg,
-        "CREATE SCHEMA audit",
-        "CREATE TABLE audit.items (id int PRIMARY KEY, name text, qty int)",
-        "INSERT INTO audit.items SELECT g, 'i' || g, g FROM generate_series(1, 40) g",
+class PgShop:
+    """The source ``audit.items`` on a private ``wal_level=logical`` PostgreSQL."""
+
+    table, user = "audit.items", "postgres"
+    points = ["after_steps_written", "after_steps_written", "after_step:1", "before_source_ack", ""]
+
+    def __init__(self, found: dict[str, Any]) -> None:
+        self.db, self.url = found["db"], found["url"]
+
+    def rows(self) -> list[tuple[Any, ...]]:
+        return table(self.db, "audit.items")
+
+    def change(self, run: int) -> None:
+        """Inserts, updates, a delete and a key change (a delete and an upsert at one position)."""
+        base = 100 * (run + 1)
+        self.db.execute(
+            "INSERT INTO audit.items SELECT g, 'n' || g, g FROM generate_series(%s::int, %s::int) g",
+            (base, base + 9),
+        )
+        self.db.execute(
+            "UPDATE audit.items SET qty = qty + 1, name = name || '+' WHERE id %% 3 = %s::int", (run % 3,)
+        )
+        self.db.execute("DELETE FROM audit.items WHERE id = (SELECT min(id) FROM audit.items)")
+        self.db.execute(
+            "UPDATE audit.items SET id = id + 5000 WHERE id = (SELECT max(id) FROM audit.items WHERE id < 5000)"
+        )
+
+    def caught_up(self, slot: str, mark: str) -> str:
+        """ "yes" when the slot is released up to the stored watermark."""
+        released = cdc_pg.state(self.db, slot)
+        if released is not None and released.confirmed == cdc_pg.parse_lsn(mark):
+            return "yes"
+        return f"NO ({mark} vs {released})"
+
+
+class MariaShop:
+    """The source ``<db>.items`` on a private MariaDB writing a row-based binary log."""
+
+    user = "root"
+    points = ["after_steps_written", "after_step:1", ""]
+
+    def __init__(self, found: dict[str, Any]) -> None:
+        self.conn, self.url, self.name = found["conn"], found["url"], found["name"]
+        self.table = f"{self.name}.items"
+
+    def _run(self, sql: str, *args: Any) -> list[tuple[Any, ...]]:
+        with self.conn.cursor() as cur:
+            cur.execute(sql.replace("{db}", f"`{self.name}`"), args or None)
+            return [tuple(row) for row in cur.fetchall()]
+
+    def rows(self) -> list[tuple[Any, ...]]:
+        return self._run("SELECT id, name, qty FROM {db}.items ORDER BY id")
+
+    def change(self, run: int) -> None:
+        """The PostgreSQL story's changes, in MariaDB's words."""
+        base = 100 * (run + 1)
+        for i in range(base, base + 10):
+            self._run("INSERT INTO {db}.items VALUES (%s, %s, %s)", i, f"n{i}", i)
+        self._run("UPDATE {db}.items SET qty = qty + 1, name = CONCAT(name, '+') WHERE id %% 3 = %s", run % 3)
+        (low,) = self._run("SELECT min(id) FROM {db}.items")[0]
+        self._run("DELETE FROM {db}.items WHERE id = %s", low)
+        (high,) = self._run("SELECT max(id) FROM {db}.items WHERE id < 5000")[0]
+        self._run("UPDATE {db}.items SET id = id + 5000 WHERE id = %s", high)
+
+    def caught_up(self, slot: str, mark: str) -> str:
+        """ "yes" when the stored watermark is the server's last transaction (nothing changed
+        since the run)."""
+        (now,) = self._run("SELECT @@gtid_binlog_pos")[0]
+        if cdc_mysql.parse_position(mark) == cdc_mysql.parse_position(f"gtid:{now}"):
+            return "yes"
+        return f"NO ({mark} vs gtid:{now})"
+
+
+@pytest.fixture(params=["postgresql", "mariadb"])
+def shop(request) -> Iterator[Any]:
+    if request.param == "postgresql":
+        with own_database(
+            request.getfixturevalue("logical_pg"),
+            "CREATE SCHEMA audit",
+            "CREATE TABLE audit.items (id int PRIMARY KEY, name text, qty int)",
+            "INSERT INTO audit.items SELECT g, 'i' || g, g FROM generate_series(1, 40) g",
+        ) as found:
+            yield PgShop(found)
+        return
+    with own_schema(
+        request.getfixturevalue("binlog_mariadb"),
+        "CREATE TABLE {db}.items (id int PRIMARY KEY, name varchar(80), qty int)",
+        "INSERT INTO {db}.items SELECT seq, CONCAT('i', seq), seq FROM {db}.seq_1_to_40",
     ) as found:
-        yield found
+        yield MariaShop(found)
 
 
 @pytest.fixture
@@ -83,27 +166,13 @@ def differences(copy: list[tuple[Any, ...]], source: list[tuple[Any, ...]]) -> s
     return f"{missing} missing / {extra} extra / {stale} stale"
 
 
-def change(db: psycopg.Connection, run: int) -> None:
-    """Inserts, updates, a delete and a key change (a delete and an upsert at one position)."""
-    base = 100 * (run + 1)
-    db.execute(
-        "INSERT INTO audit.items SELECT g, 'n' || g, g FROM generate_series(%s::int, %s::int) g",
-        (base, base + 9),
-    )
-    db.execute("UPDATE audit.items SET qty = qty + 1, name = name || '+' WHERE id %% 3 = %s::int", (run % 3,))
-    db.execute("DELETE FROM audit.items WHERE id = (SELECT min(id) FROM audit.items)")
-    db.execute(
-        "UPDATE audit.items SET id = id + 5000 WHERE id = (SELECT max(id) FROM audit.items WHERE id < 5000)"
-    )
-
-
 @pytest.mark.timeout(1800)  # minutes of Spark on 2 cores shared with other suites
 def test_sigkill_after_the_commit_steps_are_stored_keeps_a_merged_table_equal_to_its_source(
     shop, warehouse, tmp_path, request, capsys
 ):
     env, logs = request.getfixturevalue("eo_env"), request.getfixturevalue("eo_dir") / "logs"
     request.getfixturevalue("eo_scheduler")
-    topology.create_data_node({"name": "auditdb", "kind": "jdbc", "properties": {"url": shop["url"]}})
+    topology.create_data_node({"name": "auditdb", "kind": "jdbc", "properties": {"url": shop.url}})
     topology.create_data_node({"name": "warehouse", "kind": "jdbc", "properties": {"url": warehouse["url"]}})
     topology.create_executor(
         {"name": "eo-ingest", "technology": "spark-local", "spark_master": "local[2]", "queue": QUEUE},
@@ -118,8 +187,8 @@ def test_sigkill_after_the_commit_steps_are_stored_keeps_a_merged_table_equal_to
             "destinations": ["warehouse"],
             "properties": {
                 "source.class": "portal.pipeline.sources.cdc.CdcSource",
-                "source.cdc.tables": "audit.items",
-                "source.conn.username": "postgres",
+                "source.cdc.tables": shop.table,
+                "source.conn.username": shop.user,
                 "writer.jdbc.username": "postgres",
                 "writer.jdbc.table": "items",
                 "writer.write.mode": "merge",
@@ -131,25 +200,24 @@ def test_sigkill_after_the_commit_steps_are_stored_keeps_a_merged_table_equal_to
         },
     )
     flow = flow_services.set_paused(flow, False)
-    db, copy = shop["db"], warehouse["db"]
+    copy, points = warehouse["db"], shop.points
     slot = cdc_pg.slot_name(flow.pk, "eo", "items-merged")
     workers = Workers(env, logs)
     rows: list[dict[str, Any]] = []
     try:
         workers.fill("")
         workers.wait_ready()
-        for run, point in enumerate(POINTS):
+        for run, point in enumerate(points):
             began = time.monotonic()
             if run:
-                change(db, run)
+                shop.change(run)
             workers.arm(point)
             execution = services.run_now(flow, user=flow.owner)
             died = workers.wait_for_a_death() if point else False
             workers.arm("")
             workers.fill("")
             execution = finished(execution, timeout=900)
-            mark = DatasetState.objects.get(flow_id=flow.pk, dataset_urn="audit.items").watermark
-            released = cdc_pg.state(db, slot)
+            mark = DatasetState.objects.get(flow_id=flow.pk, dataset_urn=shop.table).watermark
             rows.append(
                 {
                     "point": point or "(none)",
@@ -157,10 +225,8 @@ def test_sigkill_after_the_commit_steps_are_stored_keeps_a_merged_table_equal_to
                     "recovered": f"{execution.status} ({how(execution)})"
                     if execution.status == ExecutionStatus.COMMITTED
                     else f"{execution.status}: {execution.message[:160]}",
-                    "lost": differences(table(copy, "items"), table(db, "audit.items")),
-                    "watermark": "yes"
-                    if released is not None and released.confirmed == cdc_pg.parse_lsn(mark)
-                    else f"NO ({mark} vs {released})",
+                    "lost": differences(table(copy, "items"), shop.rows()),
+                    "watermark": shop.caught_up(slot, mark),
                     "seconds": f"{time.monotonic() - began:.0f}",
                 }
             )
@@ -171,8 +237,10 @@ def test_sigkill_after_the_commit_steps_are_stored_keeps_a_merged_table_equal_to
         workers.stop()
         report = format_table(rows)
         with capsys.disabled():
-            print(f"\n\nCDC into a merged PostgreSQL table, SIGKILL at commit points:\n{report}\n")
-    for row, point in zip(rows, POINTS, strict=True):
+            print(
+                f"\n\nCDC from {shop.table} into a merged PostgreSQL table, SIGKILL at commit points:\n{report}\n"
+            )
+    for row, point in zip(rows, points, strict=True):
         assert row["crashed"] == ("SIGKILL" if point else "no"), report
         assert row["lost"] == "0 missing / 0 extra / 0 stale", report
         assert row["watermark"] == "yes", report
