@@ -19,6 +19,7 @@ from rest_framework import serializers
 
 from portal.orchestration import redaction, status
 from portal.orchestration.models import ExecutionStatus, FlowExecution, JobExecution, JobStatus
+from portal.orchestration.state import statestore
 
 
 @extend_schema_field({"type": "integer", "format": "int64", "nullable": True})
@@ -239,6 +240,15 @@ class FlowExecutionSerializer(serializers.Serializer):
     )
 
 
+class WaitingDatasetSerializer(serializers.Serializer):
+    datasetUrn = serializers.CharField(source="dataset_urn")
+    jobName = serializers.CharField(source="job_name")
+    flowExecutionId = serializers.IntegerField(source="execution_id", allow_null=True)
+    attempt = serializers.IntegerField()
+    redoFailures = serializers.IntegerField(source="redo_failures")
+    reason = serializers.CharField()
+
+
 class FlowStatusSerializer(FlowExecutionSerializer):
     """GaaS's FlowStatus: an execution with its JobStatuses."""
 
@@ -247,9 +257,21 @@ class FlowStatusSerializer(FlowExecutionSerializer):
         help_text="LAUNCH, KILL or RESUME requests the orchestrator has not handled yet."
     )
 
+    waitingDatasets = serializers.SerializerMethodField(
+        help_text="The flow's datasets whose stored commit is waiting to be finished (a worker died "
+        "while committing them, or their redo failed), each with why: every run fails until they are."
+    )
+
     @extend_schema_field(serializers.ListField(child=serializers.CharField()))
     def get_pendingRequests(self, execution: FlowExecution) -> list[str]:
         return status.pending_requests(execution.flow_group, execution.flow_name, execution.execution_id)
+
+    @extend_schema_field(WaitingDatasetSerializer(many=True))
+    def get_waitingDatasets(self, execution: FlowExecution) -> list[dict[str, Any]]:
+        if execution.flow_id is None:  # the flow was deleted: its steps went with it
+            return []
+        found = statestore.waiting_datasets(execution.flow_id, execution.flow_group, execution.flow_name)
+        return list(WaitingDatasetSerializer(found, many=True).data)
 
 
 class BackfillRangeSerializer(serializers.Serializer):

@@ -59,3 +59,25 @@ def test_a_flow_with_nothing_waiting_shows_nothing():
     other = FlowConfigFactory(owner=owner, flow_group="shop", flow_name="items-2")
     stored(other, "ingest", "audit.items", 11, redo_failures=1, last_error="boom")
     assert "waiting to be finished" not in page(owner, flow)
+
+
+def test_the_flow_status_api_lists_the_same_datasets_with_why():
+    owner = UserFactory(username="wanda")
+    flow = FlowConfigFactory(owner=owner, flow_group="shop", flow_name="items")
+    JobExecutionFactory(execution__flow=flow, job_name="ingest", status=JobStatus.FAILED)
+    stored(flow, "ingest", "audit.items", 11, redo_failures=3, last_error="CommitConflictError: a marker")
+    client = Client()
+    client.force_login(owner)
+
+    status = client.get("/api/flowstatuses/shop/items").json()
+
+    assert status["waitingDatasets"] == [
+        {
+            "datasetUrn": "audit.items",
+            "jobName": "ingest",
+            "flowExecutionId": 11,
+            "attempt": 1,
+            "redoFailures": 3,
+            "reason": "3 redo(s) failed: CommitConflictError: a marker",
+        }
+    ]
