@@ -36,7 +36,8 @@ class Dialect:
     jar: str  # the Debian package's jar (libpostgresql-jdbc-java, libmariadb-java, ...)
     quote_char: str
     text_type: str  # CAST(... AS <text_type>)
-    # Spark types this database's columns are better read as (``customSchema``), by Spark type name.
+    # Spark types this database's columns are better read as (``customSchema``), by Spark type name:
+    # SQLite's driver reports INTEGER, which Spark reads as a 32-bit int (5000000000 would wrap).
     read_as: dict[str, str] = field(default_factory=dict)
     # Column types for tables the writer creates, by Spark type name.
     write_as: dict[str, str] = field(default_factory=dict)
@@ -67,16 +68,6 @@ class Dialect:
     def limit(self, query: str, rows: int) -> str:
         """``query`` returning at most ``rows`` rows (LIMIT in all three)."""
         return f"{query} LIMIT {int(rows)}"
-
-    def custom_schema(self, schema: T.StructType) -> str | None:
-        """Spark's ``customSchema`` option for a table of ``schema`` (None: Spark's mapping is right).
-        SQLite's driver reports INTEGER, which Spark reads as a 32-bit int: 5000000000 would wrap."""
-        wider = [
-            (f.name, self.read_as[f.dataType.typeName()])
-            for f in schema.fields
-            if f.dataType.typeName() in self.read_as
-        ]
-        return ", ".join(f"`{name}` {kind}" for name, kind in wider) or None
 
     def column_type(self, dtype: T.DataType) -> str | None:
         """The column type the writer creates for ``dtype`` (None: Spark's own choice)."""

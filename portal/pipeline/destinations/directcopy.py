@@ -37,36 +37,12 @@ from pyspark.sql import types as T
 from portal.pipeline import landing, pgconn, usernode
 from portal.pipeline.destinations.base import WriteResult
 from portal.pipeline.destinations.jdbc import JdbcDataWriter
+from portal.pipeline.destinations.pgtypes import column_type
 from portal.pipeline.dialects import POSTGRESQL, dialect_for
 from portal.pipeline.errors import PipelineError
-from portal.pipeline.sources.base import SQL_TYPE, TextScan
+from portal.pipeline.sources.base import TextScan
 
-# Spark's JDBC writer's column types on PostgreSQL (its PostgresDialect and JdbcUtils' defaults).
-_TYPES = {
-    T.StringType: "TEXT",
-    T.BooleanType: "BOOLEAN",
-    T.ByteType: "SMALLINT",
-    T.ShortType: "SMALLINT",
-    T.IntegerType: "INTEGER",
-    T.LongType: "BIGINT",
-    T.FloatType: "FLOAT4",
-    T.DoubleType: "FLOAT8",
-    T.DateType: "DATE",
-    T.TimestampType: "TIMESTAMPTZ",  # Spark 4's instants
-    T.TimestampNTZType: "TIMESTAMP",  # a wall time without a zone, as the source has it
-    T.BinaryType: "BYTEA",  # the source's hex text, which the server reads back as the bytes
-}
 _CSV = pcsv.WriteOptions(include_header=False, batch_size=65_536)
-
-
-def column_type(dtype: T.DataType, metadata: dict[str, Any] | None = None) -> str | None:
-    """The column type Spark's JDBC writer gives ``dtype`` on PostgreSQL (None: one not copied
-    here), or the source's own type the extract kept (json, uuid, time, ...: its text is that type's)."""
-    if metadata and metadata.get(SQL_TYPE):
-        return str(metadata[SQL_TYPE])
-    if isinstance(dtype, T.DecimalType):
-        return f"NUMERIC({dtype.precision},{dtype.scale})"
-    return _TYPES.get(type(dtype))
 
 
 def eligible(text: TextScan | None, schema: T.StructType, writer: Any) -> bool:

@@ -32,7 +32,7 @@ from psycopg import sql
 from pyspark.sql import DataFrame
 
 from portal.pipeline import landing, pgconn, usernode
-from portal.pipeline.destinations import jdbc_evolution, jdbc_modes, table_templates, write_modes
+from portal.pipeline.destinations import jdbc_evolution, jdbc_modes, pgtypes, table_templates, write_modes
 from portal.pipeline.destinations.base import (
     DataWriter,
     SecretBearingStep,
@@ -118,22 +118,49 @@ class JdbcDataWriter(DataWriter):
         return table
 
     def _stage(self, df: DataFrame, table: str) -> None:
-        mode = "overwrite"
+        """Write ``df`` to a fresh staging ``table``: made by Spark's writer, or here where Spark
+        cannot make it right — SQLite (Spark cannot probe its tables) and, on PostgreSQL, columns
+        that keep their source's type (:mod:`portal.pipeline.destinations.pgtypes`), whose text the
+        server then reads as that type (``stringtype=unspecified``)."""
+        mode, options = "overwrite", self._options()
         dialect = dialect_for(self.url, "writer.jdbc.url")
         if dialect.own_ddl:  # SQLite: the table is made here, in the dialect's types
-            target = JdbcTarget(
-                self.url,
-                self.props.get("writer.jdbc.username"),
-                self.props.get("writer.jdbc.password"),
-                what=self.what,
-                bounds=usernode.from_spec(self.ctx.jobspec.extra, "destination"),
-            )
-            target.create(
-                table,
-                [(f.name, dialect.column_type(f.dataType) or "TEXT") for f in df.schema.fields],
-            )
+            columns = [(f.name, dialect.column_type(f.dataType) or "TEXT") for f in df.schema.fields]
+            self._target().create(table, columns)
             mode = "append"
-        df.write.format("jdbc").options(**self._options()).option("dbtable", table).mode(mode).save()
+        elif dialect is POSTGRESQL and pgtypes.kept_any(df.schema):
+            kinds = [
+                (f.name, pgtypes.column_type(f.dataType, f.metadata, arrays=True)) for f in df.schema.fields
+            ]
+            if all(kind for _, kind in kinds):  # else Spark's own types, the kept ones as text
+                with self._pg() as conn:
+                    ident = pgconn.table_ident(table)
+                    conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(ident))
+                    conn.execute(sql.SQL("CREATE TABLE {} ({})").format(ident, pgtypes.columns_sql(kinds)))
+                options["stringtype"] = "unspecified"
+                mode = "append"
+        df.write.format("jdbc").options(**options).option("dbtable", table).mode(mode).save()
+
+    def _target(self) -> JdbcTarget:
+        """The destination through a MySQL/MariaDB or SQLite connection of ours."""
+        return JdbcTarget(
+            self.url,
+            self.props.get("writer.jdbc.username"),
+            self.props.get("writer.jdbc.password"),
+            what=self.what,
+            bounds=usernode.from_spec(self.ctx.jobspec.extra, "destination"),
+        )
+
+    def _pg(self) -> Any:
+        """The PostgreSQL destination through a psycopg connection of ours (autocommit)."""
+        return pgconn.connect(
+            self.url,
+            self.props.get("writer.jdbc.username"),
+            self.props.get("writer.jdbc.password"),
+            what=self.what,
+            bounds=usernode.from_spec(self.ctx.jobspec.extra, "destination"),
+            autocommit=True,
+        )
 
     def abort(self) -> None:
         for table in (self.staging_table, self.error_staging_table):
@@ -141,29 +168,13 @@ class JdbcDataWriter(DataWriter):
                 self._drop(table)
 
     def _drop(self, table: str) -> None:
-        if not self.url.startswith("jdbc:postgresql:"):
-            try:
-                target = JdbcTarget(
-                    self.url,
-                    self.props.get("writer.jdbc.username"),
-                    self.props.get("writer.jdbc.password"),
-                    what=self.what,
-                    bounds=usernode.from_spec(self.ctx.jobspec.extra, "destination"),
-                )
+        try:
+            if not self.url.startswith("jdbc:postgresql:"):
+                target = self._target()
                 with target.connect() as conn:
                     target.drop(conn, table)
-            except Exception:  # noqa: S110 - best effort; a leftover staging table is harmless
-                pass
-            return
-        try:
-            conn = pgconn.connect(
-                self.url,
-                self.props.get("writer.jdbc.username"),
-                self.props.get("writer.jdbc.password"),
-                what=self.what,
-                bounds=usernode.from_spec(self.ctx.jobspec.extra, "destination"),
-            )
-            with conn:
+                return
+            with self._pg() as conn:
                 conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(pgconn.table_ident(table)))
         except Exception:  # noqa: S110 - best effort; a leftover staging table is harmless
             pass

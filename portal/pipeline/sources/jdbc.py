@@ -41,6 +41,7 @@ Values in the generated SQL come from the database's own text output; identifier
 from __future__ import annotations
 
 import datetime as dt
+import json
 import logging
 import re
 from decimal import Decimal
@@ -55,7 +56,7 @@ from portal.pipeline import cancelling, landing, usernode, watermarks
 from portal.pipeline.dialects import Dialect, dialect_for, root_cause
 from portal.pipeline.errors import ConfigError, MissingPropertyError, PipelineError
 from portal.pipeline.propertyrules import missing_message, spec_for
-from portal.pipeline.sources import arrow_pg, jdbc_tables
+from portal.pipeline.sources import arrow_pg, jdbc_tables, jdbc_types
 from portal.pipeline.sources.base import Extraction, Source
 from portal.pipeline.workunits import WorkUnit
 
@@ -428,10 +429,6 @@ class JdbcSource(Source):
         select = f"SELECT t.*{extra_cols} FROM {table} t{condition}"  # noqa: S608
         query = f"({cancelling.tagged(select, self.statement_tag)}) AS fp_wu"
         reader = self.spark.read.format("jdbc").options(**self._options()).option("dbtable", query)
-        if self.dialect.read_as:
-            custom = self.dialect.custom_schema(self._table_schema(table))
-            if custom:
-                reader = reader.option("customSchema", custom)
         slices = None
         if s["partition"] and p.get("k_min") is not None and p["k_max"] > p["k_min"]:
             parts = (
@@ -445,6 +442,13 @@ class JdbcSource(Source):
                 numPartitions=str(parts),
             )
         jdbc = reader.load()
+        compared = {delta, *s["keys"], s["partition"]} - {None}
+        recorded = self.jobspec.previous_schemas.get(work_unit.dataset_urn)
+        earlier = T.StructType.fromJson(json.loads(recorded)) if recorded else None
+        read = jdbc_types.reading(jdbc.schema, self.dialect, compared, earlier)
+        if read.custom_schema:  # Spark's mapping would change a value: read those columns as they are
+            jdbc = reader.option("customSchema", read.custom_schema).load()
+        jdbc = read.keep(jdbc)
         # A user-made node's reads go through Spark's JDBC connections, proved its owner's (landed()).
         scan = (
             None

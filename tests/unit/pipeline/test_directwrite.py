@@ -76,7 +76,7 @@ def test_the_workers_write_the_parquet_spark_would_write(
     assert len(files) == 3 and all(f.name.endswith(".snappy.parquet") for f in files)
     arrow_schema = pq.read_schema(files[0])
     assert arrow_schema.field("at_zone").type == pa.timestamp("us", tz="UTC")
-    assert arrow_schema.field("at_local").type == pa.timestamp("us", tz="UTC")  # Spark's TimestampType
+    assert arrow_schema.field("at_local").type == pa.timestamp("us")  # a wall time, as in the table
     assert all(field.nullable for field in arrow_schema)
     column = pq.ParquetFile(files[0]).schema.column(arrow_schema.get_field_index("price"))
     assert column.physical_type == "INT64" and column.logical_type.type == "DECIMAL"  # as Spark writes it

@@ -30,6 +30,11 @@ class Source:
             (pg_db["url"], pg_db["user"]) if dialect == "postgresql" else (my_db["url"], "root")
         )
 
+    @property
+    def timestamp(self) -> str:
+        """Spark's type of the TIMESTAMP column: PostgreSQL's is a wall time, MariaDB's an instant."""
+        return "timestamp_ntz" if self.dialect == "postgresql" else "timestamp"
+
     def sql(self, statement: str) -> None:
         if self.dialect == "postgresql":
             self.pg.execute(statement)
@@ -79,7 +84,7 @@ def test_freeze_fails_the_dataset_with_the_diff_until_the_schema_is_back(
     props = source.props(tmp_path, "drift_freeze", "freeze")
     assert run(spark, spec(tmp_path, props, 1), state)["drift_freeze"]["status"] == "SUCCEEDED"
     recorded = state["schemas"]["drift_freeze"]
-    assert columns(recorded) == [("id", "integer"), ("name", "string"), ("updated_at", "timestamp")]
+    assert columns(recorded) == [("id", "integer"), ("name", "string"), ("updated_at", source.timestamp)]
 
     source.drift("drift_freeze")
     for execution in (2, 3):  # the refused schema is not recorded: it stays refused
@@ -150,7 +155,7 @@ def test_evolve_adds_the_column_and_widens_the_jdbc_destination(
     assert columns(state["schemas"]["drift_evolve"]) == [
         ("id", "long"),
         ("name", "string"),
-        ("updated_at", "timestamp"),
+        ("updated_at", source.timestamp),
         ("email", "string"),
     ]
     query = "SELECT id, COALESCE(email, '-') FROM drift_sink ORDER BY id"

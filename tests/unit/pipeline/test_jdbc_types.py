@@ -1,0 +1,59 @@
+"""What a JDBC read asks Spark to read each column as: decided from the driver's own type names
+(Spark 4's ``jdbcClientType``), and never against what an earlier run recorded for the dataset."""
+
+from __future__ import annotations
+
+from pyspark.sql import types as T
+
+from portal.pipeline.dialects import MYSQL, POSTGRESQL
+from portal.pipeline.sources.jdbc_types import reading
+
+
+def field(name: str, dtype: T.DataType, client: str, scale: int = 0) -> T.StructField:
+    return T.StructField(name, dtype, True, {"jdbcClientType": client, "scale": scale})
+
+
+PG_TABLE = T.StructType(
+    [
+        field("id", T.IntegerType(), "int4"),
+        field("at", T.TimestampType(), "timestamp", 6),
+        field("at_zone", T.TimestampType(), "timestamptz", 6),
+        field("lasted", T.TimestampType(), "time", 6),
+        field("doc", T.StringType(), "jsonb"),
+        field("amount", T.DecimalType(38, 18), "numeric"),
+        field("price", T.DecimalType(12, 2), "numeric", 2),
+    ]
+)
+
+
+def test_a_postgresql_table_is_read_as_its_values_are():
+    read = reading(PG_TABLE, POSTGRESQL)
+    assert read.custom_schema == "`at` TIMESTAMP_NTZ, `lasted` STRING, `amount` STRING"
+    assert read.kept == {"lasted": "time", "doc": "jsonb", "amount": "numeric"}
+
+
+def test_a_column_the_flow_compares_on_keeps_its_number_type():
+    read = reading(PG_TABLE, POSTGRESQL, compared={"amount"})
+    assert read.custom_schema == "`at` TIMESTAMP_NTZ, `lasted` STRING"
+    assert "amount" not in read.kept
+
+
+def test_a_dataset_recorded_in_sparks_own_mapping_keeps_it():
+    """Its earlier files and tables hold those types, and a schema policy would see a change."""
+    recorded = T.StructType([T.StructField(f.name, f.dataType) for f in PG_TABLE.fields if f.name != "doc"])
+    read = reading(PG_TABLE, POSTGRESQL, recorded=recorded)
+    assert read.custom_schema is None
+    assert read.kept == {"doc": "jsonb"}  # its Spark type is text either way
+
+
+def test_mariadb_datetime_is_a_wall_time_its_timestamp_an_instant():
+    table = T.StructType(
+        [
+            field("at", T.TimestampType(), "DATETIME", 6),
+            field("stamped", T.TimestampType(), "TIMESTAMP", 6),
+            field("lasted", T.TimestampType(), "TIME", 6),
+        ]
+    )
+    read = reading(table, MYSQL)
+    assert read.custom_schema == "`at` TIMESTAMP_NTZ, `lasted` STRING"
+    assert read.kept == {}  # a MariaDB TIME is not PostgreSQL's: its text only
