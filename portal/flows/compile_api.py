@@ -19,7 +19,9 @@ from portal.flows.api import FlowConfigSerializer, api_validation_error
 from portal.flows.compiler import compile_flow
 from portal.flows.models import CompiledJobDag, FlowConfig
 from portal.flows.rules import flow_for
-from portal.topology.credentials import masked
+from portal.flows.shown import shown_properties
+
+HOP = "flowport.hop."  # the compiler's keys for a hop's nodes: flowport.hop.<role>.<node key>
 
 
 class JobSpecPlanSerializer(serializers.Serializer):
@@ -56,16 +58,8 @@ class CompiledFlowSerializer(serializers.Serializer):
 
 
 def _shown(dag: dict) -> dict:
-    """The DAG with every clear secret inside a job property masked: the hop keys carry the nodes'
-    connection values, and a node written before secrets in URLs were refused may hold one (only
-    a node's owners and staff see those whole, on the node's own page)."""
-    jobs = [
-        {
-            **job,
-            "properties": {k: masked(v) if isinstance(v, str) else v for k, v in job["properties"].items()},
-        }
-        for job in dag.get("jobs") or []
-    ]
+    """The DAG with its jobs' properties as the portal shows them (:mod:`portal.flows.shown`)."""
+    jobs = [{**job, "properties": shown_properties(job["properties"])} for job in dag.get("jobs") or []]
     return {**dag, "jobs": jobs}
 
 

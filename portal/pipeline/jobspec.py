@@ -53,16 +53,22 @@ _NODE_CREDENTIALS = (
 
 
 def with_node_credentials(properties: dict[str, str]) -> dict[str, str]:
-    """``properties`` with a JDBC node's credentials where the flow names none (a flow's own user
-    and password, set together or alone, are kept whole)."""
+    """``properties`` with a JDBC node's credentials. A node that has a login gives it, whatever
+    the flow says: a flow may only read or write through a node, not choose who the database takes
+    it for (a reader naming ``postgres`` on a server that trusts the workers would be its
+    superuser). A flow's own user and password are kept, whole, only for a node without a login."""
     merged = dict(properties)
     for role, user_key, password_key in _NODE_CREDENTIALS:
         hop = f"flowport.hop.{role}."
-        if merged.get(f"{hop}kind") != "jdbc" or merged.get(user_key) or merged.get(password_key):
+        if merged.get(f"{hop}kind") != "jdbc" or not (
+            merged.get(f"{hop}user") or merged.get(f"{hop}password")
+        ):
             continue
         for key, node_key in ((user_key, "user"), (password_key, "password")):
             if merged.get(hop + node_key):
                 merged[key] = merged[hop + node_key]
+            else:
+                merged.pop(key, None)
     return merged
 
 

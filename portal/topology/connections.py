@@ -551,13 +551,15 @@ class _Unsupported(Exception):
 
 
 def _credentials(node: DataNode, url: str, user: str, password: str) -> tuple[str, str]:
-    """Typed for the test, else the node's own `user` and `password` (decrypted here, in memory:
-    what a flow over the node connects with), else the URL's own `user`/`password` parameters."""
-    if user or password:
-        return user, password
+    """The node's own `user` and `password` (decrypted here, in memory: what a flow over the node
+    connects with), else typed for the test, else the URL's own `user`/`password` parameters. As for
+    a flow (:func:`portal.pipeline.jobspec.with_node_credentials`), one may type an account only for
+    a node without one: a user of a node does not choose who the database takes them for."""
     stored = _stored_credentials(node)
     if stored[0] or stored[1]:
         return stored
+    if user or password:
+        return user, password
     query = parse_qs(url.partition("?")[2].replace(";", "&"))
     return (query.get("user") or [""])[0], (query.get("password") or [""])[0]
 

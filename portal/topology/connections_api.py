@@ -26,7 +26,8 @@ class CredentialsSerializer(serializers.Serializer):
         default="",
         max_length=1024,
         write_only=True,
-        help_text="JDBC: for this test only, never stored (the URL's own user/password otherwise).",
+        help_text="JDBC, a node without an account of its own: for this test only, never stored (the URL's "
+        "own user/password otherwise). A node's own account is always the one used.",
     )
 
 

@@ -55,7 +55,9 @@ _JDBC_URL = re.compile(
 )
 _DEFAULT_PORTS = {"postgresql": 5432, "mysql": 3306, "mariadb": 3306}
 # URL parameters that only tune the connection (compared without case). Anything else — a socket
-# or SSL factory, a logger file, local infile, interceptors, another host or database — is refused.
+# or SSL factory, a logger file, local infile, interceptors, another host or database, a user or
+# password (Spark's driver takes the URL's over the node's, which the portal's probe would not
+# log in as) — is refused.
 _URL_PARAMETERS = {
     "postgresql": {
         "applicationname",
@@ -71,7 +73,6 @@ _URL_PARAMETERS = {
         "sslmode",
         "stringtype",
         "tcpkeepalive",
-        "user",
     },
     "mysql": {
         "characterencoding",
@@ -85,7 +86,6 @@ _URL_PARAMETERS = {
         "usecursorfetch",
         "usessl",
         "useunicode",
-        "user",
         "zerodatetimebehavior",
     },
 }

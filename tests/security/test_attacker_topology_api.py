@@ -258,3 +258,42 @@ def test_a_legacy_node_password_stays_out_of_the_compile_preview_and_the_jobs(cl
     page = client.post("/flows/new/?part=compile", form, HTTP_HX_REQUEST="true").content.decode()
     assert "mal.peek2.1-sales-to-lake" in page and "password=********" in page
     assert SECRET not in page
+
+
+def test_a_nodes_login_stays_out_of_every_flows_jobs_and_previews(client, people, tmp_path):
+    """Every signed-in user may read a flow's compiled jobs; the hop keys carry its nodes' logins,
+    which are the nodes' owners' and staff's to see (issue #46): masked there, user name included."""
+    vault = services.create_data_node(
+        {
+            "name": "vault",
+            "kind": "jdbc",
+            "properties": {"url": "jdbc:postgresql://db.example.org:5432/vault", "user": "vault_owner_login"},
+        }
+    )
+    lake = services.create_data_node({"name": "lake", "kind": "files", "properties": {"path": str(tmp_path)}})
+    DataNodeGrant.objects.create(node=lake, role="write", user=people["mallory"])
+    DataNodeGrant.objects.create(node=vault, role="read", user=people["mallory"])  # a reader, not an owner
+    executor("x1", "vault>lake")
+    body = {
+        "flowGroup": "mal",
+        "flowName": "peek",
+        "source": "vault",
+        "destinations": ["lake"],
+        "properties": {"source.jdbc.tables": "public.orders", "extract.is.full": "true"},
+    }
+    api = api_client_for(people["mallory"])
+    preview = api.post("/api/flowconfigs/compile", body, format="json")
+    assert preview.status_code == 200 and preview.json()["jobs"], preview.content
+    properties = preview.json()["jobs"][0]["properties"]
+    assert properties["flowport.hop.source.user"] == "********"
+    assert "vault_owner_login" not in preview.content.decode()
+    client.force_login(people["mallory"])
+    form = {
+        "flow_group": "mal",
+        "flow_name": "peek2",
+        "source": "vault",
+        "destinations_text": "lake",
+        "properties_text": "source.jdbc.tables=public.orders\nextract.is.full=true",
+    }
+    page = client.post("/flows/new/?part=compile", form, HTTP_HX_REQUEST="true").content.decode()
+    assert "flowport.hop.source.user=********" in page and "vault_owner_login" not in page

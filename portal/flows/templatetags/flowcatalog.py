@@ -6,9 +6,9 @@ from __future__ import annotations
 from django import template
 
 from portal.flows.packflows import flows_using_pack
+from portal.flows.shown import shown_property
 from portal.templatepacks.models import TemplatePack
 from portal.templatepacks.services import template_paths
-from portal.topology.credentials import masked
 
 register = template.Library()
 
@@ -19,8 +19,8 @@ def pack_flow_count(pack: TemplatePack) -> int:
     return flows_using_pack(pack.name, template_paths(pack)).count()
 
 
-@register.filter
-def secrets_masked(value: object) -> object:
-    """A job property as the compile preview shows it: a node written before secrets in its URL
-    were refused may carry one in the hop keys (portal.topology.credentials)."""
-    return masked(value) if isinstance(value, str) else value
+@register.simple_tag
+def job_property(key: str, value: object) -> object:
+    """A job property as the compile preview shows it (:mod:`portal.flows.shown`):
+    `{% job_property key value %}`."""
+    return shown_property(key, value)

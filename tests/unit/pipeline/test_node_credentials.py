@@ -1,5 +1,7 @@
 """A user registers a database node with its user and password and builds a flow over it without
-typing them again: the job connects as the node says, unless the flow names its own account."""
+typing them again: the job connects as the node says. A flow names its own account only for a node
+without one: a reader of a node may not choose who the database takes it for (issue #46, a reader
+naming `postgres` on a server that trusts the workers)."""
 
 from __future__ import annotations
 
@@ -34,10 +36,20 @@ def test_a_destination_node_gives_its_account_to_the_writer():
     assert props.get("writer.jdbc.username") == "lake" and props.get("writer.jdbc.password") == "pw"
 
 
-def test_the_flows_own_account_is_kept_whole():
-    props = _props({**NODE_SOURCE, "source.conn.username": "reporting"})
+def test_a_node_with_an_account_gives_it_whatever_the_flow_says():
+    props = _props({**NODE_SOURCE, "source.conn.username": "postgres", "source.conn.password": ""})
+    assert props.get("source.conn.username") == "shop"
+    assert props.get("source.conn.password") == "decrypted-by-the-worker"
+    only_user = {k: v for k, v in NODE_SOURCE.items() if not k.endswith("password")}
+    props = _props({**only_user, "source.conn.username": "postgres", "source.conn.password": "guess"})
+    assert props.get("source.conn.username") == "shop" and props.get("source.conn.password") is None
+
+
+def test_the_flows_own_account_is_kept_whole_on_a_node_without_one():
+    bare = {k: v for k, v in NODE_SOURCE.items() if not k.endswith(("user", "password"))}
+    props = _props({**bare, "source.conn.username": "reporting", "source.conn.password": "its-own"})
     assert props.get("source.conn.username") == "reporting"
-    assert props.get("source.conn.password") is None  # never the node's password for another user
+    assert props.get("source.conn.password") == "its-own"
 
 
 def test_a_files_node_gives_nothing():

@@ -77,6 +77,23 @@ def test_a_database_outside_its_owners_patterns_is_refused_saying_the_same(serve
     assert str(refused.value) == f"data node 'secdb_plain': {REFUSED}"
 
 
+@pytest.mark.parametrize("login", ["?user=postgres", "?applicationName=a&USER=postgres", ";password=x"])
+def test_a_login_in_the_url_is_refused_before_spark_connects(spark, server, login):
+    """Spark's driver takes the URL's user over the node's, which the probe logs in as: refused,
+    though the node's own login would pass (a node saved before the URL check, say)."""
+    options = {
+        "url": f"jdbc:postgresql://{server}/{DATABASE}{login}",
+        "driver": "org.postgresql.Driver",
+        "user": "secdb_plain",
+        "password": PASSWORD,
+    }
+    with pytest.raises(landing.LandingRefused) as refused:
+        landing.check_jdbc(spark, options, "data node 'mine'", portal=(), bounds=MINE)
+    assert str(refused.value) == f"data node 'mine': {REFUSED}"
+    plain = {**options, "url": f"jdbc:postgresql://{server}/{DATABASE}"}
+    assert landing.check_jdbc(spark, plain, "data node 'mine'", portal=(), bounds=MINE).database == DATABASE
+
+
 def test_a_replication_role_passes_only_for_a_capture_the_administrators_allow(server):
     allowed = Bounds(MINE.databases, replication=True)
     assert judged(server, "secdb_replicates", bounds=allowed.for_capture()).database == DATABASE

@@ -149,6 +149,20 @@ def warehouse():
         yield found.jdbc_url, found.user
 
 
+def test_a_node_with_an_account_of_its_own_is_tested_with_it_whatever_is_typed(
+    client, granted, node, warehouse
+):
+    """A user of a node does not choose who the database takes them for (issue #46): typing the
+    server's superuser on a node whose account is someone else's tests that account."""
+    url, user = warehouse
+    node("warehouse", "jdbc", url=url, driver="org.postgresql.Driver", user="nobody_here")
+    client.force_login(granted)
+    for action in ("test", "discover"):
+        body = client.post(f"/topology/datanodes/warehouse/{action}/", {"test_user": user}).content.decode()
+        assert "nobody_here" in body, body[-2000:]  # the node's own account was refused by the server
+        assert "sales" not in body
+
+
 def test_a_jdbc_node_lists_its_schemas_and_its_tables_with_columns_and_types(
     client, granted, node, warehouse
 ):

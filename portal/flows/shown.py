@@ -1,0 +1,27 @@
+"""A compiled job's properties as the portal shows them (the API's jobs and compile preview, the
+form's preview): the compiler copies each hop node's connection values into ``flowport.hop.<role>.*``
+keys — its login, its ENC(...) password and wrapped key, which are the node's owners' and staff's
+to see, on the node's own page — and a node written before secrets in URLs were refused may hold
+one in clear (:func:`portal.topology.credentials.masked`)."""
+
+from __future__ import annotations
+
+from portal.crypto.secretnames import names_secret
+from portal.topology.credentials import MASK, masked
+
+HOP = "flowport.hop."  # the compiler's keys for a hop's nodes: flowport.hop.<role>.<node key>
+
+
+def shown_property(key: str, value: object) -> object:
+    """``value`` of job property ``key`` as shown to anyone who may see the flow."""
+    if not isinstance(value, str):
+        return value
+    role, _, node_key = key.removeprefix(HOP).partition(".")
+    login = node_key in {"user", "username"} or node_key.startswith("encrypt.") or names_secret(node_key)
+    if key.startswith(HOP) and role and login:
+        return MASK if value else value
+    return masked(value)
+
+
+def shown_properties(properties: dict[str, object]) -> dict[str, object]:
+    return {key: shown_property(key, value) for key, value in properties.items()}
