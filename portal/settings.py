@@ -12,6 +12,7 @@ import secrets
 import socket
 import sys
 from pathlib import Path
+from typing import NoReturn
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
@@ -50,6 +51,14 @@ def env_list(name: str, default: str = "") -> list[str]:
     return [item.strip() for item in env(name, default).split(",") if item.strip()]
 
 
+def stop(message: str) -> NoReturn:
+    """Stop this process at start with one line (no traceback), exit status 3: gunicorn's
+    arbiter takes a worker that exits 3 while booting as "failed to boot" and halts, where any
+    other status makes it boot a new worker every second for ever, listening meanwhile."""
+    print(f"Flowport cannot start: {message}", file=sys.stderr)
+    sys.exit(3)
+
+
 def env_secret(name: str) -> str:
     """A secret from `NAME` or from the file named by `NAME_FILE` (Docker/K8s style). A file
     that is not there stops the process with one line saying so (and, for SECRET_KEY_FILE,
@@ -59,7 +68,7 @@ def env_secret(name: str) -> str:
         try:
             return read_secret_file(name, path)
         except SecretFileError as error:
-            sys.exit(f"Flowport cannot start: {error}")
+            stop(str(error))
     return os.environ.get(name, "")
 
 
@@ -173,7 +182,7 @@ if not DATABASES["default"]["ENGINE"].endswith(("postgresql", "sqlite3")):
     # (Django's models.W036 on 8 of them: event dedupe, customer keys, actions,
     # executions), so say so before anything is written. A MySQL/MariaDB server is
     # a data node, not the portal's database.
-    raise ImproperlyConfigured(
+    stop(
         f"DATABASE_URL names a {DATABASES['default']['ENGINE'].rsplit('.', 1)[-1]} database: the portal's "
         "own database must be PostgreSQL (postgres://…) or SQLite (sqlite:///…): its exactly-once rules "
         "rest on partial unique indexes, which MySQL and MariaDB do not have. MySQL and MariaDB "

@@ -415,5 +415,10 @@ class JobRun:
             )
         if problem:
             return self.finish(JobStatus.FAILED, " ".join([problem, *notes]), task_states=states, **summary)
+        if not states and not notes:  # say it: a folder of files at a files node's root is no dataset
+            notes.append(
+                "Nothing to read: the source listed no dataset (a files node reads each sub-folder of its "
+                "root as one dataset, source.files.dataset.level)."
+            )
         message = " ".join([f"{len(states)} task(s), {in_words(summary)}.", *notes])
         return self.finish(JobStatus.COMMITTED, message, task_states=states, **summary)

@@ -165,6 +165,9 @@ def test_without_postgresql_the_newcomer_gets_sample_files_in_their_own_area(set
     assert found.ok, found.message
     (orders,) = found.datasets
     assert [c.name for c in orders.columns] == ["order_id", "customer", "amount", "updated_at"]
+    # one sub-folder a dataset, as a flow over the node reads it (a file at the root is none)
+    assert orders.name.startswith("orders"), orders.name
+    assert (settings.FLOWPORT_DATA_DIR / area / "shop" / "orders" / "orders-0001.csv").is_file()
 
 
 def test_the_demo_flow_compiles_through_the_demo_pack(demo):

@@ -42,3 +42,17 @@ def test_a_run_that_recovers_pulls_and_commits_parses_its_jobspec_once(world, pa
     assert world.exactly_once() == (0, 0)
     pulled = world.pipeline.specs[-1]
     assert isinstance(pulled, JobSpec) and pulled.previous_watermarks  # the pull read the recovered state
+
+
+@in_db
+def test_a_run_over_a_source_with_no_dataset_says_so(world):
+    """A file at a files node's root is no dataset (each sub-folder is one): the run commits
+    nothing and says why, where it used to say only "0 task(s)"."""
+    (world.landing.root / "stray.json").write_text('{"id": 1}\n')
+    job = world.new_job()
+
+    assert world.run(job) == "committed"
+
+    job.refresh_from_db()
+    assert job.message.startswith("0 task(s), 0 record(s) delivered")
+    assert "Nothing to read: the source listed no dataset" in job.message

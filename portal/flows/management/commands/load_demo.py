@@ -253,7 +253,7 @@ class Command(BaseCommand):
                     "refused there: have pg_hba.conf ask for one, scram-sha-256, or use their folder)"
                 )
         if area is not None:
-            self.stdout.write(f"    their folder: {area}  (sample orders in shop/)")
+            self.stdout.write(f"    their folder: {area}  (sample orders in shop/orders/)")
 
     def _newcomer(self, user_model: Any) -> tuple[Any, str]:
         password = kept_password("demo-user-password")
@@ -272,7 +272,8 @@ class Command(BaseCommand):
         area = policy.personal_area(user)
         if area is None:
             return None
-        write_sample_orders(settings.FLOWPORT_DATA_DIR / area / "shop", rows=50)
+        # One sub-folder a dataset (source.files.dataset.level=1, the default): shop/orders/.
+        write_sample_orders(settings.FLOWPORT_DATA_DIR / area / "shop" / "orders", rows=50)
         return area
 
     def _load_topology(self) -> None:
