@@ -25,7 +25,7 @@ from portal.orchestration.state.commitstore import (
 )
 from portal.pipeline.destinations.commit_steps import CommitStep
 from portal.pipeline.destinations.publisher import apply_commit_policy, plan_commit
-from portal.pipeline.jobspec import JobSpec
+from portal.pipeline.jobspec import JobSpec, with_node_credentials
 from portal.pipeline.taskstate import SUCCEEDED
 from portal.topology import tables
 
@@ -115,7 +115,7 @@ def commit(
     `spec`'s properties are the decrypted ones (JDBC steps name their password
     by property)."""
     spec = JobSpec.from_dict(jobspec)
-    props = spec.properties
+    props = with_node_credentials(spec.properties)  # a node's password, for the steps that name it
     plan = plan_commit(spec, states)
     watermark_steps(spec, states, plan)
     store, store_name = CommitStepStore(), store_name_for(spec)

@@ -39,7 +39,7 @@ from portal.orchestration.state.commitstore import (
 from portal.pipeline import fs
 from portal.pipeline.destinations.commit_steps import CommitStep
 from portal.pipeline.destinations.publisher import remove_task_output
-from portal.pipeline.jobspec import JobSpec
+from portal.pipeline.jobspec import JobSpec, with_node_credentials
 from portal.pipeline.sources import cdc, jdbc_tables
 
 logger = logging.getLogger(__name__)
@@ -145,7 +145,7 @@ def recover(
     `spec`'s properties are the job's decrypted ones (JDBC steps name their
     password by property); `initializer` runs first in each thread."""
     spec = JobSpec.from_dict(spec)
-    props = dict(spec.properties)
+    props = with_node_credentials(spec.properties)  # a node's password, for the steps that name it
     store, store_name = CommitStepStore(), store_name_for(spec)
     report = RecoveryReport()
     rows = store.pending(store_name)
