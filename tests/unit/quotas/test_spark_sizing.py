@@ -185,3 +185,11 @@ def test_the_worker_runs_a_job_in_its_owners_sized_pool_and_refuses_one_asking_p
         "flow.spark.cores: 4 cores is above eo-owner's quota of 1 cores per job"
     )
     assert len(world.pipeline.specs) == ran  # nothing was pulled
+
+
+def test_with_no_quota_at_all_a_submitted_job_is_sized_to_the_default_quota(alice, settings):
+    """No quota rows: an owner still has the default (QUOTA_DEFAULT_*), at submit as at save."""
+    settings.QUOTA_DEFAULT_MAX_CORES_PER_JOB, settings.QUOTA_DEFAULT_MAX_MEMORY_MB_PER_JOB = 2, 1024
+    assert not Quota.objects.exists()
+    job = the_job(run(one_hop_flow(alice, "f"), alice))
+    assert quota_spark.spark_sizing(job) == {"cores": 2, "memory_mb": 1024}
