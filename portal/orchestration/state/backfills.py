@@ -26,11 +26,21 @@ def backfill_refusal(flow: FlowConfig, urn: str, low: str | None, high: str) -> 
     """Why a backfill range of `urn` matches nothing the flow has loaded (None: it may match, or
     no load is recorded to judge by). The range is held against every hop's history; one hop
     whose loads it meets is enough."""
-    loads = [(hop, f, t) for hop, f, t in _loads(flow, urn) if t]
+    recorded = _loads(flow, urn)
+    if not recorded and (known := _datasets(flow)):  # the flow has loaded others, never this one
+        listed = ", ".join(known[:10]) + (f" and {len(known) - 10} more" if len(known) > 10 else "")
+        return f"{urn}: the flow has loaded no dataset of that name (its datasets: {listed})"
+    loads = [(hop, f, t) for hop, f, t in recorded if t]
     reasons = [backfills.refusal(low, high, loaded_from, loaded_to) for _, loaded_from, loaded_to in loads]
     if not loads or not all(reasons):
         return backfills.refusal(low, high, None, None) if low else None
     return f"{urn}: {reasons[0]}"
+
+
+def _datasets(flow: FlowConfig) -> list[str]:
+    """The datasets the flow has recorded a state for (its own: a few per flow, indexed)."""
+    states = DatasetState.objects.filter(flow_group=flow.flow_group, flow_name=flow.flow_name)
+    return sorted(set(states.values_list("dataset_urn", flat=True)))
 
 
 def backfill_preview(flow: FlowConfig, urn: str, low: str | None, high: str) -> list[dict[str, str]]:

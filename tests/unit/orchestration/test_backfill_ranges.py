@@ -58,6 +58,17 @@ def test_the_api_refuses_the_same_range_by_its_field(owner, flow):
     assert response.status_code == 400 and "is not before high" in str(response.json()["backfill"])
 
 
+def test_a_dataset_the_flow_never_loaded_is_refused_naming_those_it_did(owner, flow):
+    api = api_client_for(owner)
+    body = {"backfill": {"nosuch": {"low": "a", "high": "b"}}}
+    response = api.post("/api/flowconfigs/sales/orders/run", body, format="json")
+    assert response.status_code == 400
+    assert "nosuch: the flow has loaded no dataset of that name (its datasets: orders)" in str(
+        response.json()["backfill"]
+    )
+    assert not FlowExecution.objects.exists()
+
+
 def test_backfill_this_fills_the_range_end_and_the_preview_says_what_is_replaced(browser, flow):
     page = browser.get(URL).content.decode()
     assert "?dataset=orders&amp;high=120" in page
