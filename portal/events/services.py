@@ -12,6 +12,12 @@ from portal.events import sinks
 from portal.events.models import Event
 
 logger = logging.getLogger("portal.events")
+# An event's log line at its own severity (an execution that succeeded is no warning).
+_LEVELS: dict[str, int] = {
+    Event.Severity.INFO: logging.INFO,
+    Event.Severity.WARNING: logging.WARNING,
+    Event.Severity.ERROR: logging.ERROR,
+}
 
 
 def raise_event(
@@ -35,9 +41,7 @@ def raise_event(
             return None
     else:
         event = Event.objects.create(kind=kind, message=message, severity=severity, **where)
-    logger.log(
-        logging.ERROR if severity == Event.Severity.ERROR else logging.WARNING, "%s: %s", kind, message
-    )
+    logger.log(_LEVELS.get(severity, logging.WARNING), "%s: %s", kind, message)
     transaction.on_commit(_kick_sinks)
     return event
 
