@@ -4,7 +4,9 @@ SHELL := /bin/bash
 VENV := .venv
 PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
-BIND ?= 127.0.0.1:8000
+# The portal's address: `make run BIND=…`, else FLOWPORT_BIND from .env (which `honcho run` reads)
+# or the environment, else loopback:8000.
+BIND ?= $(or $(shell sed -n 's/^FLOWPORT_BIND=//p' .env 2>/dev/null | tail -n 1),$(FLOWPORT_BIND),127.0.0.1:8000)
 # The suite's integration tests share the test database with real worker
 # processes, so tests run on this machine's PostgreSQL and Redis by default.
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/flowport
@@ -81,7 +83,7 @@ run: demo
 	@echo "  Flowport is starting at http://$(BIND)/  (Ctrl-C stops web, worker and scheduler)"
 	@echo ""
 	@mkdir -p var
-	FLOWPORT_BIND=$(BIND) $(VENV)/bin/honcho run $(PY) scripts/supervise.py $(VENV)/bin/supervisord -c deploy/supervisord.conf
+	$(VENV)/bin/honcho run env FLOWPORT_BIND=$(BIND) $(PY) scripts/supervise.py $(VENV)/bin/supervisord -c deploy/supervisord.conf
 
 lint: $(VENV)/.dev-installed
 	$(VENV)/bin/ruff check .
