@@ -29,9 +29,12 @@ def _listening(port: int) -> bool:
         return sock.connect_ex(("127.0.0.1", port)) == 0
 
 
-def _worker_pid() -> int | None:
-    row = WorkerHeartbeat.objects.order_by("-started").first()
-    return int(row.worker.split(":")[1]) if row else None
+def _heartbeating(pid: int | None) -> int | None:
+    """``pid`` once its worker has written a heartbeat (it consumes and runs)."""
+    if pid is None:
+        return None
+    rows = WorkerHeartbeat.objects.values_list("worker", flat=True)
+    return pid if any(worker.split(":")[1] == str(pid) for worker in rows) else None
 
 
 def test_a_killed_worker_comes_back_and_ctrl_c_stops_everything(stack_dir, broker_url, tmp_path):
@@ -53,12 +56,17 @@ def test_a_killed_worker_comes_back_and_ctrl_c_stops_everything(stack_dir, broke
     try:
         supervisor.wait_for_log("success: scheduler entered RUNNING state", timeout=60)
         wait_until(lambda: _listening(port), 60, "the web process to listen")
-        first = wait_until(_worker_pid, 90, "the worker's first heartbeat")
+        # the worker supervisord runs now (on a busy machine it may have been started again)
+        first = wait_until(
+            lambda: _heartbeating(_spawned(supervisor.log(), "worker")), 90, "the worker's heartbeat"
+        )
 
         os.kill(first, signal.SIGKILL)  # the worker dies
         supervisor.wait_for_log("exited: worker (terminated by SIGKILL", timeout=30)
         second = wait_until(
-            lambda: (pid := _worker_pid()) != first and pid, 90, "a new worker process to heartbeat"
+            lambda: (pid := _heartbeating(_spawned(supervisor.log(), "worker"))) != first and pid,
+            90,
+            "a new worker process to heartbeat",
         )
         assert _alive(second) and not _alive(first)
         children = [second, *_pids_in_log(supervisor.log(), ("web", "scheduler"))]
@@ -84,3 +92,13 @@ def _pids_in_log(log: str, names: tuple[str, ...]) -> list[int]:
             name = line.split("spawned: '")[1].split("'")[0]
             pids[name] = int(line.rsplit("pid ", 1)[1])
     return [pids[name] for name in names]
+
+
+def _spawned(log: str, name: str) -> int | None:
+    found = [
+        pid
+        for line in log.splitlines()
+        if f"INFO spawned: '{name}'" in line
+        for pid in [int(line.rsplit("pid ", 1)[1])]
+    ]
+    return found[-1] if found else None
