@@ -14,7 +14,14 @@ class FlowConfigFilterSet(django_filters.FilterSet):
     compilationStatus = django_filters.ChoiceFilter(
         field_name="compilation_status", choices=FlowConfig.Compilation.choices, label="Compilation"
     )
-    paused = django_filters.BooleanFilter(field_name="paused", label="Paused")
+    # A choice, not django-filter's BooleanFilter, whose widget reads "maybe" as no filter at all:
+    # a value that is neither true nor false is a 400 naming it, as for the other filters.
+    paused = django_filters.ChoiceFilter(
+        choices=[("true", "paused"), ("false", "running")],
+        method="by_paused",
+        label="Paused",
+        empty_label="any",
+    )
     lastRun = django_filters.ChoiceFilter(
         choices=FlowConfig.LastRun.choices, method="last_run", label="Last run", empty_label="any"
     )
@@ -23,6 +30,9 @@ class FlowConfigFilterSet(django_filters.FilterSet):
     class Meta:
         model = FlowConfig
         fields: list[str] = []
+
+    def by_paused(self, queryset, name, value):
+        return queryset.filter(paused=value == "true")
 
     def last_run(self, queryset, name, value):
         """By the flow's own last-run column (indexed), never by reading executions."""

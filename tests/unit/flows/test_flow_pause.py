@@ -155,3 +155,10 @@ def test_an_execution_of_a_paused_flow_says_the_schedule_is_paused(owner):
     assert '<span class="badge paused">schedule paused</span>' in browser.get(url).content.decode()
     FlowConfig.objects.filter(pk=flow.pk).update(paused=False)
     assert "schedule paused" not in browser.get(url).content.decode()
+
+
+def test_a_paused_filter_that_is_neither_true_nor_false_is_refused_naming_it(owner):
+    api = api_client_for(owner)
+    answer = api.get("/api/flowconfigs?paused=maybe")
+    assert answer.status_code == 400 and "paused" in answer.json(), answer.content
+    assert api.get("/api/flowconfigs?paused=true").status_code == 200
