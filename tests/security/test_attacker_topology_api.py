@@ -297,3 +297,43 @@ def test_a_nodes_login_stays_out_of_every_flows_jobs_and_previews(client, people
     }
     page = client.post("/flows/new/?part=compile", form, HTTP_HX_REQUEST="true").content.decode()
     assert "flowport.hop.source.user=********" in page and "vault_owner_login" not in page
+
+
+def test_a_reader_cannot_choose_the_login_of_a_node_with_an_account(people, tmp_path):
+    """Mallory reads `vault`, whose account is the administrators' choice; her flow names the
+    server's superuser (no password: the server trusts the workers). The job she would run
+    connects as the node says (issue #46, re-tested; a login typed for Test connection likewise:
+    tests/unit/topology/test_connections.py)."""
+    from portal.flows import services as flows
+    from portal.flows.compiler import compile_flow
+    from portal.pipeline.jobspec import JobSpec
+
+    vault = services.create_data_node(
+        {
+            "name": "vault",
+            "kind": "jdbc",
+            "properties": {"url": "jdbc:postgresql://127.0.0.1:1/vault", "user": "reader"},
+        }
+    )
+    lake = services.create_data_node({"name": "lake", "kind": "files", "properties": {"path": str(tmp_path)}})
+    DataNodeGrant.objects.create(node=lake, role="write", user=people["mallory"])
+    DataNodeGrant.objects.create(node=vault, role="read", user=people["mallory"])
+    executor("x1", "vault>lake")
+    flow = flows.create_flow(
+        owner=people["mallory"],
+        data={
+            "flow_group": "mal",
+            "flow_name": "su",
+            "source": "vault",
+            "destinations": ["lake"],
+            "paused": True,
+            "properties": {
+                "source.jdbc.tables": "public.orders",
+                "extract.is.full": "true",
+                "source.conn.username": "postgres",
+                "source.conn.password": "",
+            },
+        },
+    )
+    (job,) = compile_flow(flow).to_dict()["jobs"]
+    assert JobSpec(job_name="j", properties=job["properties"]).props.get("source.conn.username") == "reader"
