@@ -6,20 +6,21 @@ one in clear (:func:`portal.topology.credentials.masked`)."""
 
 from __future__ import annotations
 
-from portal.crypto.secretnames import names_secret
-from portal.topology.credentials import MASK, masked
+from portal.topology.credentials import masked
+from portal.topology.nodefields import masked_properties
 
 HOP = "flowport.hop."  # the compiler's keys for a hop's nodes: flowport.hop.<role>.<node key>
 
 
 def shown_property(key: str, value: object) -> object:
-    """``value`` of job property ``key`` as shown to anyone who may see the flow."""
+    """``value`` of job property ``key`` as shown to anyone who may see the flow: a hop key as a
+    node's connection is shown to one who is not its owner (:func:`masked_properties`), any other
+    with the clear secrets inside it masked."""
     if not isinstance(value, str):
         return value
     role, _, node_key = key.removeprefix(HOP).partition(".")
-    login = node_key in {"user", "username"} or node_key.startswith("encrypt.") or names_secret(node_key)
-    if key.startswith(HOP) and role and login:
-        return MASK if value else value
+    if key.startswith(HOP) and role and node_key:
+        return masked_properties({node_key: value})[node_key]
     return masked(value)
 
 
