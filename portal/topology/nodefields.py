@@ -180,3 +180,19 @@ class CredentialView:
     def properties(self, node: DataNode) -> dict[str, Any]:
         stored = dict(node.properties or {})
         return stored if self.whole(node) else masked_properties(stored)
+
+    def page_properties(self, node: DataNode) -> dict[str, Any]:
+        """As :meth:`properties`, for a page a person reads: an owner's ENC(...) values and wrapped
+        key are said in words, not shown as blobs (the API keeps them whole, to send back)."""
+        shown = self.properties(node)
+        return {key: _in_words(key, value) for key, value in shown.items()}
+
+
+def _in_words(key: str, value: Any) -> Any:
+    if not isinstance(value, str):
+        return value
+    if key.endswith("encrypt.wrapped.key") and value and value != credentials.MASK:
+        return "(the owner's key, wrapped by the master key)"
+    if _ENCRYPTED.match(value):
+        return "ENC(…) stored encrypted"
+    return value

@@ -40,8 +40,8 @@ def overview(request: HttpRequest) -> HttpResponse:
     own = DataNode.objects.filter(node_access.granted_to(request.user), user_made=True)
     context = {
         "executors": SpecExecutor.objects.prefetch_related(CAPABILITIES),
-        "nodes": [(node, shown.properties(node)) for node in DataNode.objects.filter(user_made=False)],
-        "own_nodes": [(node, shown.properties(node)) for node in own],
+        "nodes": [(node, shown.page_properties(node)) for node in DataNode.objects.filter(user_made=False)],
+        "own_nodes": [(node, shown.page_properties(node)) for node in own],
         "user_made_count": DataNode.objects.filter(user_made=True).count() if request.user.is_staff else None,
         "graph": topology_svg(),
     }
@@ -300,7 +300,7 @@ def datanode_detail(request: AuthenticatedRequest, name: str) -> HttpResponse:
     flows, flows_total = sharing.flows_using(node)
     context = {
         "node": node,
-        "properties": nodefields.CredentialView(user).properties(node),
+        "properties": nodefields.CredentialView(user).page_properties(node),
         "owners": [grant for grant in grants if grant.role == DataNodeGrant.Role.OWNER],
         "grants": [grant for grant in grants if grant.role != DataNodeGrant.Role.OWNER],
         "flows": flows,

@@ -64,6 +64,16 @@ def test_a_new_user_makes_a_database_node_and_owns_it(alice, alice_api):
     assert (event.action, event.actor, event.summary) == ("create", alice, "created, owned by user alice")
 
 
+def test_its_owner_reads_the_stored_password_and_key_in_words_on_its_page(alice, alice_api, client):
+    assert make_node(alice_api, secrets={"password": "s3cret"}).status_code == 201
+    stored = DataNode.objects.get(name="sales").properties
+    client.force_login(alice)
+    page = client.get("/topology/datanodes/sales/").content.decode()
+    assert "ENC(…) stored encrypted" in page and "the owner&#x27;s key, wrapped by the master key" in page
+    assert stored["password"] not in page and stored["encrypt.wrapped.key"] not in page  # no blobs
+    assert alice_api.get("/api/datanodes/sales").json()["properties"]["password"] == stored["password"]
+
+
 def test_a_group_owns_the_node_its_member_makes_for_it(alice, alice_api):
     team = Group.objects.create(name="sales-team")
     alice.groups.add(team)
