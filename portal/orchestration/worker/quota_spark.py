@@ -56,11 +56,11 @@ def sizing_refusal(job: JobExecution) -> str:
     return ""
 
 
-def spark_sizing(job: JobExecution) -> dict[str, int]:
+def spark_sizing(job: JobExecution | None) -> dict[str, int]:
     """The cores and MiB the job's own Spark application may hold ({} when nothing limits it): the
     flow's request, else its owner's quota — the default one (``QUOTA_DEFAULT_*``) for an owner
     without a quota of their own, quota rows or none."""
-    if (found := _flow(job)) is None:
+    if job is None or (found := _flow(job)) is None:  # None: a run outside the orchestrator
         return {}
     try:
         sizing = quotas.job_sizing(found[0], job.executor, found[1])
