@@ -37,12 +37,14 @@ Fields (JSON keys are the attribute names):
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
 from portal.pipeline.errors import ConfigError
 from portal.pipeline.properties import Properties
+from portal.pipeline.propertyrules import base_key
 
 # A JDBC node's own user and password (bound from the node as hop keys; the worker decrypts the
 # password) are what its source or destination connects with, unless the flow gives its own.
@@ -50,6 +52,16 @@ _NODE_CREDENTIALS = (
     ("source", "source.conn.username", "source.conn.password"),
     ("destination", "writer.jdbc.username", "writer.jdbc.password"),
 )
+
+
+# A login in a JDBC URL's parameters (pgJDBC's and MariaDB's names, any case, any separator).
+_URL_LOGIN = re.compile(r"[?&;](user|password|username)\s*=", re.I)
+
+
+def url_has_login(url: str) -> bool:
+    """Whether a JDBC URL carries a login: the drivers take it over a ``user`` property, so it is
+    the node's own account (an administrator's node may keep it there; a user-made node may not)."""
+    return bool(_URL_LOGIN.search(url))
 
 
 def with_node_credentials(properties: dict[str, str]) -> dict[str, str]:
@@ -61,9 +73,14 @@ def with_node_credentials(properties: dict[str, str]) -> dict[str, str]:
     for role, user_key, password_key in _NODE_CREDENTIALS:
         hop = f"flowport.hop.{role}."
         if merged.get(f"{hop}kind") != "jdbc" or not (
-            merged.get(f"{hop}user") or merged.get(f"{hop}password")
+            merged.get(f"{hop}user")
+            or merged.get(f"{hop}password")
+            or url_has_login(merged.get(f"{hop}url") or "")
         ):
             continue
+        # Every spelling a component reads: a branch's writer reads `writer.jdbc.username.N` first.
+        for key in [k for k in merged if k != base_key(k) and base_key(k) in (user_key, password_key)]:
+            merged.pop(key)
         for key, node_key in ((user_key, "user"), (password_key, "password")):
             if merged.get(hop + node_key):
                 merged[key] = merged[hop + node_key]

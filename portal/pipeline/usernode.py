@@ -37,6 +37,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from portal.pipeline.jobspec import url_has_login
 from portal.pipeline.landing import MYSQL, POSTGRESQL, SQLITE, Landing, LandingRefused, check
 
 SPEC_KEY = "user_nodes"  # the JobSpec field (kept in JobSpec.extra): {role: Bounds.to_dict()}
@@ -227,10 +228,6 @@ _MY_URL = re.compile(
 )
 
 
-# A login in a JDBC URL's parameters (pgJDBC's and MariaDB's names, any case, any separator).
-_URL_LOGIN = re.compile(r"[?&;](user|password|username)\s*=", re.I)
-
-
 def probe(options: Mapping[str, str], what: str, portal: Iterable[Landing], bounds: Bounds) -> Landing:
     """Open a psycopg or PyMySQL connection with the JDBC options' URL, user and password, judge it
     as the node's (:func:`judge`) and close it: the landing a Spark connection with the same
@@ -239,7 +236,7 @@ def probe(options: Mapping[str, str], what: str, portal: Iterable[Landing], boun
     from portal.pipeline import pgconn  # psycopg: only where a PostgreSQL node is probed
 
     url = options.get("url", "")
-    if _URL_LOGIN.search(url):  # the driver would log in as the URL's user, the probe as the node's
+    if url_has_login(url):  # the driver would log in as the URL's user, the probe as the node's
         raise refusal(what)
     user, password = options.get("user") or None, options.get("password") or None
     if url.startswith("jdbc:postgresql:"):

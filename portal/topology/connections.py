@@ -558,10 +558,11 @@ def _credentials(node: DataNode, url: str, user: str, password: str) -> tuple[st
     stored = _stored_credentials(node)
     if stored[0] or stored[1]:
         return stored
-    if user or password:
-        return user, password
     query = parse_qs(url.partition("?")[2].replace(";", "&"))
-    return (query.get("user") or [""])[0], (query.get("password") or [""])[0]
+    in_url = (query.get("user") or [""])[0], (query.get("password") or [""])[0]
+    if in_url[0] or in_url[1]:  # the node's account, kept in its URL: no typed one replaces it
+        return in_url
+    return user, password
 
 
 def _stored_credentials(node: DataNode) -> tuple[str, str]:

@@ -337,3 +337,45 @@ def test_a_reader_cannot_choose_the_login_of_a_node_with_an_account(people, tmp_
     )
     (job,) = compile_flow(flow).to_dict()["jobs"]
     assert JobSpec(job_name="j", properties=job["properties"]).props.get("source.conn.username") == "reader"
+
+
+@pytest.mark.parametrize(
+    ("node", "flow_keys"),
+    [
+        # a branch's writer reads writer.jdbc.username.0 before writer.jdbc.username
+        (
+            {"url": "jdbc:postgresql://127.0.0.1:1/vault", "user": "writer"},
+            {"writer.jdbc.username.0": "postgres"},
+        ),
+        # an administrator's node keeping its login in its URL has an account too
+        ({"url": "jdbc:postgresql://127.0.0.1:1/vault?user=writer"}, {"writer.jdbc.username": "postgres"}),
+    ],
+)
+def test_no_spelling_of_a_flows_login_chooses_who_a_destination_takes_it_for(
+    people, tmp_path, node, flow_keys
+):
+    from portal.flows import services as flows
+    from portal.flows.compiler import compile_flow
+    from portal.pipeline.jobspec import JobSpec
+
+    source = services.create_data_node(
+        {"name": "drop", "kind": "files", "properties": {"path": str(tmp_path)}}
+    )
+    vault = services.create_data_node({"name": "vault", "kind": "jdbc", "properties": node})
+    DataNodeGrant.objects.create(node=source, role="read", user=people["mallory"])
+    DataNodeGrant.objects.create(node=vault, role="write", user=people["mallory"])
+    executor("x1", "drop>vault")
+    flow = flows.create_flow(
+        owner=people["mallory"],
+        data={
+            "flow_group": "mal",
+            "flow_name": "pwn",
+            "source": "drop",
+            "destinations": ["vault"],
+            "paused": True,
+            "properties": {"source.files.format": "csv", "writer.jdbc.table": "pwned", **flow_keys},
+        },
+    )
+    (job,) = compile_flow(flow).to_dict()["jobs"]
+    branch = JobSpec(job_name="j", properties=job["properties"]).props.for_branch(0, 1, "fork_0")
+    assert branch.get("writer.jdbc.username") in ("writer", None)  # the node's (in its URL: the driver's)

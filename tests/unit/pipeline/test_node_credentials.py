@@ -55,3 +55,28 @@ def test_the_flows_own_account_is_kept_whole_on_a_node_without_one():
 def test_a_files_node_gives_nothing():
     props = _props({"flowport.hop.source.kind": "files", "flowport.hop.source.user": "x"})
     assert props.get("source.conn.username") is None
+
+
+def test_a_branch_writer_key_does_not_choose_the_destination_login():
+    """attacker2: `writer.jdbc.username.0` is what branch 0's writer reads first."""
+    spec = {
+        "flowport.hop.destination.kind": "jdbc",
+        "flowport.hop.destination.user": "lake",
+        "flowport.hop.destination.password": "pw",
+        "writer.jdbc.username.0": "postgres",
+        "writer.jdbc.password.0": "other",
+    }
+    branch = _props(spec).for_branch(0, 1, "fork_0")
+    assert branch.get("writer.jdbc.username") == "lake" and branch.get("writer.jdbc.password") == "pw"
+
+
+def test_a_login_in_the_node_url_is_the_node_account():
+    """attacker2: an administrator's node keeping its user in the URL; libpq would take the flow's."""
+    props = _props(
+        {
+            "flowport.hop.source.kind": "jdbc",
+            "flowport.hop.source.url": "jdbc:postgresql://127.0.0.1:5432/shop?user=reader",
+            "source.conn.username": "postgres",
+        }
+    )
+    assert props.get("source.conn.username") is None
