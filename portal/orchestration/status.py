@@ -305,16 +305,20 @@ def spark_panel(job: JobExecution) -> SparkPanel | None:
         return None
     executors = record.get("executors")
     seen = _when(record.get("seen_at"))
+    ended = job.status in JOB_FINISHED  # said in the past, as the last heartbeat saw it
+    plural = "s" if executors != 1 else ""
     if record.get("submitted"):
-        state = "runs as an application of its own (spark-submit): its id is in the driver log"
+        state = f"{'ran' if ended else 'runs'} as an application of its own (spark-submit): its id is in the driver log"
     elif record.get("state") == "WAITING":
-        state = "waiting for executors: the master has given it none"
+        state = (
+            "was waiting for executors" if ended else "waiting for executors: the master has given it none"
+        )
     elif executors is None:
-        state = "running in the worker's process (local master)"
+        state = f"{'ran' if ended else 'running'} in the worker's process (local master)"
     else:
-        state = f"running with {executors} executor{'s' if executors != 1 else ''}"
-    if job.status in JOB_FINISHED:
-        state = f"last seen {state}" + (f" at {seen:%H:%M:%S} UTC" if seen else "")
+        state = f"{'ran' if ended else 'running'} with {executors} executor{plural}"
+    if ended and seen:
+        state += f"; its last heartbeat at {seen:%H:%M:%S} UTC"
     events = [
         SparkEvent(
             at=_when(event.get("at")), kind=str(event.get("kind", "")), message=str(event.get("message", ""))

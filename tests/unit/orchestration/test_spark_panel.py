@@ -167,7 +167,10 @@ def test_staff_get_the_portals_way_to_the_ui_while_the_job_runs(staff, job):
     shown = page(staff, job)
     assert proxy_path(job) not in shown
     assert "reachable only while the job runs" in shown
-    assert '<dd data-test="spark-state">last seen running with 1 executor at 12:05:00 UTC</dd>' in shown
+    assert '<dd data-test="spark-state">ran with 1 executor; its last heartbeat at 12:05:00 UTC</dd>' in shown
+    job.spark_ui_url = ""  # the UI was off on its worker: nothing was ever reachable
+    job.save()
+    assert "none recorded for this job (off on its worker" in page(staff, job)
 
 
 def test_a_waiting_application_says_so(owner, job):
