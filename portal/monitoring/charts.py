@@ -57,11 +57,24 @@ def ticks(low: float, high: float, step: float) -> list[float]:
     return values
 
 
-def format_count(value: float) -> str:
+def format_count(value: float, digits: int = 3) -> str:
     for limit, suffix in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
         if abs(value) >= limit:
-            return f"{value / limit:.3g}{suffix}"
-    return f"{value:.3g}" if value != int(value) else str(int(value))
+            return f"{value / limit:.{digits}g}{suffix}"
+    return f"{value:.{digits}g}" if value != int(value) else str(int(value))
+
+
+def axis_labels(values: Sequence[float], y_format: Callable[[float], str]) -> list[str]:
+    """Each tick's label, none said twice: counts get the digits that tell neighbours apart (ticks
+    of 5 on 1,796,376,889,950 all read "1.8T" at three), and a label another format still repeats
+    is left blank."""
+    labels = [y_format(value) for value in values]
+    if y_format is format_count:
+        for digits in (4, 5, 6, 8, 10, 13, 16):
+            if len(set(labels)) == len(labels):
+                break
+            labels = [format_count(value, digits) for value in values]
+    return [label if label not in labels[:index] else "" for index, label in enumerate(labels)]
 
 
 def format_duration(seconds: float) -> str:
@@ -136,7 +149,8 @@ def time_series_svg(
     y_step = nice_step(y_high - y_low, 4, y_steps)
     y_low = math.floor(y_low / y_step) * y_step
     y_high = math.ceil(y_high / y_step) * y_step
-    y_labels = [(value, y_format(value)) for value in ticks(y_low, y_high, y_step)]
+    y_values = ticks(y_low, y_high, y_step)
+    y_labels = list(zip(y_values, axis_labels(y_values, y_format), strict=True))
     # Room for the longest y label (a time axis says "25 Nov 00:00"): 11 px text, ~6.5 px a character.
     left = max(LEFT, 12 + round(6.5 * max(len(label) for _value, label in y_labels)))
     plot_w, plot_h = width - left - RIGHT, height - TOP - BOTTOM
