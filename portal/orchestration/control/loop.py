@@ -68,6 +68,7 @@ class OrchestratorLoop:
         self._next_sweep = 0.0
         self._next_prune = 0.0
         self._next_duty: dict[str, float] = {}
+        self._started = time.monotonic()
 
     def _guarded(self, name: str, func: Callable[[], Result]) -> Result | None:
         # One failing part (say the broker is down) must not stop the others.
@@ -131,7 +132,10 @@ class OrchestratorLoop:
             self._next_sweep = now + max(1, settings.WORKER_HEARTBEAT_SECONDS)
             self._guarded("lost jobs", sweep_lost_jobs)
             self._guarded("unclaimed jobs", resend_unclaimed)
-            self._guarded("silent executors", sweep_silent_executors)
+            if now - self._started >= settings.WORKER_LEASE_SECONDS:
+                # Workers started beside this scheduler (make run, a host's boot) get a lease's time
+                # to beat before their executors are called silent from the last run's heartbeats.
+                self._guarded("silent executors", sweep_silent_executors)
             self._guarded("departed workers", prune_departed_workers)
         for duty in _duties:
             if now >= self._next_duty.get(duty.name, 0.0):

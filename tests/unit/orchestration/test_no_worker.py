@@ -103,3 +103,26 @@ def test_an_executor_whose_workers_went_silent_is_degraded_with_the_command(sett
     assert executor.health_status == SpecExecutor.Health.DEGRADED
     assert executor.health_message.endswith(f"Start a worker for executor.x1: {COMMAND}")
     assert sweep_silent_executors() == 0
+
+
+def test_a_scheduler_just_started_gives_its_workers_a_lease_to_beat_before_calling_them_silent(settings):
+    """make run starts the scheduler and the worker together: the last run's heartbeats are old, and
+    calling every executor silent at the first pass (then recovered a few seconds later) said
+    nothing true (independent new-user run, issue #47)."""
+    from portal.orchestration.control.loop import OrchestratorLoop
+
+    SpecExecutor.objects.create(
+        name="x1",
+        uri="flowport://executors/x1",
+        queue="executor.x1",
+        health_status=SpecExecutor.Health.HEALTHY,
+        last_heartbeat=timezone.now() - timedelta(hours=5),  # the last run's
+    )
+    loop = OrchestratorLoop()
+    loop.tick()
+    assert SpecExecutor.objects.get(name="x1").health_status == SpecExecutor.Health.HEALTHY
+
+    loop._started -= settings.WORKER_LEASE_SECONDS  # a lease later, still no worker
+    loop._next_sweep = 0.0
+    loop.tick()
+    assert SpecExecutor.objects.get(name="x1").health_status == SpecExecutor.Health.DEGRADED
