@@ -47,7 +47,7 @@ from portal.pipeline.properties import Properties
 from portal.pipeline.propertyrules import base_key
 
 # A JDBC node's own user and password (bound from the node as hop keys; the worker decrypts the
-# password) are what its source or destination connects with, unless the flow gives its own.
+# password) are what its source or destination connects with; a flow's own, only for a node without one.
 _NODE_CREDENTIALS = (
     ("source", "source.conn.username", "source.conn.password"),
     ("destination", "writer.jdbc.username", "writer.jdbc.password"),
