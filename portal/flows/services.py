@@ -192,6 +192,13 @@ def property_warnings(properties: dict[str, Any]) -> list[str]:
     shown with it, on the page after the save and in the API's answer."""
     warnings = []
     for key in sorted(properties):
+        if isinstance(key, str) and key.startswith(quotas.SPARK_CONF):
+            warnings.append(
+                f"Property {key!r} is not applied: a job's Spark settings are its executor's (staff "
+                f"set them); a flow asks for cores and memory with {quotas.SPARK_CORES!r} and "
+                f"{quotas.SPARK_MEMORY!r}. It was saved as typed, and still may not pass the quota."
+            )
+            continue
         closest = closest_known_key(key, FLOW_KEYS) if isinstance(key, str) else None
         if closest:
             warnings.append(

@@ -56,8 +56,14 @@ from portal.pipeline.errors import ConfigError, PipelineError
 
 
 class Bounds(Protocol):
-    """A user-made node's bounds (:class:`portal.pipeline.usernode.Bounds`). This module asks them
-    what it needs and never imports their module: that module judges connections this one opens."""
+    """A judged login's bounds (:class:`portal.pipeline.usernode.Bounds`: a user-made node's, or a
+    flow's own login on an administrator's node). This module asks them what it needs and never
+    imports their module: that module judges connections this one opens."""
+
+    @property
+    def hides_reasons(self) -> bool:
+        """Does every refusal say the same (a user-made node: no oracle for database names)?"""
+        ...
 
     def to_dict(self) -> dict[str, Any]: ...
 
@@ -246,7 +252,7 @@ def refuse_portal(found: Landing, what: str, portal: Iterable[Landing], bounds: 
     """Raise when ``found`` is one of the portal's own databases (for a user-made node, saying
     no more than any other refusal of it)."""
     if any(found.same_database(own) for own in portal):
-        if bounds is not None:
+        if bounds is not None and bounds.hides_reasons:
             raise bounds.refusal(what)
         raise LandingRefused(f"{what}: {PORTAL_REASON}")
 

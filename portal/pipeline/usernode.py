@@ -27,6 +27,11 @@ user-made node either: a table name in ``pg_catalog``, ``information_schema`` or
 an unqualified ``pg_*`` name (PostgreSQL searches ``pg_catalog`` first), is refused
 (:func:`catalog_names`). No Django here: the worker puts each hop node's bounds in the JobSpec
 (:data:`SPEC_KEY`) and Test connection passes them in.
+
+An administrator's database node without an account of its own lends the same trust to whatever
+login a flow (or Test connection) gives, so that login is judged the same way (:data:`FLOW_LOGIN`):
+its own password, no server-wide privilege, no system catalog — in whatever database the
+administrator named, and said plainly (:data:`FLOW_LOGIN_REFUSED`, nothing to hide there).
 """
 
 from __future__ import annotations
@@ -44,6 +49,14 @@ SPEC_KEY = "user_nodes"  # the JobSpec field (kept in JobSpec.extra): {role: Bou
 REFUSED = (
     "refused: a user-made data node connects only with its owner's own password, as a role without "
     "server-wide privileges, into a database the administrators allow its owners (USER_NODE_DATABASES)"
+)
+# An administrator's database node without an account of its own connects with the login each
+# flow gives: that login is judged as a user-made node's is (its own password, no server-wide
+# privilege) — else a flow naming `postgres` on a server that trusts the workers is its superuser.
+# The database is the administrator's choice (any name), and capture may use a replication role.
+FLOW_LOGIN_REFUSED = (
+    "refused: a login a flow gives to a data node without an account of its own connects only with "
+    "its own password, as a role without server-wide privileges"
 )
 SYSTEM_SCHEMAS = ("pg_catalog", "information_schema", "pg_toast")
 SYSTEM_DATABASES = ("mysql", "information_schema", "performance_schema", "sys")
@@ -78,6 +91,13 @@ class Bounds:
     databases: tuple[str, ...]
     replication: bool = False
     capturing: bool = False
+    flow_login: bool = False  # an administrator's node without an account: the flow's login judged
+
+    @property
+    def hides_reasons(self) -> bool:
+        """A user-made node's refusals all say :data:`REFUSED`; a flow login's database is the
+        administrator's choice, nothing to hide."""
+        return not self.flow_login
 
     def allows_database(self, name: str) -> bool:
         return bool(name) and any(fnmatch.fnmatchcase(name, pattern) for pattern in self.databases)
@@ -87,16 +107,21 @@ class Bounds:
         return replace(self, capturing=True)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"databases": list(self.databases), "replication": self.replication}
+        found = {"databases": list(self.databases), "replication": self.replication}
+        return {**found, "flow_login": True} if self.flow_login else found
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Bounds:
-        return cls(tuple(str(p) for p in data.get("databases") or ()), bool(data.get("replication")))
+        return cls(
+            tuple(str(p) for p in data.get("databases") or ()),
+            bool(data.get("replication")),
+            flow_login=bool(data.get("flow_login")),
+        )
 
     # What :mod:`portal.pipeline.landing` asks of a user-made node's connection (its ``Bounds``).
 
     def refusal(self, what: str) -> LandingRefused:
-        return refusal(what)
+        return LandingRefused(f"{what}: {FLOW_LOGIN_REFUSED}") if self.flow_login else refusal(what)
 
     def judge_dbapi(self, connection: Any, found: Landing, what: str) -> None:
         judge_dbapi(connection, found, self, what)
@@ -106,6 +131,9 @@ class Bounds:
 
     def catalog_problems(self, names: Mapping[str, Sequence[str]]) -> list[str]:
         return [catalog_problem(key, name) for key, name in catalog_names(names)]
+
+
+FLOW_LOGIN = Bounds(("*",), replication=True, flow_login=True)
 
 
 def from_spec(extra: Mapping[str, Any] | None, role: str) -> Bounds | None:
@@ -196,7 +224,7 @@ def judge(rows: Rows, found: Landing, bounds: Bounds, what: str, *, used_passwor
     except Exception:  # a question the server would not answer: fail closed, saying the same
         ok = False
     if not ok:
-        raise refusal(what)
+        raise bounds.refusal(what)
 
 
 def dbapi_rows(connection: Any) -> Rows:
@@ -237,7 +265,7 @@ def probe(options: Mapping[str, str], what: str, portal: Iterable[Landing], boun
 
     url = options.get("url", "")
     if url_has_login(url):  # the driver would log in as the URL's user, the probe as the node's
-        raise refusal(what)
+        raise bounds.refusal(what)
     user, password = options.get("user") or None, options.get("password") or None
     if url.startswith("jdbc:postgresql:"):
         try:
@@ -245,13 +273,15 @@ def probe(options: Mapping[str, str], what: str, portal: Iterable[Landing], boun
                 url, user, password, what=what, autocommit=True, portal=portal, timeout=15
             )
         except LandingRefused:
-            raise refusal(what) from None
+            if not bounds.hides_reasons:  # a flow's login: the portal's database said as such
+                raise
+            raise bounds.refusal(what) from None
         except Exception as error:
             raise LandingRefused(f"{what}: cannot connect: {_short(error)}") from None
     else:
         match = _MY_URL.match(url)
         if match is None:
-            raise refusal(what)
+            raise bounds.refusal(what)
         import pymysql  # the MariaDB driver: only where a MariaDB node is probed
 
         try:
@@ -297,4 +327,7 @@ def catalog_names(names: Mapping[str, Sequence[str]]) -> list[tuple[str, str]]:
 
 
 def catalog_problem(key: str, name: str) -> str:
-    return f"{key}: '{name}' is a system catalog; a user-made data node reads only its database's own tables"
+    return (
+        f"{key}: '{name}' is a system catalog; a user-made data node, or a flow's own login, reads only "
+        "its database's own tables"
+    )

@@ -36,6 +36,7 @@ from portal.pipeline import usernode
 from portal.pipeline.confinement import has_parent_segment, is_inside
 from portal.pipeline.dialects import dialect_for
 from portal.pipeline.errors import ConfigError
+from portal.pipeline.jobspec import url_has_login
 from portal.pipeline.usernode import Bounds
 from portal.topology import nodefields
 from portal.topology.models import DataNode, NodeArea
@@ -268,18 +269,40 @@ def database_patterns(users: list[str], groups: list[str], policy: Policy | None
 
 
 def bounds_for(node: DataNode | None, policy: Policy | None = None) -> Bounds | None:
-    """What a user-made node's connections may be (None for an administrator's node): the
-    databases of its owners — its maker, the users and groups owning it, its maker's groups."""
-    if node is None or not node.user_made:
+    """What a node's connections may be. A user-made node's: the databases of its maker, of the
+    groups owning it and of its maker's groups — not those of a user made a co-owner, who never
+    agreed that the maker's node may land in their databases (a node made by staff for its owners
+    takes its owning users'). An administrator's database node without an account of its own
+    takes each flow's login, judged as a user-made node's is (`usernode.FLOW_LOGIN`). None for
+    every other node: the administrator's account is trusted."""
+    if node is None:
         return None
+    if not node.user_made:
+        return usernode.FLOW_LOGIN if takes_flow_login(node) else None
     policy = policy or current()
     owners = node.grants.filter(role="owner")
-    users = [*owners.exclude(user=None).values_list("user__username", flat=True)]
     groups = [*owners.exclude(group=None).values_list("group__name", flat=True)]
     if node.created_by is not None:
-        users.append(node.created_by.get_username())
+        users = [node.created_by.get_username()]
         groups += list(node.created_by.groups.values_list("name", flat=True))
+    else:
+        users = [*owners.exclude(user=None).values_list("user__username", flat=True)]
     return Bounds(database_patterns(users, groups, policy), replication=policy.replication)
+
+
+def takes_flow_login(node: DataNode) -> bool:
+    """Is ``node`` a database server's JDBC node without an account (user, password, or a login in
+    its URL)? Its connections then log in as a flow says. SQLite has no login to borrow."""
+    properties = node.properties or {}
+    url = str(properties.get("url") or "").strip()
+    return (
+        node.kind == DataNode.Kind.JDBC
+        and bool(_SERVER_URL.match(url))
+        and not (properties.get("user") or properties.get("password") or url_has_login(url))
+    )
+
+
+_SERVER_URL = re.compile(r"^jdbc:(postgresql|mysql|mariadb):", re.I)
 
 
 def bounds_named(name: str | None) -> Bounds | None:

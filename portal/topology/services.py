@@ -237,7 +237,9 @@ def update_data_node(
             setattr(node, field, data[field])
     connection_changed = before != {"kind": node.kind, "properties": dict(node.properties or {})}
     if not _full_control(user) and connection_changed:
-        _check_policy(user, node.kind, dict(node.properties or {}))
+        # Where a node may point is its maker's to have (policy.bounds_for): a co-owner's
+        # change stays inside the maker's databases and areas, not the co-owner's.
+        _check_policy(node.created_by or user, node.kind, dict(node.properties or {}))
         _check_credentials(user, dict(node.properties or {}))
     node.full_clean()
     entries = data.get("acl")

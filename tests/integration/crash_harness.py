@@ -455,7 +455,8 @@ class Destination:
             if self.kind == "postgresql"
             else f"jdbc:mariadb://{MYSQL_HOST}:{MYSQL_PORT}/{self.my_db}"
         )
-        return {"name": self.name, "kind": "jdbc", "properties": {"url": url}}
+        user = "postgres" if self.kind == "postgresql" else "root"
+        return {"name": self.name, "kind": "jdbc", "properties": {"url": url, "user": user}}
 
     def properties(self) -> dict[str, str]:
         if self.kind == "parquet":
@@ -565,7 +566,7 @@ class Source:
         return {
             "name": self.name,
             "kind": "jdbc",
-            "properties": {"url": f"jdbc:postgresql://127.0.0.1:5432/{self.pg_db}"},
+            "properties": {"url": f"jdbc:postgresql://127.0.0.1:5432/{self.pg_db}", "user": "postgres"},
         }
 
     def properties(self) -> dict[str, str]:
@@ -573,7 +574,6 @@ class Source:
             return {"source.files.format": "csv", "source.schema": "id BIGINT, name STRING"}
         return {
             "source.jdbc.tables": "customers",
-            "source.conn.username": "postgres",
             "extract.delta.fields": "updated_at",
         }
 

@@ -127,7 +127,9 @@ def test_sigkill_at_each_commit_step_leaves_each_change_once(shop, tmp_path, req
     request.getfixturevalue("eo_scheduler")
     lake = tmp_path / "lake"
     lake.mkdir()
-    topology.create_data_node({"name": "shopdb", "kind": "jdbc", "properties": {"url": shop["url"]}})
+    topology.create_data_node(
+        {"name": "shopdb", "kind": "jdbc", "properties": {"url": shop["url"], "user": "postgres"}}
+    )
     topology.create_data_node({"name": "lake", "kind": "files", "properties": {"path": str(lake)}})
     topology.create_executor(
         {"name": "eo-ingest", "technology": "spark-local", "spark_master": "local[2]", "queue": QUEUE},
@@ -143,7 +145,6 @@ def test_sigkill_at_each_commit_step_leaves_each_change_once(shop, tmp_path, req
             "properties": {
                 "source.class": "portal.pipeline.sources.cdc.CdcSource",
                 "source.cdc.tables": "shop.customers",
-                "source.conn.username": "postgres",
                 "writer.output.format": "parquet",
                 "source.cdc.snapshot.chunk.size": "4",
                 "source.cdc.snapshot.chunks.per.run": "1",

@@ -67,7 +67,9 @@ def test_sigkill_at_each_commit_step_merges_each_change_into_iceberg_once(
     env, logs = request.getfixturevalue("eo_env"), request.getfixturevalue("eo_dir") / "logs"
     request.getfixturevalue("eo_scheduler")
     catalog_uri, warehouse = f"sqlite:///{tmp_path / 'catalog.db'}", str(tmp_path / "warehouse")
-    topology.create_data_node({"name": "shopdb", "kind": "jdbc", "properties": {"url": shop["url"]}})
+    topology.create_data_node(
+        {"name": "shopdb", "kind": "jdbc", "properties": {"url": shop["url"], "user": "postgres"}}
+    )
     topology.create_data_node(
         {
             "name": "lakehouse",
@@ -89,7 +91,6 @@ def test_sigkill_at_each_commit_step_merges_each_change_into_iceberg_once(
             "properties": {
                 "source.class": "portal.pipeline.sources.cdc.CdcSource",
                 "source.cdc.tables": "shop.customers",
-                "source.conn.username": "postgres",
                 "writer.iceberg.table": "customers",
                 "writer.write.mode": "merge",
                 "extract.primary.key.fields": "id",

@@ -29,7 +29,6 @@ from tests.pg_logical import logical_pg  # noqa: F401 (fixture)
 pytestmark = pytest.mark.django_db(transaction=True)
 
 MERGED = {
-    "destination.warehouse.writer.jdbc.username": "postgres",
     "destination.warehouse.writer.jdbc.table": "customers",
     "destination.warehouse.writer.write.mode": "merge",
     "destination.warehouse.extract.primary.key.fields": "id",
@@ -60,8 +59,12 @@ def test_a_failing_destination_keeps_its_position_and_holds_the_slot_back_not_th
     owner = get_user_model().objects.create(username="fatima")
     lake = tmp_path / "lake"
     lake.mkdir()
-    topology.create_data_node({"name": "shopdb", "kind": "jdbc", "properties": {"url": shop["url"]}})
-    topology.create_data_node({"name": "warehouse", "kind": "jdbc", "properties": {"url": warehouse["url"]}})
+    topology.create_data_node(
+        {"name": "shopdb", "kind": "jdbc", "properties": {"url": shop["url"], "user": "postgres"}}
+    )
+    topology.create_data_node(
+        {"name": "warehouse", "kind": "jdbc", "properties": {"url": warehouse["url"], "user": "postgres"}}
+    )
     topology.create_data_node({"name": "lake", "kind": "files", "properties": {"path": str(lake)}})
     topology.create_executor(
         {"name": "ingest", "technology": "spark-local", "spark_master": "local[2]", "queue": INGEST_QUEUE},
@@ -77,7 +80,6 @@ def test_a_failing_destination_keeps_its_position_and_holds_the_slot_back_not_th
             "properties": {
                 "source.class": "portal.pipeline.sources.cdc.CdcSource",
                 "source.cdc.tables": "shop.customers",
-                "source.conn.username": "postgres",
                 **MERGED,
             },
             "paused": True,  # the story runs it itself

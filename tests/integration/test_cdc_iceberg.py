@@ -31,7 +31,6 @@ pytestmark = pytest.mark.django_db(transaction=True)
 CDC_MERGE = {
     "source.class": "portal.pipeline.sources.cdc.CdcSource",
     "source.cdc.tables": "shop.customers",
-    "source.conn.username": "postgres",
     "writer.write.mode": "merge",
     "extract.primary.key.fields": "id",
     "extract.delta.fields": "_cdc_position",
@@ -63,7 +62,9 @@ def source_rows(db: psycopg.Connection, columns: list[str]) -> list[tuple[Any, .
 def test_a_cdc_flow_keeps_an_iceberg_table_equal_to_its_source(shop, tmp_path, worker, scheduler):
     owner = get_user_model().objects.create(username="ines")
     catalog_uri, warehouse = f"sqlite:///{tmp_path / 'catalog.db'}", str(tmp_path / "warehouse")
-    topology.create_data_node({"name": "shopdb", "kind": "jdbc", "properties": {"url": shop["url"]}})
+    topology.create_data_node(
+        {"name": "shopdb", "kind": "jdbc", "properties": {"url": shop["url"], "user": "postgres"}}
+    )
     topology.create_data_node(
         {
             "name": "lakehouse",

@@ -172,8 +172,12 @@ def test_sigkill_after_the_commit_steps_are_stored_keeps_a_merged_table_equal_to
 ):
     env, logs = request.getfixturevalue("eo_env"), request.getfixturevalue("eo_dir") / "logs"
     request.getfixturevalue("eo_scheduler")
-    topology.create_data_node({"name": "auditdb", "kind": "jdbc", "properties": {"url": shop.url}})
-    topology.create_data_node({"name": "warehouse", "kind": "jdbc", "properties": {"url": warehouse["url"]}})
+    topology.create_data_node(
+        {"name": "auditdb", "kind": "jdbc", "properties": {"url": shop.url, "user": shop.user}}
+    )
+    topology.create_data_node(
+        {"name": "warehouse", "kind": "jdbc", "properties": {"url": warehouse["url"], "user": "postgres"}}
+    )
     topology.create_executor(
         {"name": "eo-ingest", "technology": "spark-local", "spark_master": "local[2]", "queue": QUEUE},
         capabilities=[("auditdb", "warehouse")],
@@ -188,8 +192,6 @@ def test_sigkill_after_the_commit_steps_are_stored_keeps_a_merged_table_equal_to
             "properties": {
                 "source.class": "portal.pipeline.sources.cdc.CdcSource",
                 "source.cdc.tables": shop.table,
-                "source.conn.username": shop.user,
-                "writer.jdbc.username": "postgres",
                 "writer.jdbc.table": "items",
                 "writer.write.mode": "merge",
                 "extract.primary.key.fields": "id",

@@ -57,8 +57,12 @@ def rows(db: psycopg.Connection, table: str) -> list[tuple[Any, ...]]:
 
 def test_a_cdc_flow_keeps_a_postgresql_table_equal_to_its_source(shop, warehouse, worker, scheduler):
     owner = get_user_model().objects.create(username="olivia")
-    topology.create_data_node({"name": "shopdb", "kind": "jdbc", "properties": {"url": shop["url"]}})
-    topology.create_data_node({"name": "warehouse", "kind": "jdbc", "properties": {"url": warehouse["url"]}})
+    topology.create_data_node(
+        {"name": "shopdb", "kind": "jdbc", "properties": {"url": shop["url"], "user": "postgres"}}
+    )
+    topology.create_data_node(
+        {"name": "warehouse", "kind": "jdbc", "properties": {"url": warehouse["url"], "user": "postgres"}}
+    )
     topology.create_executor(
         {"name": "ingest", "technology": "spark-local", "spark_master": "local[2]", "queue": INGEST_QUEUE},
         capabilities=[("shopdb", "warehouse")],
@@ -73,8 +77,6 @@ def test_a_cdc_flow_keeps_a_postgresql_table_equal_to_its_source(shop, warehouse
             "properties": {
                 "source.class": "portal.pipeline.sources.cdc.CdcSource",
                 "source.cdc.tables": "shop.customers",
-                "source.conn.username": "postgres",
-                "writer.jdbc.username": "postgres",
                 "writer.jdbc.table": "customers",
                 "writer.write.mode": "merge",
                 "extract.primary.key.fields": "id",

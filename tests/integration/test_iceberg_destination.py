@@ -76,7 +76,10 @@ def test_a_flow_saved_through_the_api_delivers_its_rows_to_an_iceberg_table(
         {
             "name": "sensors",
             "kind": "jdbc",
-            "properties": {"url": f"jdbc:postgresql://127.0.0.1:5432/{databases['source']}"},
+            "properties": {
+                "url": f"jdbc:postgresql://127.0.0.1:5432/{databases['source']}",
+                "user": "postgres",
+            },
         }
     )
     topology.create_data_node(
@@ -101,7 +104,6 @@ def test_a_flow_saved_through_the_api_delivers_its_rows_to_an_iceberg_table(
         "paused": True,
         "properties": {
             "source.jdbc.tables": "readings",
-            "source.conn.username": "postgres",
             "extract.delta.fields": "taken_at",
             "extract.primary.key.fields": "id",
             "writer.iceberg.table": "readings",
@@ -162,7 +164,10 @@ def test_a_worker_dying_after_the_iceberg_commit_with_its_commit_log_lost_delive
         {
             "name": "sensors",
             "kind": "jdbc",
-            "properties": {"url": f"jdbc:postgresql://127.0.0.1:5432/{databases['source']}"},
+            "properties": {
+                "url": f"jdbc:postgresql://127.0.0.1:5432/{databases['source']}",
+                "user": "postgres",
+            },
         }
     )
     topology.create_data_node(
@@ -192,7 +197,6 @@ def test_a_worker_dying_after_the_iceberg_commit_with_its_commit_log_lost_delive
             "paused": True,
             "properties": {
                 "source.jdbc.tables": "readings",
-                "source.conn.username": "postgres",
                 "extract.delta.fields": "taken_at",
                 "extract.primary.key.fields": "id",
             },

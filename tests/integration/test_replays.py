@@ -172,7 +172,7 @@ def test_re_running_a_committed_execution_into_postgresql_replaces_its_range(
             {
                 "name": name,
                 "kind": "jdbc",
-                "properties": {"url": f"jdbc:postgresql://127.0.0.1:5432/{database}"},
+                "properties": {"url": f"jdbc:postgresql://127.0.0.1:5432/{database}", "user": "postgres"},
             }
         )
     topology.create_executor(
@@ -190,10 +190,8 @@ def test_re_running_a_committed_execution_into_postgresql_replaces_its_range(
             "paused": True,
             "properties": {
                 "source.jdbc.tables": "orders",
-                "source.conn.username": "postgres",
                 "extract.delta.fields": "updated_at",
                 "writer.jdbc.table": "orders_copy",
-                "writer.jdbc.username": "postgres",
             },
         },
     )

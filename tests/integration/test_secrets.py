@@ -32,29 +32,29 @@ from tests.integration.stack import (
     start_worker,
 )
 from tests.integration.test_orchestration import finished
+from tests.pg_logical import private_server
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-ADMIN_URL = "postgres://postgres@127.0.0.1:5432/postgres"
 
 
 @pytest.fixture
 def secret_source():
-    """A source database readable only as a role whose name and password are the secrets."""
+    """A source database readable only as a role whose name and password are the secrets, on a
+    server that asks every login for its password: a flow's own login on a node without an
+    account must prove it (portal.pipeline.usernode.FLOW_LOGIN)."""
     marker = f"s3cret-{uuid.uuid4().hex}"
     role = f"reader_{uuid.uuid4().hex[:10]}"
     database = f"flowport_leak_{uuid.uuid4().hex[:8]}"
-    with psycopg.connect(ADMIN_URL, autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{database}"')
-        admin.execute(f"CREATE ROLE {role} LOGIN PASSWORD '{marker}'")
-    with psycopg.connect(f"postgres://postgres@127.0.0.1:5432/{database}", autocommit=True) as db:
-        db.execute("CREATE TABLE customers (id int PRIMARY KEY, name text NOT NULL)")
-        db.execute("INSERT INTO customers SELECT g, 'customer ' || g FROM generate_series(1, 7) g")
-        db.execute(f"GRANT SELECT ON customers TO {role}")
-    yield {"marker": marker, "role": role, "database": database}
-    with psycopg.connect(ADMIN_URL, autocommit=True) as admin:
-        admin.execute(f'DROP DATABASE "{database}" WITH (FORCE)')
-        admin.execute(f"DROP ROLE {role}")
+    with private_server(password=True) as admin_url:
+        with psycopg.connect(admin_url, autocommit=True) as admin:
+            admin.execute(f'CREATE DATABASE "{database}"')
+            admin.execute(f"CREATE ROLE {role} LOGIN PASSWORD '{marker}'")
+        with psycopg.connect(admin_url.rsplit("/", 1)[0] + f"/{database}", autocommit=True) as db:
+            db.execute("CREATE TABLE customers (id int PRIMARY KEY, name text NOT NULL)")
+            db.execute("INSERT INTO customers SELECT g, 'customer ' || g FROM generate_series(1, 7) g")
+            db.execute(f"GRANT SELECT ON customers TO {role}")
+        server = admin_url.rsplit("@", 1)[1].split("/")[0]
+        yield {"marker": marker, "role": role, "database": database, "server": server}
 
 
 def search(texts: dict[str, str], *secrets: str) -> list[str]:
@@ -79,7 +79,7 @@ def test_a_secret_reaches_the_source_and_appears_nowhere_else(
         {
             "name": "crm",
             "kind": "jdbc",
-            "properties": {"url": f"jdbc:postgresql://127.0.0.1:5432/{secret_source['database']}"},
+            "properties": {"url": f"jdbc:postgresql://{secret_source['server']}/{secret_source['database']}"},
         }
     )
     topology.create_data_node(

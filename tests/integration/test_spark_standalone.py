@@ -151,7 +151,9 @@ def test_two_workers_share_the_cluster_and_a_lost_spark_worker_costs_no_row(
             {"name": name, "kind": "files", "properties": {"path": str(tmp_path / name)}}
         )
     url = f"jdbc:postgresql://127.0.0.1:5432/{shop}"
-    topology.create_data_node({"name": "shopdb", "kind": "jdbc", "properties": {"url": url}})
+    topology.create_data_node(
+        {"name": "shopdb", "kind": "jdbc", "properties": {"url": url, "user": "postgres"}}
+    )
     sizing = {"spark.executor.memory": "512m"}  # two executors of each application fit a Spark worker
     for name, queue, hops in (
         ("cluster", "it.cluster", [("landing", "lake"), ("shopdb", "lake")]),
@@ -193,7 +195,6 @@ def test_two_workers_share_the_cluster_and_a_lost_spark_worker_costs_no_row(
                     "paused": True,
                     "properties": {
                         "source.jdbc.tables": "shop.orders",
-                        "source.conn.username": "postgres",
                         "extract.delta.fields": "seq",
                         "source.jdbc.num.partitions": "2",
                         "source.jdbc.arrow": "true",

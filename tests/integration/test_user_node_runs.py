@@ -9,9 +9,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import psycopg
+import pyarrow.parquet as pq
 import pytest
 
 from portal.flows import services as flow_services
+from portal.keys import services as keys
 from portal.orchestration import services
 from portal.orchestration.control.actions import process_actions
 from portal.orchestration.models import FlowExecution
@@ -84,3 +86,52 @@ def test_her_own_database_is_read_and_published_with_her_password(server, settin
         staged = db.execute("SELECT count(*) FROM pg_tables WHERE tablename LIKE 'fp_stg_%'").fetchone()
     assert copied == (25, 1, 25)
     assert staged == (0,)  # nothing left behind in her database
+
+
+def test_an_admins_node_without_an_account_reads_with_the_login_her_flow_gives(server, settings, tmp_path):
+    """Staff's node on her database keeps no account: her flow's own login (its password encrypted
+    under her key) is judged where it lands and read through the Arrow reader too."""
+    settings.FLOWPORT_WORK_DIR = str(tmp_path / "work")
+    mona = UserFactory(username="mona")
+    url = f"jdbc:postgresql://{server}/mona_shop"
+    topology.create_data_node({"name": "shared-shop", "kind": "jdbc", "properties": {"url": url}})
+    topology.create_data_node(
+        {"name": "lake", "kind": "files", "properties": {"path": str(tmp_path / "lake")}}
+    )
+    topology.create_executor(
+        {"name": "ingest", "technology": "spark-local", "spark_master": settings.SPARK_MASTER, "queue": "it.own"},
+        capabilities=[("shared-shop", "lake")],
+    )  # fmt: skip
+    wrapped = keys.wrap_customer_key(user=mona, generate=True).customer_key.wrapped_key
+    flow = flow_services.create_flow(
+        owner=mona,
+        data={
+            "flow_group": "mona",
+            "flow_name": "orders-lake",
+            "source": "shared-shop",
+            "destinations": ["lake"],
+            "paused": True,
+            "properties": {
+                "source.jdbc.tables": "public.orders",
+                "extract.is.full": "true",
+                "source.jdbc.arrow": "true",
+                "source.conn.username": "mona",
+                "source.conn.password": keys.encrypt_value(wrapped, PASSWORD),
+                "encrypt.wrapped.key": wrapped,
+            },
+        },
+    )
+    flow = flow_services.set_paused(flow, False)
+
+    execution = services.run_now(flow, user=mona)
+    process_actions()
+    job = execution.jobs.get()
+    outcome = executor.execute_job(job.pk, job.attempt, job.spec)
+    process_actions()
+
+    job.refresh_from_db()
+    assert (outcome, FlowExecution.objects.get(pk=execution.pk).status) == ("committed", "COMMITTED"), (
+        job.message
+    )
+    written = pq.read_table(tmp_path / "lake" / "mona" / "orders-lake").to_pydict()
+    assert sorted(written["id"]) == list(range(1, 26))

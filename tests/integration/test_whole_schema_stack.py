@@ -60,7 +60,7 @@ def test_a_whole_schema_flow_saved_through_the_api_runs_table_by_table(tmp_path,
         {
             "name": "shopdb",
             "kind": "jdbc",
-            "properties": {"url": f"jdbc:postgresql://127.0.0.1:5432/{shop['database']}"},
+            "properties": {"url": f"jdbc:postgresql://127.0.0.1:5432/{shop['database']}", "user": "postgres"},
         }
     )
     topology.create_data_node({"name": "lake", "kind": "files", "properties": {"path": str(lake)}})
@@ -78,7 +78,6 @@ def test_a_whole_schema_flow_saved_through_the_api_runs_table_by_table(tmp_path,
         "destinations": ["lake"],
         "properties": {
             "source.jdbc.tables": "shop.nothing_*",
-            "source.conn.username": "postgres",
             "extract.delta.fields": "seq",
             "schema.evolution.policy": "evolve",
             "job.commit.policy": "partial",

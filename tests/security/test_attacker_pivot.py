@@ -10,6 +10,10 @@ nothing, a flow reads nothing and writes nothing into alice's database; every re
 same, and the portal's own database is not told apart from any other. Alice's own MariaDB
 account, with its password and grants on her database only, still works.
 
+An administrator's node without an account of its own lends the same trust to the login a flow
+gives: hers is judged the same way (its own password, no server-wide privilege), in the database
+the administrator named.
+
 The servers' roles, databases and accounts are the stories' own (`secdb_` names), dropped after."""
 
 from __future__ import annotations
@@ -21,8 +25,10 @@ import pymysql
 import pytest
 from django.db import connection
 
+from portal.crypto import client
 from portal.flows.models import FlowConfig
-from portal.pipeline.usernode import REFUSED
+from portal.keys import services
+from portal.pipeline.usernode import FLOW_LOGIN_REFUSED, REFUSED
 from portal.topology import services as topology
 from portal.topology.models import DataNode, SpecExecutor
 from tests.security.conftest import World, files_under
@@ -206,3 +212,107 @@ def test_alices_own_account_with_her_password_still_works(world: World, servers,
     assert tested["ok"] is True, tested
     found = world.api(alice).post("/api/datanodes/alices-shop/discover", {}, format="json").json()
     assert [d["name"] for d in found["datasets"]] == [f"{ALICE_DB}.alice_secrets"], found
+
+
+# --- an administrator's node without an account: the login is the flow's -------------------------
+
+
+def her_login(world: World, user: str, password: str) -> dict[str, str]:
+    """The flow properties of a login she gives, her password encrypted under a key of hers."""
+    if not password:
+        return {"source.conn.username": user}
+    key = services.wrap_customer_key(
+        user=world.mallory, key=client.encode_key(client.generate_key()), label="db"
+    ).customer_key
+    return {
+        "source.conn.username": user,
+        "source.conn.password": services.encrypt_value(key.wrapped_key, password),
+        "encrypt.wrapped.key": key.wrapped_key,
+    }
+
+
+def admins_node(url: str) -> None:
+    """Staff's node `landing` (she holds read and write on it) now points at ``url``, no account."""
+    DataNode.objects.filter(name="landing").update(kind="jdbc", properties={"url": url})
+
+
+FLOW_LOGINS = {
+    "postgres on alice's database": (f"jdbc:postgresql://127.0.0.1:5432/{ALICE_DB}", "postgres", ""),
+    "root on alice's MariaDB database": (f"jdbc:mariadb://127.0.0.1:3306/{ALICE_DB}", "root", ""),
+    "an account reading every MariaDB database": (
+        f"jdbc:mariadb://127.0.0.1:3306/{ALICE_DB}",
+        "secdb_wide",
+        "wide-password",
+    ),
+}
+
+
+@pytest.mark.parametrize("login", sorted(FLOW_LOGINS))
+def test_her_flow_cannot_borrow_the_workers_trust_through_an_admins_node(
+    transactional_db, world: World, servers, login
+):
+    url, user, password = FLOW_LOGINS[login]
+    admins_node(url)
+    table = "private.alice_secrets" if "postgresql" in url else "alice_secrets"
+    properties = {"source.jdbc.tables": table, "extract.is.full": "true", "writer.output.format": "csv"}
+    FlowConfig.objects.filter(pk=world.mallory_flow.pk).update(
+        properties=properties | her_login(world, user, password)
+    )
+    world.mallory_flow.refresh_from_db()
+    execution, spec = world.bound_spec()
+    job = world.run_on_worker(spec, execution)
+    assert job.status == "FAILED" and FLOW_LOGIN_REFUSED in job.message, job.message
+    assert files_under(world.lake / "mal") == []
+
+
+def test_her_flow_cannot_write_as_postgres_through_an_admins_node(transactional_db, world: World, servers):
+    DataNode.objects.filter(name="lake").update(
+        kind="jdbc", properties={"url": f"jdbc:postgresql://127.0.0.1:5432/{ALICE_DB}"}
+    )
+    FlowConfig.objects.filter(pk=world.mallory_flow.pk).update(
+        properties={
+            "source.files.format": "csv",
+            "writer.jdbc.table": "public.mallory_was_here",
+            "writer.jdbc.username": "postgres",
+        }
+    )
+    world.mallory_flow.refresh_from_db()
+    execution, spec = world.bound_spec()
+    job = world.run_on_worker(spec, execution)
+    assert job.status == "FAILED" and FLOW_LOGIN_REFUSED in job.message, job.message
+    with psycopg.connect(f"host=127.0.0.1 user=postgres dbname={ALICE_DB}") as db:
+        assert db.execute("SELECT to_regclass('public.mallory_was_here')").fetchone() == (None,)
+
+
+@pytest.mark.parametrize("login", sorted(FLOW_LOGINS))
+def test_test_connection_with_a_typed_login_on_an_admins_node_shows_nothing(world: World, servers, login):
+    url, user, password = FLOW_LOGINS[login]
+    admins_node(url)
+    typed = {"user": user, "password": password}
+    tested = world.api().post("/api/datanodes/landing/test", typed, format="json").json()
+    found = world.api().post("/api/datanodes/landing/discover", typed, format="json").json()
+    assert tested["ok"] is False and FLOW_LOGIN_REFUSED in tested["message"], tested
+    assert found["ok"] is False and FLOW_LOGIN_REFUSED in found["message"], found
+    assert "alice_secrets" not in str(found) and not tested.get("schemas")
+
+
+def test_alices_own_login_on_an_admins_node_still_reads(transactional_db, world: World, servers):
+    """Her own MariaDB account and password, given by her flow: the administrator's node takes it."""
+    admins_node(f"jdbc:mariadb://127.0.0.1:3306/{ALICE_DB}")
+    typed = {"user": ALICE, "password": ALICE_PASSWORD}
+    found = world.api().post("/api/datanodes/landing/discover", typed, format="json").json()
+    assert [d["name"] for d in found["datasets"]] == [f"{ALICE_DB}.alice_secrets"], found
+    FlowConfig.objects.filter(pk=world.mallory_flow.pk).update(
+        properties={
+            "source.jdbc.tables": "alice_secrets",
+            "extract.is.full": "true",
+            "writer.output.format": "csv",
+            **her_login(world, ALICE, ALICE_PASSWORD),
+        }
+    )
+    world.mallory_flow.refresh_from_db()
+    execution, spec = world.bound_spec()
+    job = world.run_on_worker(spec, execution)
+    assert job.status == "COMMITTED", job.message
+    written = "".join(p.read_text() for p in files_under(world.lake / "mal") if p.suffix == ".csv")
+    assert "alices-secret-row" in written

@@ -158,11 +158,14 @@ def scan_for(
     *,
     portal: Sequence[landing.Landing] | None = None,
     what: str = "source.jdbc.url",
+    proved: landing.Landing | None = None,
 ) -> ArrowScan | None:
     """The Arrow reader's scan of ``subquery`` with ``jdbc``'s schema (Spark's JDBC reader's DataFrame
     of the same query), one slice per Spark task; None where it cannot read it (module docstring).
     Each task's connection is judged as it opens (:mod:`portal.pipeline.landing`): ``portal`` are the
-    portal's own databases (default: this process's), ``what`` the node a refusal names."""
+    portal's own databases (default: this process's), ``what`` the node a refusal names; ``proved``
+    where a judged login's probe landed (:func:`portal.pipeline.landing.check_jdbc`), which each of
+    them must share (ADBC cannot say whether the server asked for the password)."""
     if props.get_choice("source.jdbc.arrow") == "false" or not driver_installed():
         return None
     uri = libpq_uri(
@@ -181,7 +184,8 @@ def scan_for(
     queries = [f"SELECT {', '.join(columns)} FROM {subquery} WHERE {c}" for c in conditions]  # noqa: S608
     zone = jvm_zone(jdbc.sparkSession)
     own = tuple(landing.portal_databases() if portal is None else portal)
-    return ArrowScan(len(queries), _SliceReader(queries, uri, schema.json(), zone, own, what), schema)
+    reader = _SliceReader(queries, uri, schema.json(), zone, own, what, proved)
+    return ArrowScan(len(queries), reader, schema)
 
 
 def _select(field: T.StructField) -> str | None:
@@ -208,16 +212,19 @@ class _SliceReader:
         jvm_zone: str,
         portal: tuple[landing.Landing, ...] = (),
         what: str = "source.jdbc.url",
+        proved: landing.Landing | None = None,
     ) -> None:
         self.queries, self.uri, self.schema_json, self.jvm_zone = queries, uri, schema_json, jvm_zone
-        self.portal, self.what = portal, what
+        self.portal, self.what, self.proved = portal, what, proved
 
     def batches(self, numbers: Iterable[int]) -> Iterator[Any]:
         import adbc_driver_postgresql.dbapi as adbc
 
         schema = T.StructType.fromJson(json.loads(self.schema_json))
         with adbc.connect(self.uri) as conn, conn.cursor() as cur:
-            landing.check(conn, self.what, portal=self.portal, engine=landing.POSTGRESQL)
+            found = landing.check(conn, self.what, portal=self.portal, engine=landing.POSTGRESQL)
+            if self.proved is not None and not found.same_database(self.proved):
+                raise landing.LandingRefused(f"{self.what}: not where its login was proved; refused")
             set_jdbc_session(cur, self.jvm_zone)
             for number in numbers:
                 cur.execute(self.queries[number])

@@ -449,11 +449,16 @@ class JdbcSource(Source):
         if read.custom_schema:  # Spark's mapping would change a value: read those columns as they are
             jdbc = reader.option("customSchema", read.custom_schema).load()
         jdbc = read.keep(jdbc)
-        # A user-made node's reads go through Spark's JDBC connections, proved its owner's (landed()).
-        scan = (
-            None
-            if self.bounds() is not None
-            else arrow_pg.scan_for(jdbc, self.props, query, slices, portal=self.portal(), what=self.what)
+        # A judged login's (a user-made node's, a flow's own) Arrow connections must land where the
+        # probe of landed() proved it: the same server, database, user and password.
+        scan = arrow_pg.scan_for(
+            jdbc,
+            self.props,
+            query,
+            slices,
+            portal=self.portal(),
+            what=self.what,
+            proved=self.landed() if self.bounds() is not None else None,
         )
         df = scan.frame(self.spark) if scan and arrow_pg.frames_too(self.props) else jdbc
         if p.get("full") or not s["lookback"]:

@@ -159,3 +159,23 @@ def test_the_api_answers_a_misspelt_key_with_warnings(owner, topology_nodes, fil
         format="json",
     )
     assert fixed.status_code == 200 and fixed.json()["warnings"] == []
+
+
+def test_a_spark_setting_a_flow_names_is_said_to_be_not_applied(owner, topology_nodes, files_pack):
+    """A flow's job runs in its executor's Spark: `flow.spark.conf.*` is kept, and the answer says
+    it does nothing and what to ask for instead."""
+    body = {
+        "flowGroup": "lake",
+        "flowName": "tuned",
+        "schedule": "",
+        "templateUris": FILES,
+        "properties": {"source.files.format": "csv", "flow.spark.conf.spark.sql.shuffle.partitions": "8"},
+        "source": "lake",
+        "destinations": ["archive"],
+        "paused": True,
+    }
+    response = api_client_for(owner).post("/api/flowconfigs", body, format="json")
+    assert response.status_code == 201, response.json()
+    [warning] = response.json()["warnings"]
+    assert warning.startswith("Property 'flow.spark.conf.spark.sql.shuffle.partitions' is not applied")
+    assert "'flow.spark.cores'" in warning and "'flow.spark.memory'" in warning

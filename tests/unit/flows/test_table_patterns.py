@@ -79,7 +79,7 @@ def test_a_mariadb_pattern_without_a_schema_matches_the_database_of_the_url(api,
         f"CREATE TABLE {database}.orders_eu (id INT, seq INT); CREATE TABLE {database}.orders_us (id INT, seq INT)"
     )
     url = f"jdbc:mariadb://{MYSQL_HOST}:{MYSQL_PORT}/{database}"
-    topology.create_data_node({"name": "shop", "kind": "jdbc", "properties": {"url": url}})
+    topology.create_data_node({"name": "shop", "kind": "jdbc", "properties": {"url": url, "user": "root"}})
     topology.create_data_node(
         {"name": "lake", "kind": "files", "properties": {"path": str(tmp_path / "lake")}}
     )
@@ -91,7 +91,7 @@ def test_a_mariadb_pattern_without_a_schema_matches_the_database_of_the_url(api,
         # The server's own schemas are never the node's data: a pattern on them matches nothing.
         tables = "orders_*,mysql.user*"
         preview = api.post(
-            "/api/flowconfigs/compile", body(tables, **{"source.conn.username": "root"}), format="json"
+            "/api/flowconfigs/compile", body(tables), format="json"
         ).json()
         assert preview["jobs"][0]["datasets"] == ["orders_eu", "orders_us"], preview
         assert preview["status"] == "FAILED"

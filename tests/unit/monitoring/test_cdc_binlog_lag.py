@@ -43,7 +43,7 @@ def capture(binlog_mariadb: dict[str, Any], settings) -> Iterator[dict[str, Any]
 def _capture(shop: dict[str, Any]) -> dict[str, Any]:
     name, url = shop["name"], shop["url"]
     owner = UserFactory(username="olivia")
-    topology.create_data_node({"name": "shopdb", "kind": "jdbc", "properties": {"url": url}})
+    topology.create_data_node({"name": "shopdb", "kind": "jdbc", "properties": {"url": url, "user": "root"}})
     topology.create_data_node({"name": "lake", "kind": "files", "properties": {"path": "/tmp/lake"}})
     topology.create_executor(
         {"name": "ingest", "technology": "spark-local", "spark_master": "local[1]", "queue": "q.cdc"},
@@ -59,7 +59,6 @@ def _capture(shop: dict[str, Any]) -> dict[str, Any]:
             "properties": {
                 "source.class": "portal.pipeline.sources.cdc.CdcSource",
                 "source.cdc.tables": f"{name}.customers",
-                "source.conn.username": "root",
                 "source.cdc.alert.lag.bytes": "1000",
             },
             "paused": True,

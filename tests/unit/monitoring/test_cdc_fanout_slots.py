@@ -26,7 +26,9 @@ def fork(shop, settings):  # noqa: F811
     settings.CDC_SLOT_CACHE_SECONDS = 60
     cache.clear()
     owner = UserFactory(username="olga")
-    topology.create_data_node({"name": "shopdb", "kind": "jdbc", "properties": {"url": shop["url"]}})
+    topology.create_data_node(
+        {"name": "shopdb", "kind": "jdbc", "properties": {"url": shop["url"], "user": "postgres"}}
+    )
     for name in ("lake", "archive"):
         topology.create_data_node({"name": name, "kind": "files", "properties": {"path": f"/tmp/{name}"}})
     topology.create_executor(
@@ -43,7 +45,6 @@ def fork(shop, settings):  # noqa: F811
             "properties": {
                 "source.class": "portal.pipeline.sources.cdc.CdcSource",
                 "source.cdc.tables": "shop.customers",
-                "source.conn.username": "postgres",
             },
             "paused": True,
         },

@@ -47,7 +47,9 @@ def capture(shop, settings):
     settings.CDC_SLOT_CACHE_SECONDS = 60
     cache.clear()
     owner = UserFactory(username="olivia")
-    topology.create_data_node({"name": "shopdb", "kind": "jdbc", "properties": {"url": shop["url"]}})
+    topology.create_data_node(
+        {"name": "shopdb", "kind": "jdbc", "properties": {"url": shop["url"], "user": "postgres"}}
+    )
     topology.create_data_node({"name": "lake", "kind": "files", "properties": {"path": "/tmp/lake"}})
     topology.create_executor(
         {"name": "ingest", "technology": "spark-local", "spark_master": "local[1]", "queue": "q.cdc"},
@@ -63,7 +65,6 @@ def capture(shop, settings):
             "properties": {
                 "source.class": "portal.pipeline.sources.cdc.CdcSource",
                 "source.cdc.tables": "shop.customers",
-                "source.conn.username": "postgres",
                 "source.cdc.alert.lag.bytes": "1000",
             },
             "paused": True,

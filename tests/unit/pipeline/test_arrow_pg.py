@@ -12,7 +12,7 @@ import psycopg
 import pytest
 from pyspark.sql import DataFrame, SparkSession
 
-from portal.pipeline import watermarks
+from portal.pipeline import landing, watermarks
 from portal.pipeline.properties import Properties
 from portal.pipeline.sources import arrow_pg
 
@@ -78,6 +78,26 @@ def test_every_type_reads_as_the_jdbc_reader_reads_it(spark: SparkSession, typed
     assert row[1].code == "ab " and row[2].code is None  # char(3) padded, as JDBC's getString
     assert row[1].doc == '{"k": [1, 2]}' and row[1].uid == "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11"
     assert all(v is None for k, v in row[3].asDict().items() if k != "id")
+
+
+def test_a_judged_logins_arrow_connections_must_land_where_its_probe_did(
+    spark: SparkSession, typed: dict[str, Any]
+) -> None:
+    """A user-made node's or a flow's own login was proved in one database: an Arrow task landing
+    anywhere else reads nothing."""
+    query = "(SELECT t.* FROM typed t) AS fp_wu"
+    jdbc = _jdbc(spark, typed, query)
+    with psycopg.connect(**typed["conninfo"]) as conn:
+        here = landing.identify(conn)
+    elsewhere = landing.Landing(here.engine, "another_database", here.servers)
+    for proved, reads in ((here, True), (elsewhere, False)):
+        scan = arrow_pg.scan_for(jdbc, _props(typed), query, None, portal=(), proved=proved)
+        assert scan is not None
+        if reads:
+            assert scan.frame(spark).count() == 3
+        else:
+            with pytest.raises(Exception, match="not where its login was proved"):
+                scan.frame(spark).count()
 
 
 @pytest.mark.parametrize("count", [1, 2, 3, 7, 50])

@@ -11,7 +11,7 @@ from django.contrib.auth.models import Group
 from portal.crypto import client
 from portal.crypto.encrypted import decrypt_properties
 from portal.keys.models import CustomerKey
-from portal.topology import services
+from portal.topology import policy, services
 from portal.topology.models import DataNode, DataNodeAuditEvent, DataNodeGrant, NodeArea
 from tests.conftest import api_client_for
 from tests.factories import FlowConfigFactory, UserFactory
@@ -252,7 +252,7 @@ def test_a_co_owner_changing_where_the_node_points_types_the_password_again(alic
     assert alice_api.patch("/api/datanodes/sales", {"acl": acl}, format="json").status_code == 200
     bob_api = api_client_for(bob)
     stored = bob_api.get("/api/datanodes/sales").json()["properties"]
-    moved = {**stored, "url": "jdbc:postgresql://localhost:5432/bob_trap"}
+    moved = {**stored, "url": "jdbc:postgresql://localhost:5432/alice_trap"}
     refused = bob_api.patch("/api/datanodes/sales", {"properties": moved}, format="json")
     assert refused.status_code == 400
     assert any("password: " in m and "bound to another owner" in m for m in refused.json()["properties"])
@@ -263,6 +263,24 @@ def test_a_co_owner_changing_where_the_node_points_types_the_password_again(alic
     )
     assert answer.status_code == 200, answer.content
     assert client.owner_of(DataNode.objects.get(name="sales").properties["password"]) == f"user:{bob.pk}"
+
+
+def test_a_co_owner_cannot_widen_where_the_makers_node_may_land(alice, alice_api, bob, settings):
+    """Bob, made a co-owner of Alice's node, does not bring his own databases to it: neither by
+    pointing it at one, nor in what its connections may land in."""
+    settings.USER_NODE_DATABASES = ["{user}_*"]
+    make_node(alice_api, secrets={"password": "alices-password"})
+    acl = [{"role": "owner", "user": "alice"}, {"role": "owner", "user": "bob"}]
+    assert alice_api.patch("/api/datanodes/sales", {"acl": acl}, format="json").status_code == 200
+    moved = {"url": "jdbc:postgresql://127.0.0.1:5432/bob_shop", "user": "bob"}
+    refused = api_client_for(bob).patch(
+        "/api/datanodes/sales", {"properties": moved, "secrets": {"password": "bobs"}}, format="json"
+    )
+    assert refused.status_code == 400
+    assert any(m.startswith("url: refused") for m in refused.json()["properties"]), refused.json()
+    bounds = policy.bounds_for(DataNode.objects.get(name="sales"))
+    assert bounds is not None
+    assert bounds.allows_database("alice_sales") and not bounds.allows_database("bob_shop")
 
 
 def test_a_users_node_keeps_an_owner(alice_api):
