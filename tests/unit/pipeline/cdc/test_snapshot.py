@@ -28,7 +28,7 @@ from portal.pipeline.sources.cdc import _META, acknowledge
 from tests.mariadb_binlog import binlog_mariadb, own_schema  # noqa: F401 (fixture)
 from tests.pg_logical import logical_pg, own_database  # noqa: F401 (fixture)
 
-from .helpers import read, run_and_publish, spec
+from ..helpers import read, run_and_publish, spec
 
 CDC = "portal.pipeline.sources.cdc.CdcSource"
 CHUNKS = {"source.cdc.snapshot.chunk.size": "8", "source.cdc.snapshot.chunks.per.run": "2"}

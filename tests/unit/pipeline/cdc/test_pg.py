@@ -23,7 +23,7 @@ from portal.pipeline.cdc.pgoutput import DELETE, INSERT, UPDATE, Decoder, format
 from portal.pipeline.sources.cdc import acknowledge
 from tests.pg_logical import logical_pg, own_database  # noqa: F401 (fixture)
 
-from .helpers import read, run_and_publish, spec
+from ..helpers import read, run_and_publish, spec
 
 CDC = "portal.pipeline.sources.cdc.CdcSource"
 
