@@ -1,7 +1,7 @@
 """A change-data-capture flow's replication slot, as an operator needs to see it: how far behind it is
 and how much log the source server keeps for it, and alerts when that goes wrong.
 
-The slot lives on the flow's source server (``portal.pipeline.cdc_pg``), so each look costs a
+The slot lives on the flow's source server (``portal.pipeline.cdc.pg``), so each look costs a
 connection there: the flow page asks for it in a fragment of its own (never the flow list), the
 reading is cached for ``CDC_SLOT_CACHE_SECONDS``, and the monitor reads each capturing flow's slot at
 most every ``CDC_SLOT_INTERVAL_SECONDS`` with a short connect and statement timeout.
@@ -21,7 +21,7 @@ Thresholds are the flow's properties ``source.cdc.alert.lag.bytes``, ``source.cd
 and ``source.cdc.alert.inactive.seconds`` (0 turns one off), defaulting to the settings.
 
 A MariaDB flow has no slot: its card and the monitor read the server's binlog against the lowest
-position every table committed (:mod:`portal.pipeline.binlog_lag`) over the same short timeout and
+position every table committed (:mod:`portal.pipeline.cdc.binlog_lag`) over the same short timeout and
 cache, and raise the same ``cdc.slot_lagging`` / ``cdc.slot_ok``; a position in binlog files the
 server no longer has (expired or purged) is ``cdc.slot_lost``. Nothing is kept for the flow on such a
 server, so there is no *inactive* condition (a stopped flow costs the server nothing, but may see its
@@ -54,10 +54,12 @@ from portal.orchestration.control.cdc import (
     source_connection,
 )
 from portal.orchestration.models import DatasetState, FlowExecution
-from portal.pipeline import binlog_lag, cdc_mysql, cdc_pg
-from portal.pipeline.cdc_snapshot import split as split_progress
-from portal.pipeline.cdc_snapshot import stream_position
-from portal.pipeline.pgoutput import parse_lsn
+from portal.pipeline.cdc import binlog_lag
+from portal.pipeline.cdc import mysql as cdc_mysql
+from portal.pipeline.cdc import pg as cdc_pg
+from portal.pipeline.cdc.pgoutput import parse_lsn
+from portal.pipeline.cdc.snapshot import split as split_progress
+from portal.pipeline.cdc.snapshot import stream_position
 from portal.pipeline.properties import Properties
 from portal.pipeline.propertyrules import CDC_SOURCE_CLASS
 

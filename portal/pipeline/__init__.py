@@ -8,7 +8,7 @@ Public contract:
 
 * :func:`run_job` ``(spark, jobspec) -> list[dict]`` — TaskState dicts (:mod:`.taskstate`).
 * :class:`~portal.pipeline.jobspec.JobSpec` — the plain-JSON input (:mod:`.jobspec`).
-* :func:`portal.pipeline.destinations.publisher.plan_commit` — commit steps per dataset URN.
+* :func:`portal.pipeline.destinations.commitplan.plan_commit` — commit steps per dataset URN.
 * :mod:`portal.pipeline.destinations.commit_steps` — ``CommitStep``, ``FsRenameCommitStep``,
   ``JdbcPublishCommitStep``, ``CommitSequence``; :mod:`portal.pipeline.destinations.iceberg` —
   ``IcebergCommitStep`` (an Iceberg destination's one commit) and ``committed_watermarks``.
@@ -16,7 +16,7 @@ Public contract:
 * :func:`portal.pipeline.progress.job_progress` ``(spark, job_name, execution_id) -> dict`` — live
   progress of a running job, for the worker's heartbeat.
 
-Sources are :mod:`portal.pipeline.sources`, destinations (writers, commit steps, the publisher)
+Sources are :mod:`portal.pipeline.sources`, destinations (writers, commit steps, the commit plan)
 :mod:`portal.pipeline.destinations`, one module per kind. See docs/pipeline.md for property keys,
 the fork key rule and commit policies.
 """

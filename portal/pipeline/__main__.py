@@ -34,7 +34,7 @@ def main(argv: list[str] | None = None) -> int:
     plan.add_argument("taskstates")
     args = parser.parse_args(argv)
 
-    from portal.pipeline.destinations.publisher import plan_commit
+    from portal.pipeline.destinations.commitplan import plan_commit
 
     with open(args.jobspec, encoding="utf-8") as fh:
         spec = json.load(fh)

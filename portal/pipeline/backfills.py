@@ -4,21 +4,20 @@ A backfill names ``(low, high]`` as the source's watermark does: numbers for a n
 dates or times for a time column (``2024-03-01``, ``2024-03-01T10:00:00Z``), file times for a files
 source (ISO times, or the stored ``<ms>:<path>`` form). :func:`bound_key` makes any of these
 comparable, so :func:`refusal` can hold a range against what the dataset's loads covered (the
-state store's history) and refuse one that matches nothing, saying what exists; and
-:func:`replacement` says in words what each destination will replace (the page shows it before the
-backfill runs; :mod:`portal.pipeline.destinations.publisher` does it).
+state store's history) and refuse one that matches nothing, saying what exists. What each
+destination will replace is said by its write mode
+(:func:`portal.pipeline.destinations.write_modes.backfill_replacement`; the page shows it before the
+backfill runs, :mod:`portal.pipeline.destinations.commitplan` does it). Nothing here imports a
+destination: the commit plan imports this module.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import re
-from collections.abc import Mapping
 from decimal import Decimal, InvalidOperation
 
 from portal.pipeline import watermarks
-from portal.pipeline.destinations import write_modes
-from portal.pipeline.properties import Properties
 
 _FILES = re.compile(r"^(\d{15})(?::(.*))?$")
 
@@ -87,39 +86,3 @@ def refusal(low: str | None, high: str, loaded_from: str | None, loaded_to: str 
 def covers_everything(low: str | None, high: str, stored: str | None) -> bool:
     """Whether ``(low, high]`` re-reads every load so far (from the first record past ``stored``)."""
     return not low and stored is not None and bool(_before(bound_key(stored), bound_key(high)))
-
-
-def replacement(
-    properties: Mapping[str, str], kind: str, urn: str, low: str | None, high: str, stored: str | None = None
-) -> str:
-    """What a backfill of ``urn`` does at a destination of ``kind`` (files, jdbc, iceberg);
-    ``stored``: the dataset's watermark now."""
-    props = Properties({k: v for k, v in properties.items() if isinstance(v, str)})
-    fmt = {"jdbc": "JDBC", "iceberg": "ICEBERG"}.get(kind) or props.get("writer.output.format") or "PARQUET"
-    try:
-        mode = write_modes.resolve(props, fmt).mode
-    except Exception:  # a refusal the save reports; the page only describes
-        mode = "append"
-    span = f"({low or 'the first record'}, {high}]"
-    if mode == "merge":
-        return f"merged by key: the rows read again replace their stored versions of {urn}"
-    if mode == "history":
-        return f"history: a new version for each key of {urn} whose row changed"
-    if mode == "overwrite":
-        return f"{urn} is replaced whole by the rows of {span}"
-    if kind == "jdbc":
-        order = props.get_list("extract.delta.fields")
-        column = order[0] if order else None
-        if column:
-            return f"the rows of {urn} with {column} in {span} are deleted and read again"
-        return f"appended: {urn} has no watermark column to replace a range by"
-    if kind == "iceberg":
-        return f"appended to {urn}: choose the merge write mode to replace rows by key"
-    if props.get_list("writer.partition.columns"):
-        return f"the partitions of {urn} that the rows of {span} fall in are replaced"
-    if covers_everything(low, high, stored):
-        return f"{urn} is replaced whole: the range reads every load again"
-    return (
-        f"the files of {urn} that the loads of {span} published are replaced by the rows read again "
-        "(a bound inside a load is moved to that load's edge)"
-    )

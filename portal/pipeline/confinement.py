@@ -2,7 +2,7 @@
 
 A path is refused when it has a ``..`` segment, when it resolves (symlinks followed, for local
 paths) outside its root, or when it is on another file system than its root (a Hadoop URI with
-another scheme or authority). No Django here: the worker's guard and the publisher both use it.
+another scheme or authority). No Django here: the worker's guard and the commit plan both use it.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from portal.pipeline import cdc_pg
+from portal.pipeline.cdc import pg as cdc_pg
 from portal.pipeline.columnrules import rule_problems
 from portal.pipeline.destinations import table_templates, write_modes
 from portal.pipeline.errors import ConfigError

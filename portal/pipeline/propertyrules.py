@@ -255,7 +255,7 @@ def _s(key: str, type_: str, description: str, **kwargs: Any) -> PropertySpec:
 
 FILE_SOURCE_FORMATS = ("avro", "csv", "json", "jsonl", "orc", "parquet")
 WRITER_FORMATS = ("AVRO", "CSV", "ICEBERG", "JDBC", "JSON", "ORC", "PARQUET")
-# Gobblin's names are accepted too (publisher.commit_policy maps them).
+# Gobblin's names are accepted too (commitplan.commit_policy maps them).
 COMMIT_POLICIES = (
     "full",
     "partial",

@@ -5,7 +5,7 @@ Contract: ``run_job(spark, jobspec) -> list[dict]`` — one TaskState dict per W
 an unloadable source or a planning error comes back as one FAILED TaskState
 (``task_id`` ending in ``_planning``) so the caller has a single shape to handle.  It reads and
 writes only the source, the work dir and the writers' staging/output locations; publishing is the
-caller's job, through :func:`portal.pipeline.destinations.publisher.plan_commit`.
+caller's job, through :func:`portal.pipeline.destinations.commitplan.plan_commit`.
 
 Optional keyword arguments: ``cancel_event`` (a ``threading.Event``; set it to cancel — running
 Spark jobs are cancelled, unstarted work units come back CANCELLED) and ``on_task_state`` (called

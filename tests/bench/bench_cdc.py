@@ -7,13 +7,13 @@ transactions), captured by two slots made before the changes: one read by ``pg_r
 --endpos`` (pgoutput, to /dev/null), one by Flowport:
 
 * ``decode``: the cdc source's read alone: ``pg_logical_slot_peek_binary_changes`` and the bulk
-  pgoutput decoder (:mod:`portal.pipeline.pgoutput_batch`), every change's values into Arrow columns;
+  pgoutput decoder (:mod:`portal.pipeline.cdc.pgoutput_batch`), every change's values into Arrow columns;
 * ``into Parquet``: a whole cdc run on Spark (``local[2]``) whose changes land in a Parquet change
   log, planning (peek, decode, staging) to publish;
 * ``into PostgreSQL``: the same run merged by key into a table of ``BENCH_PG_SERVER``'s PostgreSQL;
 * ``MariaDB binlog``: a private MariaDB server (tests/mariadb_binlog.py) logs ``--mariadb-changes``
   row changes the same way (an insert of half, an update of them), read by the cdc source's binlog
-  reader (:func:`portal.pipeline.cdc_mysql.changes`, one connection, every change's values) against
+  reader (:func:`portal.pipeline.cdc.mysql.changes`, one connection, every change's values) against
   ``mysqlbinlog --read-from-remote-server`` reading the same binlog to /dev/null (its floor).
 
 A run has a fixed cost (Spark's job and stages, the destination's checks and commit steps) besides
@@ -44,9 +44,9 @@ sys.path.insert(0, str(ROOT))
 
 import psycopg  # noqa: E402
 
-from portal.pipeline import cdc_pg  # noqa: E402
-from portal.pipeline.pgoutput import format_lsn  # noqa: E402
-from portal.pipeline.pgoutput_batch import BatchDecoder  # noqa: E402
+from portal.pipeline.cdc import pg as cdc_pg  # noqa: E402
+from portal.pipeline.cdc.pgoutput import format_lsn  # noqa: E402
+from portal.pipeline.cdc.pgoutput_batch import BatchDecoder  # noqa: E402
 from tests.pg_logical import _as_postgres, _bin, private_server  # noqa: E402
 
 DEST = os.environ.get("BENCH_PG_SERVER", "postgres://postgres@127.0.0.1:5432")
@@ -96,7 +96,7 @@ def mariadb(changes: int) -> tuple[float, float, int]:
     """The MariaDB row: ``(mysqlbinlog's seconds, the binlog reader's seconds, changes read)``."""
     import pymysql
 
-    from portal.pipeline import cdc_mysql
+    from portal.pipeline.cdc import mysql as cdc_mysql
     from tests.mariadb_binlog import private_server as mariadb_server
 
     half = changes // 2

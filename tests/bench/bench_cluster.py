@@ -102,7 +102,7 @@ def child(args: argparse.Namespace) -> None:
     from portal.orchestration.worker import sparkctx
     from portal.pipeline import run_job
     from portal.pipeline.destinations.commit_steps import CommitSequence
-    from portal.pipeline.destinations.publisher import cleanup_task_output, plan_commit
+    from portal.pipeline.destinations.commitplan import cleanup_task_output, plan_commit
 
     cores = str(os.cpu_count() or 2)
     spark = sparkctx.session_for(args.master, {"spark.cores.max": cores, "spark.executor.cores": cores})

@@ -104,7 +104,7 @@ def measure(label: str, database_url: str, files: int) -> None:
         from portal.orchestration.state import publish, recovery
         from portal.orchestration.state.commitstore import CommitStepStore, store_name_for
         from portal.pipeline.destinations.commit_steps import CommitStep
-        from portal.pipeline.destinations.publisher import plan_commit
+        from portal.pipeline.destinations.commitplan import plan_commit
 
         # 3. reference: plain renames of the same layout
         ref_src = write_task_output(tmp / "ref", 1, files)

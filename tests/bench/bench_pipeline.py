@@ -54,7 +54,7 @@ from pyspark.sql import functions as F
 
 from portal.pipeline import run_job
 from portal.pipeline.destinations.commit_steps import CommitSequence
-from portal.pipeline.destinations.publisher import cleanup_task_output, plan_commit
+from portal.pipeline.destinations.commitplan import cleanup_task_output, plan_commit
 from portal.pipeline.session import get_or_create_spark
 
 

@@ -22,7 +22,8 @@ import pytest
 from portal.flows import services as flow_services
 from portal.orchestration import services
 from portal.orchestration.models import CommitStoreDataset, DatasetState, ExecutionStatus
-from portal.pipeline import cdc_pg, cdc_snapshot
+from portal.pipeline.cdc import pg as cdc_pg
+from portal.pipeline.cdc import snapshot as cdc_snapshot
 from portal.topology import services as topology
 from tests.factories import UserFactory
 from tests.integration.crash_harness import (  # noqa: F401 (fixtures)

@@ -17,7 +17,7 @@ import pytest
 
 from portal.flows import services as flow_services
 from portal.orchestration.models import CommitStoreDataset, DatasetState, ExecutionStatus
-from portal.pipeline import cdc_pg
+from portal.pipeline.cdc import pg as cdc_pg
 from portal.pipeline.destinations.iceberg import load_catalog
 from portal.topology import services as topology
 from tests.factories import UserFactory

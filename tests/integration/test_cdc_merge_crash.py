@@ -24,7 +24,8 @@ import pytest
 from portal.flows import services as flow_services
 from portal.orchestration import services
 from portal.orchestration.models import CommitStoreDataset, DatasetState, ExecutionStatus
-from portal.pipeline import cdc_mysql, cdc_pg
+from portal.pipeline.cdc import mysql as cdc_mysql
+from portal.pipeline.cdc import pg as cdc_pg
 from portal.topology import services as topology
 from tests.factories import UserFactory
 from tests.integration.crash_harness import (  # noqa: F401 (fixtures)

@@ -17,7 +17,7 @@ from django.contrib.auth import get_user_model
 from portal.flows import services as flow_services
 from portal.orchestration import services
 from portal.orchestration.models import DatasetState, ExecutionStatus
-from portal.pipeline import cdc_pg
+from portal.pipeline.cdc import pg as cdc_pg
 from portal.topology import services as topology
 from tests.integration.conftest import INGEST_QUEUE
 from tests.integration.test_orchestration import finished

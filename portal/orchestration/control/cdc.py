@@ -1,6 +1,6 @@
 """A change-data-capture flow's PostgreSQL replication slot lives and dies with the flow.
 
-The slot and publication (``portal.pipeline.cdc_pg``) are made by the flow's first run on the
+The slot and publication (``portal.pipeline.cdc.pg``) are made by the flow's first run on the
 source server; while they exist the server keeps its write-ahead log for them. Deleting the flow
 drops both, once the deletion has committed, over a connection opened the way the worker opens its
 own: the flow's compiled first hop bound to its source node, its secrets decrypted, and the
@@ -26,7 +26,8 @@ from portal.keys.services import decrypt_properties
 from portal.orchestration.control.jobspecs import bind_hop
 from portal.orchestration.models import DatasetState
 from portal.orchestration.state import statestore
-from portal.pipeline import cdc_mysql, cdc_pg
+from portal.pipeline.cdc import mysql as cdc_mysql
+from portal.pipeline.cdc import pg as cdc_pg
 from portal.pipeline.jobspec import with_node_credentials
 from portal.pipeline.properties import Properties
 from portal.topology.policy import bounds_named

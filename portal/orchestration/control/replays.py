@@ -3,7 +3,7 @@
 A backfill, and a re-run of a committed execution (a backfill of exactly the ranges that execution
 loaded, :func:`replay`), read again rows a destination already holds. JDBC destinations delete the
 range's rows first, partitioned files datasets and the replacing write modes replace what they
-cover (:mod:`portal.pipeline.destinations.publisher`). An appending files dataset without partitions has no
+cover (:mod:`portal.pipeline.destinations.commitplan`). An appending files dataset without partitions has no
 range to delete by; what it can replace are the *files* the re-read loads published. So the
 orchestrator, which recorded each load (``DatasetStateHistory``: from, to, execution) and the files
 each committed job published (its task states), tells the backfill's first job which of the

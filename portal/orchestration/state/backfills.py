@@ -7,6 +7,7 @@ from __future__ import annotations
 from portal.flows.models import FlowConfig
 from portal.orchestration.models import DatasetState
 from portal.pipeline import backfills
+from portal.pipeline.destinations.write_modes import backfill_replacement
 from portal.topology.models import DataNode
 
 
@@ -53,6 +54,6 @@ def backfill_preview(flow: FlowConfig, urn: str, low: str | None, high: str) -> 
         node = job.get("destinationNode") or ""
         properties = job.get("properties") or {}
         kind = properties.get("flowport.hop.destination.kind") or kinds.get(node, "files")
-        text = backfills.replacement(properties, kind, urn, low, high, stored.get(job.get("jobName", "")))
+        text = backfill_replacement(properties, kind, urn, low, high, stored.get(job.get("jobName", "")))
         shown.append({"destination": node, "kind": kind, "text": text})
     return shown

@@ -1,7 +1,7 @@
 """The positions of a change-data-capture flow's other destinations, for one of its jobs.
 
 Each destination of a cdc flow is a job of its own with its own positions in the state store
-(:mod:`portal.pipeline.cdc_fanout`); they share the flow's replication slot, which may be released
+(:mod:`portal.pipeline.cdc.fanout`); they share the flow's replication slot, which may be released
 only up to the lowest of them. The worker reads the other jobs' positions here, from the state
 store, and hands them to the pipeline in the JobSpec (it never reads the portal's database).
 """
@@ -12,7 +12,7 @@ from typing import Any
 
 from portal.orchestration.models import JobExecution
 from portal.orchestration.state import statestore
-from portal.pipeline.cdc_fanout import OTHERS_KEY
+from portal.pipeline.cdc.fanout import OTHERS_KEY
 from portal.pipeline.jobspec import JobSpec
 from portal.pipeline.properties import Properties
 from portal.pipeline.sources.cdc import CDC_SOURCE_CLASS, TABLES_KEY

@@ -24,7 +24,7 @@ from portal.orchestration.state.commitstore import (
     store_name_for,
 )
 from portal.pipeline.destinations.commit_steps import CommitStep
-from portal.pipeline.destinations.publisher import apply_commit_policy, plan_commit
+from portal.pipeline.destinations.commitplan import apply_commit_policy, plan_commit
 from portal.pipeline.jobspec import JobSpec, with_node_credentials
 from portal.pipeline.taskstate import SUCCEEDED
 from portal.topology import tables

@@ -38,7 +38,7 @@ from portal.orchestration.state.commitstore import (
 )
 from portal.pipeline import fs
 from portal.pipeline.destinations.commit_steps import CommitStep
-from portal.pipeline.destinations.publisher import remove_task_output
+from portal.pipeline.destinations.commitplan import remove_task_output
 from portal.pipeline.jobspec import JobSpec, with_node_credentials
 from portal.pipeline.sources import cdc, jdbc_tables
 

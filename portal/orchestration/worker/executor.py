@@ -47,8 +47,8 @@ from portal.orchestration.worker.heartbeat import JobHeartbeat, lease_until
 from portal.orchestration.worker.submit import run_submitted, uses_spark_submit
 from portal.pipeline import landing, run_job, usernode
 from portal.pipeline.columnrules import needs_key
+from portal.pipeline.destinations.commitplan import cleanup_task_output
 from portal.pipeline.destinations.delivery import failure_summary
-from portal.pipeline.destinations.publisher import cleanup_task_output
 from portal.pipeline.jobspec import JobSpec
 from portal.pipeline.sources import cdc as cdc_source
 from portal.pipeline.taskstate import SUCCEEDED

@@ -5,7 +5,7 @@ One module per kind — :mod:`~portal.pipeline.destinations.files` (Parquet, ORC
 :mod:`~portal.pipeline.destinations.iceberg` — on the contract of
 :mod:`~portal.pipeline.destinations.base`. :mod:`~portal.pipeline.destinations.builder` picks a
 branch's writer, :mod:`~portal.pipeline.destinations.commit_steps` knows every step type a stored
-step may name, and :mod:`~portal.pipeline.destinations.publisher` plans a job's commit.
+step may name, and :mod:`~portal.pipeline.destinations.commitplan` plans a job's commit.
 
 Kept light (nothing imported here): the web process reads :mod:`~portal.pipeline.destinations.write_modes`
 and :mod:`~portal.pipeline.destinations.table_templates` without loading Spark.

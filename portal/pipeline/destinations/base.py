@@ -2,8 +2,8 @@
 
 A writer is built once per task branch with a :class:`WriterContext`; it validates its configuration
 in ``__init__`` (before any record is read) and writes the branch to staging in
-:meth:`DataWriter.write`. Nothing a writer does is visible to readers: the publisher
-(:mod:`portal.pipeline.destinations.publisher`) turns what it staged into CommitSteps, which the
+:meth:`DataWriter.write`. Nothing a writer does is visible to readers: the commit plan
+(:mod:`portal.pipeline.destinations.commitplan`) turns what it staged into CommitSteps, which the
 orchestration layer stores and runs.
 
 A :class:`CommitStep` is JSON (``to_dict`` / :meth:`CommitStep.from_dict`) so it can sit in the

@@ -3,7 +3,7 @@
 A run can read 341,776 rows and publish 333,490 (rows rejected to the err folder), or read 170,888
 and publish none (a FAIL policy under ``job.commit.policy=full``). A status that sums
 ``records_extracted`` and shows the last range's high watermark says neither. Here, from the
-TaskStates and the commit policy (:func:`~portal.pipeline.destinations.publisher.apply_commit_policy`):
+TaskStates and the commit policy (:func:`~portal.pipeline.destinations.commitplan.apply_commit_policy`):
 
 * ``read``: rows extracted, every task;
 * ``rejected``: rows failed by row policies (pre-fork and in every branch, err-file rows included);
@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from portal.pipeline import watermarks
-from portal.pipeline.destinations.publisher import apply_commit_policy
+from portal.pipeline.destinations.commitplan import apply_commit_policy
 from portal.pipeline.jobspec import JobSpec
 from portal.pipeline.taskstate import SUCCEEDED
 

@@ -1,6 +1,6 @@
 """A PostgreSQL extract staged in a PostgreSQL destination by ``COPY``, skipping Spark's rows.
 
-The PostgreSQL log sends every value as the server prints it (:mod:`portal.pipeline.pgoutput`).
+The PostgreSQL log sends every value as the server prints it (:mod:`portal.pipeline.cdc.pgoutput`).
 Through Spark, the cdc source's text is cast to Spark's types, turned into rows in the JVM and
 sent by the JDBC writer as batched ``INSERT`` statements, which the server parses again: measured
 by tests/bench/bench_cdc.py, that staging was most of a run into PostgreSQL. A PostgreSQL

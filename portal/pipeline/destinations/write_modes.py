@@ -14,12 +14,17 @@
 The older per-destination keys still work: ``writer.jdbc.write.mode=upsert`` and
 ``writer.iceberg.write.mode=merge`` mean ``merge``. Every mode is one idempotent commit step, so a
 crash between publish steps is finished exactly once by running the steps again.
+
+:func:`backfill_replacement` says in words what a backfill replaces under each mode (the backfill
+page shows it; :mod:`~portal.pipeline.destinations.commitplan` plans it).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from portal.pipeline import backfills
 from portal.pipeline.errors import ConfigError
 from portal.pipeline.properties import Properties
 
@@ -105,3 +110,39 @@ def problems(props: Properties, fmt: str) -> list[str]:
     except ConfigError as error:
         return [str(error)]
     return []
+
+
+def backfill_replacement(
+    properties: Mapping[str, str], kind: str, urn: str, low: str | None, high: str, stored: str | None = None
+) -> str:
+    """What a backfill of ``urn`` does at a destination of ``kind`` (files, jdbc, iceberg);
+    ``stored``: the dataset's watermark now."""
+    props = Properties({k: v for k, v in properties.items() if isinstance(v, str)})
+    fmt = {"jdbc": "JDBC", "iceberg": "ICEBERG"}.get(kind) or props.get("writer.output.format") or "PARQUET"
+    try:
+        mode = resolve(props, fmt).mode
+    except Exception:  # a refusal the save reports; the page only describes
+        mode = "append"
+    span = f"({low or 'the first record'}, {high}]"
+    if mode == "merge":
+        return f"merged by key: the rows read again replace their stored versions of {urn}"
+    if mode == "history":
+        return f"history: a new version for each key of {urn} whose row changed"
+    if mode == "overwrite":
+        return f"{urn} is replaced whole by the rows of {span}"
+    if kind == "jdbc":
+        order = props.get_list("extract.delta.fields")
+        column = order[0] if order else None
+        if column:
+            return f"the rows of {urn} with {column} in {span} are deleted and read again"
+        return f"appended: {urn} has no watermark column to replace a range by"
+    if kind == "iceberg":
+        return f"appended to {urn}: choose the merge write mode to replace rows by key"
+    if props.get_list("writer.partition.columns"):
+        return f"the partitions of {urn} that the rows of {span} fall in are replaced"
+    if backfills.covers_everything(low, high, stored):
+        return f"{urn} is replaced whole: the range reads every load again"
+    return (
+        f"the files of {urn} that the loads of {span} published are replaced by the rows read again "
+        "(a bound inside a load is moved to that load's edge)"
+    )

@@ -1,5 +1,5 @@
 """Change data capture from PostgreSQL's log (logical replication with ``pgoutput``) or a MariaDB
-binary log (:mod:`portal.pipeline.cdc_mysql`, chosen by the node's URL).
+binary log (:mod:`portal.pipeline.cdc.mysql`, chosen by the node's URL).
 
 Name it in ``source.class`` (``portal.pipeline.sources.cdc.CdcSource``) on a flow whose source is a
 PostgreSQL or MariaDB JDBC node, and list the tables in ``source.cdc.tables`` (``schema.table``; on
@@ -8,10 +8,10 @@ MariaDB ``database.table`` in the node's database; one dataset per table). Postg
 MariaDB path is described in its module, and below everything said of PostgreSQL's log position holds
 for a binlog position (``file:offset``), minus the slot.
 
-The flow's slot and publication (:mod:`portal.pipeline.cdc_pg`) are created on the first run. A table
+The flow's slot and publication (:mod:`portal.pipeline.cdc.pg`) are created on the first run. A table
 without a position (the first run, a table added later, or ``source.cdc.resnapshot=true``) is first
 snapshotted (op ``r``): with a primary key, in key-ordered chunks over as many runs as it takes
-while its changes keep flowing (:mod:`portal.pipeline.cdc_snapshot`, which says how chunk and stream
+while its changes keep flowing (:mod:`portal.pipeline.cdc.snapshot`, which says how chunk and stream
 meet exactly); without one, read whole in a REPEATABLE READ transaction taken after the slot exists,
 the changes of the transactions that snapshot already sees skipped. Later runs deliver the changes (ops ``c``, ``u``, ``d``) of transactions committed after the table's
 position, up to the log's flushed position when the run is planned (``source.cdc.max.changes``
@@ -49,13 +49,17 @@ import pyarrow.parquet as pq
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from portal.pipeline import cdc_fanout, cdc_mysql, cdc_pg, cdc_snapshot, fs, landing, usernode
-from portal.pipeline.cdc_pg import ASK_RESNAPSHOT
+from portal.pipeline import fs, landing, usernode
+from portal.pipeline.cdc import fanout as cdc_fanout
+from portal.pipeline.cdc import mysql as cdc_mysql
+from portal.pipeline.cdc import pg as cdc_pg
+from portal.pipeline.cdc import snapshot as cdc_snapshot
+from portal.pipeline.cdc.pg import ASK_RESNAPSHOT
+from portal.pipeline.cdc.pgoutput import DELETE, format_lsn
+from portal.pipeline.cdc.pgoutput_batch import BatchDecoder, Decoded
 from portal.pipeline.dialects import MYSQL, POSTGRESQL, dialect_for
 from portal.pipeline.errors import ConfigError, PipelineError
 from portal.pipeline.jobspec import JobSpec
-from portal.pipeline.pgoutput import DELETE, format_lsn
-from portal.pipeline.pgoutput_batch import BatchDecoder, Decoded
 from portal.pipeline.sources.base import SQL_TYPE, Extraction, Source, TextScan
 from portal.pipeline.workunits import WorkUnit
 
@@ -362,8 +366,9 @@ class CdcSource(Source):
     def _chunk_pg(
         self, conn: Any, staged: dict[str, _Table], progress: dict[str, cdc_snapshot.Progress | None]
     ) -> list[_Table]:
-        """Read this run's key chunks of the tables whose snapshot is due (:mod:`cdc_snapshot`);
-        the tables without a primary key and without a position, to be read whole."""
+        """Read this run's key chunks of the tables whose snapshot is due
+        (:mod:`~portal.pipeline.cdc.snapshot`); the tables without a primary key and without a
+        position, to be read whole."""
         size, per_run = cdc_snapshot.size_settings(self.props)
         start = cdc_pg.flushed(conn)  # a new snapshot's stream begins before its first chunk
         whole: list[_Table] = []
@@ -391,7 +396,7 @@ class CdcSource(Source):
         stored: dict[str, str | None],
         progress: dict[str, cdc_snapshot.Progress | None],
     ) -> list[WorkUnit]:
-        """The binlog path (:mod:`portal.pipeline.cdc_mysql`): no slot; a snapshot's position is the
+        """The binlog path (:mod:`portal.pipeline.cdc.mysql`): no slot; a snapshot's position is the
         one MariaDB gives for it, and changes are read from the lowest committed position."""
         server = cdc_mysql.server_of(
             self.props.require("source.jdbc.url"),
@@ -559,7 +564,7 @@ class CdcSource(Source):
 
     def _changes(self, conn: Any, staged: dict[str, _Table], upto: int, limit: int | None) -> int:
         """Stage the changes after each table's position, up to ``upto``; the position the run reached.
-        Messages are decoded a batch at a time into columns (:mod:`portal.pipeline.pgoutput_batch`).
+        Messages are decoded a batch at a time into columns (:mod:`portal.pipeline.cdc.pgoutput_batch`).
 
         ``limit`` (``source.cdc.max.changes``) bounds the log read from the slot's position, which
         another destination of the flow may hold behind this one's: when every change read lies at

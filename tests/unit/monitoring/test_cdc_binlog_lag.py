@@ -20,8 +20,8 @@ from portal.events.models import Event
 from portal.flows import services as flow_services
 from portal.monitoring import slots
 from portal.orchestration.models import DatasetState
-from portal.pipeline import cdc_mysql
-from portal.pipeline.cdc_snapshot import Progress, join
+from portal.pipeline.cdc import mysql as cdc_mysql
+from portal.pipeline.cdc.snapshot import Progress, join
 from portal.topology import services as topology
 from tests.factories import UserFactory
 from tests.mariadb_binlog import binlog_mariadb, own_schema  # noqa: F401 (fixture)

@@ -12,7 +12,7 @@ from portal.flows import services as flow_services
 from portal.monitoring import slots
 from portal.orchestration.control import cdc as control_cdc
 from portal.orchestration.models import DatasetState
-from portal.pipeline import cdc_pg
+from portal.pipeline.cdc import pg as cdc_pg
 from portal.topology import services as topology
 from tests.factories import UserFactory
 from tests.pg_logical import logical_pg  # noqa: F401 (fixture)

@@ -14,7 +14,7 @@ import pytest
 from portal.flows import services as flow_services
 from portal.monitoring import slots
 from portal.orchestration.control.cdc import capture_of, source_connection
-from portal.pipeline import cdc_pg
+from portal.pipeline.cdc import pg as cdc_pg
 from portal.topology import services as topology
 from tests.factories import UserFactory
 from tests.pg_logical import logical_pg, own_database  # noqa: F401 (fixture)

@@ -23,9 +23,9 @@ from portal.flows.models import FlowConfig
 from portal.monitoring import monitors, slots, subscriptions
 from portal.monitoring.models import Subscription
 from portal.orchestration.models import DatasetState
-from portal.pipeline import cdc_pg
-from portal.pipeline.cdc_snapshot import Progress, join
-from portal.pipeline.pgoutput import parse_lsn
+from portal.pipeline.cdc import pg as cdc_pg
+from portal.pipeline.cdc.pgoutput import parse_lsn
+from portal.pipeline.cdc.snapshot import Progress, join
 from portal.topology import services as topology
 from tests.factories import FlowConfigFactory, UserFactory
 from tests.pg_logical import logical_pg, own_database  # noqa: F401 (fixture)

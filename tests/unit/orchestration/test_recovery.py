@@ -25,7 +25,7 @@ from portal.orchestration.state import publish, recovery
 from portal.orchestration.state.commitstore import CommitStepStore, store_name_for
 from portal.orchestration.worker import executor
 from portal.pipeline.destinations.commit_steps import FsRenameCommitStep
-from portal.pipeline.destinations.publisher import plan_commit
+from portal.pipeline.destinations.commitplan import plan_commit
 from portal.pipeline.jobspec import JobSpec
 from tests.integration.crash_harness import World, compare, read_ids
 

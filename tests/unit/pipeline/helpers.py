@@ -12,7 +12,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from portal.pipeline import run_job
 from portal.pipeline.destinations.commit_steps import CommitSequence
-from portal.pipeline.destinations.publisher import cleanup_task_output, plan_commit
+from portal.pipeline.destinations.commitplan import cleanup_task_output, plan_commit
 
 
 def spec(

@@ -12,7 +12,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from portal.pipeline import run_job
-from portal.pipeline.destinations.publisher import plan_commit
+from portal.pipeline.destinations.commitplan import plan_commit
 from portal.pipeline.errors import ConfigError
 from portal.pipeline.jobspec import JobSpec
 

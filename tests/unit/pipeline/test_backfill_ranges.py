@@ -4,6 +4,7 @@ outside what was loaded is explained, and each destination's replacement is said
 from __future__ import annotations
 
 from portal.pipeline import backfills
+from portal.pipeline.destinations.write_modes import backfill_replacement
 
 
 def test_bounds_compare_in_their_own_terms() -> None:
@@ -31,8 +32,8 @@ def test_a_range_that_matches_nothing_is_explained() -> None:
 
 def test_each_destination_says_what_a_backfill_replaces() -> None:
     merge = {"writer.write.mode": "merge", "extract.primary.key.fields": "id"}
-    assert backfills.replacement(merge, "iceberg", "o", None, "9").startswith("merged by key")
-    assert "is replaced whole" in backfills.replacement({}, "files", "o", None, "30", stored="20")
-    assert "that the loads of (10, 15] published are replaced" in backfills.replacement(
+    assert backfill_replacement(merge, "iceberg", "o", None, "9").startswith("merged by key")
+    assert "is replaced whole" in backfill_replacement({}, "files", "o", None, "30", stored="20")
+    assert "that the loads of (10, 15] published are replaced" in backfill_replacement(
         {}, "files", "o", "10", "15", stored="20"
     )

@@ -14,8 +14,8 @@ from pyspark.sql import SparkSession
 
 from portal.pipeline import run_job
 from portal.pipeline.destinations.commit_steps import CommitSequence
+from portal.pipeline.destinations.commitplan import plan_commit
 from portal.pipeline.destinations.iceberg import load_catalog
-from portal.pipeline.destinations.publisher import plan_commit
 
 from .conftest import mysql
 from .helpers import NOW, spec, write_csv

@@ -9,7 +9,7 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 from portal.pipeline import run_job
-from portal.pipeline.destinations.publisher import plan_commit
+from portal.pipeline.destinations.commitplan import plan_commit
 
 from .helpers import NOW, data_files, read, run_and_publish, spec, write_csv, write_jsonl
 

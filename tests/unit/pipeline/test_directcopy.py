@@ -16,7 +16,7 @@ import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from portal.pipeline import cdc_pg
+from portal.pipeline.cdc import pg as cdc_pg
 from portal.pipeline.destinations import directcopy
 from portal.pipeline.destinations.base import WriterContext
 from portal.pipeline.destinations.jdbc import JdbcDataWriter

@@ -9,7 +9,7 @@ from pyspark.sql import Column, SparkSession
 from pyspark.sql import types as T
 
 from portal.pipeline import run_job
-from portal.pipeline.destinations.publisher import plan_commit
+from portal.pipeline.destinations.commitplan import plan_commit
 from portal.pipeline.fork import ForkOperator
 
 from .helpers import NOW, data_files, read, run_and_publish, spec, write_csv

@@ -21,13 +21,13 @@ from pyspark.sql import SparkSession
 
 from portal.pipeline import run_job
 from portal.pipeline.destinations.commit_steps import CommitSequence, CommitStep
+from portal.pipeline.destinations.commitplan import plan_commit
 from portal.pipeline.destinations.iceberg import (
     committed_watermarks,
     load_catalog,
     uri_has_password,
     with_password,
 )
-from portal.pipeline.destinations.publisher import plan_commit
 from portal.pipeline.errors import ConfigError
 
 from .conftest import PG_DB, PG_HOST, PG_PORT, PG_USER

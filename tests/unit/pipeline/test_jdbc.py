@@ -11,7 +11,7 @@ from pyspark.sql import SparkSession
 
 from portal.pipeline import run_job
 from portal.pipeline.destinations.commit_steps import CommitSequence
-from portal.pipeline.destinations.publisher import plan_commit
+from portal.pipeline.destinations.commitplan import plan_commit
 
 from .helpers import NOW, read, run_and_publish, spec, write_csv
 

@@ -13,7 +13,7 @@ from pyspark.sql import SparkSession
 
 from portal.pipeline import run_job
 from portal.pipeline.destinations.commit_steps import CommitSequence
-from portal.pipeline.destinations.publisher import plan_commit
+from portal.pipeline.destinations.commitplan import plan_commit
 
 from .conftest import mysql
 from .helpers import NOW, publish, run_and_publish, spec, write_csv

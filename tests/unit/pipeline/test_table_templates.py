@@ -13,8 +13,8 @@ from pyspark.sql import SparkSession
 
 from portal.pipeline.destinations import table_templates
 from portal.pipeline.destinations.commit_steps import CommitSequence
+from portal.pipeline.destinations.commitplan import plan_commit
 from portal.pipeline.destinations.iceberg import table_spec
-from portal.pipeline.destinations.publisher import plan_commit
 from portal.pipeline.errors import ConfigError
 from portal.pipeline.jobcheck import job_property_problems
 from portal.pipeline.jobspec import JobSpec

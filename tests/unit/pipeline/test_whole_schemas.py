@@ -11,7 +11,7 @@ import psycopg
 from pyspark.sql import SparkSession
 
 from portal.pipeline import run_job
-from portal.pipeline.destinations.publisher import apply_commit_policy
+from portal.pipeline.destinations.commitplan import apply_commit_policy
 
 from .conftest import mysql
 from .helpers import publish, read, spec

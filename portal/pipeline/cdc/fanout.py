@@ -1,7 +1,7 @@
 """A change-data-capture flow with several destinations: one log, a position per destination.
 
 A flow with several destinations compiles to one job per destination, each reading the flow's one
-replication slot (:mod:`portal.pipeline.cdc_pg`) and each checking in its own position per table
+replication slot (:mod:`portal.pipeline.cdc.pg`) and each checking in its own position per table
 (the state store keys watermarks by job). So a destination that fails keeps its last committed
 position and its next run reads on from there, while the others go on from theirs and are never
 sent a change twice. What they share is the slot: the server may free the log only up to the
@@ -24,8 +24,8 @@ import hashlib
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from portal.pipeline import cdc_pg
-from portal.pipeline.cdc_snapshot import stream_position
+from portal.pipeline.cdc import pg
+from portal.pipeline.cdc.snapshot import stream_position
 from portal.pipeline.jobspec import JobSpec
 
 OTHERS_KEY = "cdc_other_destinations"
@@ -47,7 +47,7 @@ def release_point(spec: JobSpec, own: Mapping[str, str | None], tables: Iterable
         marks.extend(stream_position(mark) for mark in theirs.values())
     if not marks or not all(marks):
         return None
-    found = cdc_pg.positions({str(i): m for i, m in enumerate(marks)})
+    found = pg.positions({str(i): m for i, m in enumerate(marks)})
     return min(found.values())
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from portal.pipeline.cdc_mysql import FilePosition, Gtids, Position, current
+from portal.pipeline.cdc.mysql import FilePosition, Gtids, Position, current
 
 
 @dataclass(frozen=True)

@@ -37,7 +37,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from psycopg import sql
 
-from portal.pipeline import cdc_mysql, cdc_pg, pgconn
+from portal.pipeline import pgconn
+from portal.pipeline.cdc import mysql, pg
 
 CHUNK_SIZE_KEY = "source.cdc.snapshot.chunk.size"
 CHUNKS_PER_RUN_KEY = "source.cdc.snapshot.chunks.per.run"
@@ -222,9 +223,9 @@ def pg_chunk(
     where = [names.index(k) for k, _ in key]
     with conn.transaction():
         conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-        snap, _ = cdc_pg.snapshot_point(conn)
+        snap, _ = pg.snapshot_point(conn)
         rows = conn.execute(query, params).fetchall()
-        high = cdc_pg.flushed(conn)
+        high = pg.flushed(conn)
 
     def newer(end_lsn: int, xid: int) -> bool:
         return end_lsn <= high and not snap.sees(xid)
@@ -251,12 +252,12 @@ def mariadb_key(conn: Any, table: str) -> list[str]:
         return [str(r[0]) for r in cur.fetchall()]
 
 
-def mariadb_sort_text(position: cdc_mysql.Position) -> str:
+def mariadb_sort_text(position: mysql.Position) -> str:
     """Text that sorts after every change ``position`` covers and before every later one (in its
     first replication domain, as the changes' own places do)."""
-    if isinstance(position, cdc_mysql.Gtids):
+    if isinstance(position, mysql.Gtids):
         domain, server, seq = position.last[0] if position.last else (0, 0, 0)
-        return cdc_mysql.Gtid(domain, seq, server, 999_999).text()
+        return mysql.Gtid(domain, seq, server, 999_999).text()
     return position.text()
 
 
@@ -269,7 +270,7 @@ def mariadb_chunk(
     size: int,
     *,
     gtids: bool,
-) -> tuple[Chunk, cdc_mysql.Position]:
+) -> tuple[Chunk, mysql.Position]:
     """The next chunk after ``after`` in a consistent snapshot of its own, and its low watermark:
     the binlog position MariaDB says that snapshot matches (exactly: it sees every change up to it
     and none after). The high watermark is the server's position read after the rows; a change
@@ -284,14 +285,14 @@ def mariadb_chunk(
     statement += f" ORDER BY {order} LIMIT {int(size)}"
     with conn.cursor() as cur:
         try:
-            low: cdc_mysql.Position = cdc_mysql.begin_snapshot(cur)
+            low: mysql.Position = mysql.begin_snapshot(cur)
             cur.execute(statement, params)
-            rows = [tuple(cdc_mysql.text(v) for v in row) for row in cur.fetchall()]
+            rows = [tuple(mysql.text(v) for v in row) for row in cur.fetchall()]
         finally:
             cur.execute("COMMIT")
     if gtids:
-        low = cdc_mysql.in_gtids(conn, low)
-    high = cdc_mysql.current(conn)
+        low = mysql.in_gtids(conn, low)
+    high = mysql.current(conn)
     if type(high) is not type(low):
         high = low
 

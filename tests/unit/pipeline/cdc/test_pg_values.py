@@ -22,7 +22,7 @@ import pytest
 from tests.pg_logical import logical_pg, own_database  # noqa: F401 (fixture)
 from tests.values import COLUMNS, PARQUET, ROWS, assert_same_row, column_types, create_sql, texts
 
-from .helpers import data_files, run_and_publish, spec
+from ..helpers import data_files, run_and_publish, spec
 
 CDC = "portal.pipeline.sources.cdc.CdcSource"
 

@@ -35,7 +35,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlparse
 
 from portal.pipeline import landing, usernode
-from portal.pipeline.cdc_pg import ASK_RESNAPSHOT
+from portal.pipeline.cdc.pg import ASK_RESNAPSHOT
 from portal.pipeline.errors import ConfigError, PipelineError
 
 _SPARK_TYPES = {

@@ -19,14 +19,16 @@ import pyarrow as pa
 import pymysql
 import pytest
 
-from portal.pipeline import cdc_pg, cdc_snapshot, run_job
-from portal.pipeline.cdc_snapshot import Progress, join, split, stream_position
-from portal.pipeline.pgoutput import parse_lsn
+from portal.pipeline import run_job
+from portal.pipeline.cdc import pg as cdc_pg
+from portal.pipeline.cdc import snapshot as cdc_snapshot
+from portal.pipeline.cdc.pgoutput import parse_lsn
+from portal.pipeline.cdc.snapshot import Progress, join, split, stream_position
 from portal.pipeline.sources.cdc import _META, acknowledge
 from tests.mariadb_binlog import binlog_mariadb, own_schema  # noqa: F401 (fixture)
 from tests.pg_logical import logical_pg, own_database  # noqa: F401 (fixture)
 
-from .helpers import read, run_and_publish, spec
+from ..helpers import read, run_and_publish, spec
 
 CDC = "portal.pipeline.sources.cdc.CdcSource"
 CHUNKS = {"source.cdc.snapshot.chunk.size": "8", "source.cdc.snapshot.chunks.per.run": "2"}

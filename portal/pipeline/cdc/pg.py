@@ -24,8 +24,8 @@ import psycopg
 from psycopg import sql
 
 from portal.pipeline import landing, pgconn, usernode
+from portal.pipeline.cdc.pgoutput import format_lsn, parse_lsn
 from portal.pipeline.errors import ConfigError, PipelineError
-from portal.pipeline.pgoutput import format_lsn, parse_lsn
 
 PLUGIN = "pgoutput"
 # What a run that cannot go on from its position tells the user to do.
@@ -183,7 +183,7 @@ def peek_batches(
     conn: psycopg.Connection, name: str, upto: int, limit: int | None, size: int = 5000
 ) -> Iterator[list[bytes]]:
     """What :func:`peek` reads, the messages alone in lists of up to ``size`` (in binary form: no
-    position text to parse, no hex to decode), for :mod:`portal.pipeline.pgoutput_batch`."""
+    position text to parse, no hex to decode), for :mod:`portal.pipeline.cdc.pgoutput_batch`."""
     with conn.transaction(), conn.cursor(name=f"{name}_peek") as cur:
         cur.execute(
             "SELECT data FROM pg_logical_slot_peek_binary_changes(%s, %s::pg_lsn, %s,"

@@ -1,7 +1,7 @@
 """Decode PostgreSQL's ``pgoutput`` logical replication messages (protocol version 1).
 
 psycopg has no streaming-replication protocol, so the CDC source reads a slot with the SQL function
-``pg_logical_slot_peek_binary_changes`` (:mod:`portal.pipeline.cdc_pg`): each row is one message of
+``pg_logical_slot_peek_binary_changes`` (:mod:`portal.pipeline.cdc.pg`): each row is one message of
 the protocol PostgreSQL documents under "Logical Replication Message Formats". This module turns
 those bytes into transactions of row changes, with column values in PostgreSQL's text form (what
 protocol version 1 sends); it does not talk to a server.

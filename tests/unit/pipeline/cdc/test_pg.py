@@ -16,12 +16,14 @@ from typing import Any
 import pytest
 from pyspark.sql import SparkSession
 
-from portal.pipeline import cdc_fanout, cdc_pg, run_job
-from portal.pipeline.pgoutput import DELETE, INSERT, UPDATE, Decoder, format_lsn, parse_lsn
+from portal.pipeline import run_job
+from portal.pipeline.cdc import fanout as cdc_fanout
+from portal.pipeline.cdc import pg as cdc_pg
+from portal.pipeline.cdc.pgoutput import DELETE, INSERT, UPDATE, Decoder, format_lsn, parse_lsn
 from portal.pipeline.sources.cdc import acknowledge
 from tests.pg_logical import logical_pg, own_database  # noqa: F401 (fixture)
 
-from .helpers import read, run_and_publish, spec
+from ..helpers import read, run_and_publish, spec
 
 CDC = "portal.pipeline.sources.cdc.CdcSource"
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import psycopg
 
-from portal.pipeline import cdc_fanout
+from portal.pipeline.cdc import fanout as cdc_fanout
+from portal.pipeline.cdc.pgoutput import parse_lsn
 from portal.pipeline.jobspec import JobSpec
-from portal.pipeline.pgoutput import parse_lsn
 
 ADMIN_URL = "postgres://postgres@127.0.0.1:5432/postgres"
 

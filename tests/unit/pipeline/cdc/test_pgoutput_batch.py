@@ -12,10 +12,10 @@ from typing import Any
 import psycopg
 import pytest
 
-from portal.pipeline import cdc_pg
+from portal.pipeline.cdc import pg as cdc_pg
+from portal.pipeline.cdc.pgoutput import UNCHANGED, Decoder
+from portal.pipeline.cdc.pgoutput_batch import BatchDecoder
 from portal.pipeline.errors import PipelineError
-from portal.pipeline.pgoutput import UNCHANGED, Decoder
-from portal.pipeline.pgoutput_batch import BatchDecoder
 from tests.pg_logical import logical_pg  # noqa: F401 (fixture)
 
 

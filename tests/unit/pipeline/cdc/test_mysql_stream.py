@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from portal.pipeline import cdc_mysql
+from portal.pipeline.cdc import mysql as cdc_mysql
 from tests.mariadb_binlog import binlog_mariadb, own_schema  # noqa: F401 (fixture)
 
 ROWS = 3_000

@@ -1,6 +1,6 @@
 """Decode ``pgoutput`` row changes in bulk: a batch of messages into Arrow columns per table.
 
-:class:`portal.pipeline.pgoutput.Decoder` turns each message into Python objects, a dict per row
+:class:`portal.pipeline.cdc.pgoutput.Decoder` turns each message into Python objects, a dict per row
 and a str per value: measured by tests/bench/bench_cdc.py, that Python work (not reading the slot)
 was most of a CDC run's time. Here a batch of messages (thousands, stream order) is joined into one
 buffer and every change row of a table is walked at once with numpy, column by column: where each
@@ -8,7 +8,7 @@ value starts, how long it is, whether it is NULL or an unchanged TOAST value (``
 are then gathered into one Arrow string array per column. Python still looks at each Begin, Commit,
 Relation and Truncate message (a few per transaction), never at a row or a value.
 
-It yields what :class:`~portal.pipeline.pgoutput.Decoder` yields, in columns: the same values (text
+It yields what :class:`~portal.pipeline.cdc.pgoutput.Decoder` yields, in columns: the same values (text
 as the server prints it, checked to be UTF-8), the same place of each change in its transaction,
 and an update's unchanged TOAST value is filled from the old row when the log carries it (REPLICA
 IDENTITY FULL). Rows are handed out only once their transaction's Commit has been read; the rows of
@@ -26,8 +26,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from portal.pipeline.cdc.pgoutput import EPOCH, Column, Relation
 from portal.pipeline.errors import PipelineError
-from portal.pipeline.pgoutput import EPOCH, Column, Relation
 
 _I, _U, _D, _B, _C, _R, _T = (ord(k) for k in "IUDBCRT")
 _TEXT, _NULL, _UNCHANGED, _BINARY = (ord(k) for k in "tnub")
@@ -315,7 +315,7 @@ class BatchDecoder:
         cols: list[tuple[np.ndarray, np.ndarray, np.ndarray]],
     ) -> tuple[np.ndarray, list[pa.Array | None]] | None:
         """The updates (rows of ``old``) that moved their row to another key, and the old key's
-        values: as :func:`portal.pipeline.pgoutput.key_changed` says, one column at a time."""
+        values: as :func:`portal.pipeline.cdc.pgoutput.key_changed` says, one column at a time."""
         if old_cols is None:
             return None
         keyed = [j for j, c in enumerate(relation.columns) if c.key]

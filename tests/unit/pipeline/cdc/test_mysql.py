@@ -12,10 +12,11 @@ from typing import Any
 
 import pytest
 
-from portal.pipeline import cdc_mysql, run_job
+from portal.pipeline import run_job
+from portal.pipeline.cdc import mysql as cdc_mysql
 from tests.mariadb_binlog import binlog_mariadb, own_schema  # noqa: F401 (fixture)
 
-from .helpers import read, run_and_publish, spec
+from ..helpers import read, run_and_publish, spec
 
 CDC = "portal.pipeline.sources.cdc.CdcSource"
 

@@ -18,8 +18,8 @@ import pytest
 
 from tests.mariadb_binlog import binlog_mariadb, own_schema  # noqa: F401 (fixture)
 
-from .conftest import MYSQL_HOST, MYSQL_PORT
-from .helpers import data_files, run_and_publish, spec
+from ..conftest import MYSQL_HOST, MYSQL_PORT
+from ..helpers import data_files, run_and_publish, spec
 
 CDC = "portal.pipeline.sources.cdc.CdcSource"
 COLUMNS = ("id", "b", "vb", "fixed", "note")
