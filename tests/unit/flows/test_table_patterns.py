@@ -90,9 +90,7 @@ def test_a_mariadb_pattern_without_a_schema_matches_the_database_of_the_url(api,
     try:
         # The server's own schemas are never the node's data: a pattern on them matches nothing.
         tables = "orders_*,mysql.user*"
-        preview = api.post(
-            "/api/flowconfigs/compile", body(tables), format="json"
-        ).json()
+        preview = api.post("/api/flowconfigs/compile", body(tables), format="json").json()
         assert preview["jobs"][0]["datasets"] == ["orders_eu", "orders_us"], preview
         assert preview["status"] == "FAILED"
         assert (
