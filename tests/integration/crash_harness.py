@@ -108,6 +108,7 @@ COLUMNS = {
     "duplicates": "duplicates",
     "lost": "lost",
     "watermark": "watermark = source max",
+    "staging left": "staging tables left",
     "seconds": "seconds",
 }
 
@@ -463,8 +464,7 @@ class Destination:
             return {"writer.output.format": "parquet"}
         if self.kind == "iceberg":
             return {"writer.iceberg.table": self.table}
-        user = "postgres" if self.kind == "postgresql" else "root"
-        return {"writer.jdbc.table": self.table, "writer.jdbc.username": user}
+        return {"writer.jdbc.table": self.table}  # the node's account logs in
 
     def rows(self) -> list[tuple[int, str, bool]]:
         """(id, name, current) of every stored row; current is True outside history."""
@@ -496,6 +496,17 @@ class Destination:
                 assert current == bool(is_open), f"{self.kind}: version {r} is inconsistent"
             out.append((int(r["id"]), str(r["name"]), current))
         return sorted(out)
+
+    def staging_left(self) -> list[str]:
+        """Flowport's staging tables still beside the target: none once a run has published, even
+        after an execution killed or given up on after staging (the next publish sweeps them)."""
+        if self.kind == "postgresql":
+            with psycopg.connect(f"postgres://postgres@127.0.0.1:5432/{self.pg_db}") as db:
+                found = db.execute("SELECT tablename FROM pg_tables WHERE starts_with(tablename, 'fp_stg_')")
+                return sorted(str(r[0]) for r in found)
+        if self.kind == "mariadb":
+            return sorted(mysql("SHOW TABLES LIKE 'fp\\_stg\\_%'", self.my_db).split())
+        return []
 
     def drop(self) -> None:
         if self.pg_db:
@@ -597,6 +608,17 @@ class Source:
         if self.kind == "files":
             return watermark.endswith(f"batch-{run}.csv")
         return watermark.replace("T", " ").startswith(f"2025-01-0{run} 12:00:00")
+
+    def staging_left(self) -> list[str]:
+        """Flowport's staging tables still beside the target: none once a run has published, even
+        after an execution killed or given up on after staging (the next publish sweeps them)."""
+        if self.kind == "postgresql":
+            with psycopg.connect(f"postgres://postgres@127.0.0.1:5432/{self.pg_db}") as db:
+                found = db.execute("SELECT tablename FROM pg_tables WHERE starts_with(tablename, 'fp_stg_')")
+                return sorted(str(r[0]) for r in found)
+        if self.kind == "mariadb":
+            return sorted(mysql("SHOW TABLES LIKE 'fp\\_stg\\_%'", self.my_db).split())
+        return []
 
     def drop(self) -> None:
         if self.pg_db:

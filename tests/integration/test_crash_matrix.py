@@ -123,10 +123,12 @@ def test_a_worker_killed_at_each_point_leaves_each_destination_and_mode_exact(
                     "watermark": "yes"
                     if story.source.watermark_of(run, state.watermark)
                     else f"NO {state.watermark}",
+                    "staging left": len(story.dest.staging_left()),
                     "seconds": f"{time.monotonic() - began:.0f}",
                 }
             )
             assert not CommitStoreDataset.objects.exists(), format_table(rows)
+            assert story.dest.staging_left() == [], format_table(rows)
     finally:
         story.drop()
         table = format_table(rows)

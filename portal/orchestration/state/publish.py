@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from portal.flows.models import FlowConfig
-from portal.orchestration.models import JobExecution, JobStatus
+from portal.orchestration.models import CommitStoreDataset, JobExecution, JobStatus
 from portal.orchestration.state.commitstore import (
     CommitSequence,
     CommitStepStore,
@@ -25,6 +25,7 @@ from portal.orchestration.state.commitstore import (
 )
 from portal.pipeline.destinations.commit_steps import CommitStep
 from portal.pipeline.destinations.commitplan import apply_commit_policy, plan_commit
+from portal.pipeline.destinations.jdbc import JdbcPublishCommitStep
 from portal.pipeline.jobspec import JobSpec, with_node_credentials
 from portal.pipeline.taskstate import SUCCEEDED
 from portal.topology import tables
@@ -79,6 +80,36 @@ def watermark_steps(
                     source_schema=delivered[-1]["source_schema"] if delivered else None,
                     status="COMMITTED" if all(t["status"] == SUCCEEDED for t in tasks) else "FAILED",
                 )
+
+
+def staged_still_needed(spec: JobSpec, store_name: str) -> set[int]:
+    """The executions of this job whose staging tables must stay: still pending, dispatched or
+    running (a flow may allow concurrent executions), or with commit steps still stored."""
+    live = JobExecution.objects.filter(
+        job_name=spec.job_name,
+        execution__flow_group=spec.flow_group,
+        execution__flow_name=spec.flow_name,
+        status__in=(JobStatus.PENDING, JobStatus.ORCHESTRATED, JobStatus.RUNNING),
+    ).values_list("execution__execution_id", flat=True)
+    stored = CommitStoreDataset.objects.filter(store__name=store_name, job_name=spec.job_name)
+    return {int(e) for e in live} | {int(e) for e in stored.values_list("execution_id", flat=True) if e}
+
+
+def sweep_staging(steps: list[CommitStep], keep: set[int]) -> None:
+    """Once a dataset is published: drop the staging tables earlier executions of the job left
+    beside its tables (killed or given up after staging, before their steps were stored), but
+    those ``keep`` names. Best effort: a leftover costs only space, so a failure is logged."""
+    for step in steps:
+        sweep = getattr(step, "sweep", None)
+        if sweep is None:
+            continue
+        try:
+            gone = sweep(keep)
+        except Exception as exc:  # the publish stands; the next one sweeps again
+            logger.warning("staging tables left by earlier runs were not swept: %s", exc)
+            continue
+        if gone:
+            logger.info("dropped %d staging table(s) left by earlier runs: %s", len(gone), ", ".join(gone))
 
 
 def table_refusal(spec: JobSpec, steps: list[CommitStep]) -> str | None:
@@ -161,6 +192,7 @@ def commit(
             try:
                 result.executed = sequence.run()
                 result.done = True
+                sweep_staging(steps, keep)
                 return result
             except Exception as exc:
                 result.error = f"{type(exc).__name__}: {exc}"
@@ -175,5 +207,7 @@ def commit(
         return result
 
     urns = sorted(plan)
+    stages = any(d["type"] == JdbcPublishCommitStep.type for dicts in plan.values() for d in dicts)
+    keep = staged_still_needed(spec, store_name) if stages else set()
     results = parallel_map(one, urns, parallelism(props, len(urns)), initializer)
     return {r.dataset_urn: r for r in results}

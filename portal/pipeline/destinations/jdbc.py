@@ -47,14 +47,28 @@ from portal.pipeline.jobspec import JobSpec
 from portal.pipeline.properties import Properties
 
 
+def staging_prefix(job_name: str, target: str) -> str:
+    """How every staging table a job stages for ``target`` begins (``fp_stg_<digest>_``): the
+    name then carries the execution (:func:`staged_by`), so leftovers can be found and swept."""
+    digest = hashlib.sha1(f"{job_name}/{target}".encode()).hexdigest()[:8]  # noqa: S324 - a name
+    return f"fp_stg_{digest}_"
+
+
 def staging_table_name(target: str, jobspec: JobSpec, task_id: str, branch: int) -> str:
-    """A short, unique staging table beside the target (PostgreSQL names are at most 63 bytes)."""
+    """A short, unique staging table beside the target (PostgreSQL names are at most 63 bytes):
+    ``fp_stg_<job and target>_<execution>_<task and branch>``."""
     schema, _, _table = target.rpartition(".")
     digest = hashlib.sha1(  # noqa: S324 - a name, not a security boundary
         f"{jobspec.job_name}/{jobspec.execution_id}/{task_id}/{branch}/{target}".encode()
-    ).hexdigest()[:20]
-    name = f"fp_stg_{digest}"
+    ).hexdigest()[:12]
+    name = f"{staging_prefix(jobspec.job_name, target)}{int(jobspec.execution_id)}_{digest}"
     return f"{schema}.{name}" if schema else name
+
+
+def staged_by(prefix: str, name: str) -> int | None:
+    """The execution a staging table named ``name`` (beginning with ``prefix``) was staged by."""
+    found = name.removeprefix(prefix).split("_", 1)[0] if name.startswith(prefix) else ""
+    return int(found) if found.isdigit() else None
 
 
 class JdbcDataWriter(DataWriter):
@@ -178,6 +192,11 @@ class JdbcDataWriter(DataWriter):
                 conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(pgconn.table_ident(table)))
         except Exception:  # noqa: S110 - best effort; a leftover staging table is harmless
             pass
+
+
+def _left_over(prefix: str, name: str, current: int, keep: set[int]) -> bool:
+    staged = staged_by(prefix, name)
+    return staged is not None and staged < current and staged not in keep
 
 
 @register_step_type
@@ -307,6 +326,36 @@ class JdbcPublishCommitStep(SecretBearingStep):
             schema, _, name = target.rpartition(".")
             schema = schema.strip('"') or conn.execute("SELECT current_schema()").fetchone()[0] or "public"
             return f"{schema}.{name.strip(chr(34))}", False
+
+    def sweep(self, keep: set[int]) -> list[str]:
+        """Drop the staging tables earlier executions of this job left beside the target — staged,
+        then killed or given up before their commit steps were stored — but those of ``keep`` (runs
+        still going, steps still stored). Called once this step's execution has published (so none
+        of its own is swept); best effort: a leftover is harmless, and said in the log."""
+        d = self.data
+        prefix = staging_prefix(str(d["job_name"]), str(d["target_table"]))
+        schema = str(d["target_table"]).rpartition(".")[0].strip('"`')
+        current = int(d["execution_id"])
+        other = self._other_dialect()
+        if other is not None:
+            with other.connect() as conn:
+                names = other.tables_starting(conn, prefix, schema)
+                gone = [n for n in names if _left_over(prefix, n, current, keep)]
+                for name in gone:
+                    other.drop(conn, f"{schema}.{name}" if schema else name)
+            return gone
+        with self._connect() as conn:
+            conn.autocommit = True
+            rows = conn.execute(
+                "SELECT tablename FROM pg_tables WHERE schemaname = COALESCE(NULLIF(%s, ''), current_schema()) "
+                "AND starts_with(tablename, %s)",
+                (schema, prefix),
+            ).fetchall()
+            gone = [str(r[0]) for r in rows if _left_over(prefix, str(r[0]), current, keep)]
+            for name in gone:
+                qualified = f"{schema}.{name}" if schema else name
+                conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(pgconn.table_ident(qualified)))
+        return gone
 
     def verify(self) -> bool:
         target = self._other_dialect()

@@ -138,6 +138,23 @@ class JdbcTarget:
             self.drop(conn, table)
             self._run(conn, f"CREATE TABLE {q(table)} ({', '.join(f'{q(n)} {t}' for n, t in columns)})")
 
+    def tables_starting(self, conn: Any, prefix: str, schema: str = "") -> list[str]:
+        """The names of the tables whose name begins with ``prefix`` (in ``schema``, else the
+        connection's database)."""
+        if self.dialect is SQLITE:
+            rows = self._run(
+                conn, "SELECT name FROM sqlite_master WHERE type='table' AND substr(name, 1, ?) = ?",
+                (len(prefix), prefix),
+            ).fetchall()  # fmt: skip
+        else:
+            rows = self._run(
+                conn,
+                "SELECT table_name FROM information_schema.tables WHERE "
+                "table_schema = COALESCE(NULLIF(?, ''), DATABASE()) AND LEFT(table_name, ?) = ?",
+                (schema, len(prefix), prefix),
+            ).fetchall()
+        return [str(row[0]) for row in rows]
+
     def drop(self, conn: Any, table: str) -> None:
         self._own(table)
         self._run(conn, f"DROP TABLE IF EXISTS {self.dialect.quote(table)}")
