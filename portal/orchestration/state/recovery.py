@@ -36,7 +36,8 @@ from portal.orchestration.state.commitstore import (
     parallelism,
     store_name_for,
 )
-from portal.pipeline import fs
+from portal.pipeline import fs, usernode
+from portal.pipeline.destinations.base import takes_user_node
 from portal.pipeline.destinations.commit_steps import CommitStep
 from portal.pipeline.destinations.commitplan import remove_task_output
 from portal.pipeline.jobspec import JobSpec, with_node_credentials
@@ -103,10 +104,24 @@ def _redo_delay(tries: int) -> float:
     return min(2.0, 0.25 * 2 ** (tries - 1))
 
 
+def judged_now(step: dict[str, Any], entry: dict[str, Any] | None) -> dict[str, Any]:
+    """A stored step that keeps no judged login's bounds (written before they were kept, or when
+    its node still had an account) is judged as the job's destination node is judged now
+    (``entry``, :func:`portal.pipeline.usernode.spec_entry`): where the data is touched, today."""
+    if entry is None or step.get("user_node") or not takes_user_node(str(step.get("type"))):
+        return step
+    return {**step, "user_node": entry}
+
+
 def _recover_one(
-    store: CommitStepStore, store_name: str, row: CommitStoreDataset, properties: Mapping[str, str], redo: int
+    store: CommitStepStore,
+    store_name: str,
+    row: CommitStoreDataset,
+    properties: Mapping[str, str],
+    redo: int,
+    judged: dict[str, Any] | None = None,
 ) -> DatasetRecovery:
-    dicts = store.step_dicts(row.pk)
+    dicts = [judged_now(d, judged) for d in store.step_dicts(row.pk)]
     result = DatasetRecovery(row.dataset_urn, row.execution_id, row.attempt, len(dicts), row.pk)
     error = ""
     for tries in range(1, redo + 1):
@@ -152,8 +167,9 @@ def recover(
     if not rows:
         return report
     redo = max_redo(props)
+    judged = usernode.spec_entry(spec.extra, "destination")
     results = parallel_map(
-        lambda row: _recover_one(store, store_name, row, props, redo),
+        lambda row: _recover_one(store, store_name, row, props, redo, judged),
         rows,
         parallelism(props, len(rows)),
         initializer,

@@ -90,6 +90,12 @@ def register_step_type(cls: type[CommitStep]) -> type[CommitStep]:
     return cls
 
 
+def takes_user_node(step_type: str) -> bool:
+    """Whether steps of this type keep a judged login's bounds (``user_node``,
+    :mod:`portal.pipeline.usernode`) and connect by them."""
+    return "user_node" in getattr(_REGISTRY.get(step_type), "FIELDS", ())
+
+
 class CommitStep(ABC):
     """One idempotent publish action."""
 
