@@ -65,16 +65,26 @@ def read_everything(world: World) -> str:
 # --- an administrator's node whose account is only a password ------------------------------------
 
 
-def test_a_password_only_node_does_not_lend_the_workers_own_superuser(transactional_db, world: World, victim):
+WORKERS_SUPERUSER_READS = {
+    "a table no tenant was granted": ("private.payroll", "victims-secret-row"),
+    "every role's password hash": ("pg_catalog.pg_authid", "postgres"),
+}
+
+
+@pytest.mark.parametrize("target", sorted(WORKERS_SUPERUSER_READS))
+def test_a_password_only_node_does_not_lend_the_workers_own_superuser(
+    transactional_db, world: World, victim, target
+):
     """Staff keep only a password on the node (the user is to be each flow's). with_node_credentials
     then drops her flow's user name, so the drivers log in as the worker's operating-system user:
     `root`, a superuser this server trusts. Nothing judges it (policy.takes_flow_login says the node
     has an account), so her flow reads a table no tenant was granted — or `pg_authid`."""
+    table, secret = WORKERS_SUPERUSER_READS[target]
     staff_node("landing", VICTIM_URL, {"password": "a-shared-password"})
     her_flow(
         world,
         {
-            "source.jdbc.tables": "private.payroll",
+            "source.jdbc.tables": table,
             "extract.is.full": "true",
             "writer.output.format": "csv",
             "source.conn.username": "mallory_would_give_her_own",
@@ -83,7 +93,7 @@ def test_a_password_only_node_does_not_lend_the_workers_own_superuser(transactio
     execution, spec = world.bound_spec()
     job = world.run_on_worker(spec, execution)
     assert job.status == "FAILED", job.message
-    assert "victims-secret-row" not in read_everything(world)
+    assert secret not in read_everything(world)
 
 
 def test_test_connection_on_a_password_only_node_shows_nothing_of_the_workers_superuser(world: World, victim):
