@@ -241,5 +241,5 @@ def test_a_publish_step_kept_from_before_the_change_is_judged_at_recovery(
     job = world.run_on_worker(spec, execution)
     with psycopg.connect(f"host=127.0.0.1 user=postgres dbname={VICTIM_DB}") as db:
         made = db.execute("SELECT to_regclass('public.mallory_was_here')").fetchone()
-        rows = db.execute("SELECT * FROM public.mallory_was_here").fetchall() if made[0] else []
+        rows = db.execute("SELECT * FROM public.mallory_was_here").fetchall() if made and made[0] else []
     assert made == (None,), (rows, job.status, job.message)
