@@ -16,6 +16,7 @@ import pymysql
 import pytest
 from django.db import connection
 
+from portal.pipeline.usernode import FLOW_LOGIN_REFUSED
 from portal.topology import grants, services
 from portal.topology.models import DataNode
 from tests.factories import UserFactory
@@ -167,12 +168,12 @@ def test_a_jdbc_node_lists_its_schemas_and_its_tables_with_columns_and_types(
     client, granted, node, warehouse
 ):
     url, user = warehouse
-    node("warehouse", "jdbc", url=url, driver="org.postgresql.Driver")
+    node("warehouse", "jdbc", url=url, driver="org.postgresql.Driver", user=user)  # its own account
     client.force_login(granted)
-    verdict = client.post("/topology/datanodes/warehouse/test/", {"test_user": user}).content.decode()
+    verdict = client.post("/topology/datanodes/warehouse/test/").content.decode()
     assert "Connection works" in verdict and "<code>public</code>, <code>sales</code>" in verdict
 
-    response = client.post("/topology/datanodes/warehouse/discover/", {"test_user": user})
+    response = client.post("/topology/datanodes/warehouse/discover/")
     tables = {d.name: d for d in response.context["found"].datasets}
     assert sorted(tables) == ["public.customers", "public.ledger", "public.points", "sales.orders"]
     assert [(c.name, c.type) for c in tables["sales.orders"].columns] == [
@@ -260,15 +261,20 @@ def test_the_api_tests_and_discovers_a_granted_node_only(granted, node, folder, 
 
     url, user = warehouse
     node("landing", "files", path=str(folder))
-    node("warehouse", "jdbc", url=url)
+    node("warehouse", "jdbc", url=url, user=user)  # its own account
+    node("bare", "jdbc", url=url)  # none: a login is typed for the test, and judged
     api = api_client_for(granted)
     answer = api.post("/api/datanodes/landing/test", {}, format="json").json()
     assert answer["ok"] and "exists and is readable" in answer["message"] and answer["schemas"] == []
-    answer = api.post("/api/datanodes/warehouse/test", {"user": user}, format="json").json()
+    answer = api.post("/api/datanodes/warehouse/test", {}, format="json").json()
     assert answer == {"ok": True, "message": "Connected; 2 schema(s).", "schemas": ["public", "sales"]}
-    answer = api.post("/api/datanodes/warehouse/test", {"user": "nobody_here"}, format="json").json()
+    answer = api.post("/api/datanodes/bare/test", {"user": "nobody_here"}, format="json").json()
     assert answer["ok"] is False and 'role "nobody_here" does not exist' in answer["message"]
-    found = api.post("/api/datanodes/warehouse/discover", {"user": user}, format="json").json()
+    answer = api.post(
+        "/api/datanodes/bare/test", {"user": user}, format="json"
+    ).json()  # trusted, no password
+    assert answer["ok"] is False and FLOW_LOGIN_REFUSED in answer["message"] and answer["schemas"] == []
+    found = api.post("/api/datanodes/warehouse/discover", {}, format="json").json()
     orders = next(d for d in found["datasets"] if d["name"] == "sales.orders")
     assert orders["columns"][1] == {
         "name": "updated_at",
@@ -313,13 +319,13 @@ def shop_on_mariadb():
 
 def test_a_mariadb_node_lists_its_schemas_and_tables(client, granted, node, shop_on_mariadb):
     url, name = shop_on_mariadb
-    node("shop", "jdbc", url=url)
+    node("shop", "jdbc", url=url, user="root")
     client.force_login(granted)
-    verdict = client.post("/topology/datanodes/shop/test/", {"test_user": "root"}).content.decode()
+    verdict = client.post("/topology/datanodes/shop/test/").content.decode()
     assert "Connection works" in verdict and f"<code>{name}</code>" in verdict
     assert "performance_schema" not in verdict
 
-    found = client.post("/topology/datanodes/shop/discover/", {"test_user": "root"}).context["found"]
+    found = client.post("/topology/datanodes/shop/discover/").context["found"]
     tables = {d.name: d for d in found.datasets}
     assert [(c.name, c.type) for c in tables[f"{name}.orders"].columns] == [
         ("id", "bigint(20)"),
@@ -331,5 +337,8 @@ def test_a_mariadb_node_lists_its_schemas_and_tables(client, granted, node, shop
     lines = tables[f"{name}.lines"]
     assert lines.primary_key == ["order_id", "line"]  # in key order, not column order
     assert [(c.name, c.candidate) for c in lines.watermark_candidates] == [("n", "identity column")]
-    refused = client.post("/topology/datanodes/shop/test/", {"test_user": "nobody_here"}).content.decode()
+    node("bare", "jdbc", url=url)  # no account: the typed login is the one tried
+    refused = client.post("/topology/datanodes/bare/test/", {"test_user": "nobody_here"}).content.decode()
     assert "Connection failed" in refused and "nobody_here" in refused
+    refused = client.post("/topology/datanodes/bare/test/", {"test_user": "root"}).content.decode()
+    assert "Connection failed" in refused and "own password" in refused  # root has none here
