@@ -29,7 +29,7 @@ __all__ = [
     "kind_for",
 ]
 
-KINDS: dict[str, NodeKind] = {kind.name: kind for kind in (files.KIND, jdbc.KIND, iceberg.KIND)}
+KINDS: dict[str, NodeKind] = {kind.name: kind for kind in (jdbc.KIND, files.KIND, iceberg.KIND)}
 
 HOP = "flowport.hop."
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from portal.pipeline.nodekinds.kind import DESTINATION, SOURCE, Field, Hop, NodeKind
+from portal.pipeline.propertyrules import FILES_SOURCE_CLASS
 
 FIELDS = (
     Field(
@@ -19,7 +20,7 @@ FIELDS = (
     ),
 )
 
-SOURCE_CLASS = "portal.pipeline.sources.files.FileSource"
+SOURCE_CLASS = FILES_SOURCE_CLASS
 
 
 def bind(role: str, node: Mapping[str, str], hop: Hop) -> dict[str, str]:

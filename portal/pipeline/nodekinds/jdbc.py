@@ -8,6 +8,7 @@ import re
 from collections.abc import Mapping
 
 from portal.pipeline.nodekinds.kind import DESTINATION, SOURCE, Field, Hop, NodeKind
+from portal.pipeline.propertyrules import JDBC_SOURCE_CLASS
 
 FIELDS = (
     Field(
@@ -31,7 +32,7 @@ FIELDS = (
     ),
 )
 
-SOURCE_CLASS = "portal.pipeline.sources.jdbc.JdbcSource"
+SOURCE_CLASS = JDBC_SOURCE_CLASS
 WRITER_FORMAT = "jdbc"
 
 # Where each role's component reads the connection and the login.
