@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from portal.pipeline import nodekinds
 from portal.pipeline.cdc import pg as cdc_pg
 from portal.pipeline.columnrules import rule_problems
 from portal.pipeline.destinations import table_templates, write_modes
@@ -39,26 +40,26 @@ from portal.pipeline.propertyrules import (
 def source_kind(props: Properties) -> str | None:
     """``source:files`` / ``source:jdbc`` for the built-in sources (by class, else by the source
     node's kind, as the binding picks it); None for a custom source."""
+    by_class = {
+        FILES_SOURCE_CLASS: SOURCE_FILES,
+        JDBC_SOURCE_CLASS: SOURCE_JDBC,
+        CDC_SOURCE_CLASS: SOURCE_CDC,
+    }
     cls = props.get("source.class")
     if cls:
-        return {
-            FILES_SOURCE_CLASS: SOURCE_FILES,
-            JDBC_SOURCE_CLASS: SOURCE_JDBC,
-            CDC_SOURCE_CLASS: SOURCE_CDC,
-        }.get(cls)
-    node_kind = props.get("flowport.hop.source.kind")
-    return {"files": SOURCE_FILES, "jdbc": SOURCE_JDBC}.get(node_kind or "")
+        return by_class.get(cls)
+    kind = nodekinds.kind_for(props.get("flowport.hop.source.kind") or "")
+    return by_class.get(kind.source_class) if kind else None
 
 
 def writer_kind(branch: Properties) -> str | None:
     if branch.get("writer.builder.class"):
         return None
-    fmt = (branch.get("writer.output.format") or "").upper()
-    if fmt == "JDBC" or (not fmt and branch.get("flowport.hop.destination.kind") == "jdbc"):
-        return WRITER_JDBC
-    if fmt == "ICEBERG" or (not fmt and branch.get("flowport.hop.destination.kind") == "iceberg"):
-        return WRITER_ICEBERG
-    return WRITER_FILES
+    fmt = branch.get("writer.output.format")
+    if not fmt:  # the format the binding gives the destination node's kind
+        kind = nodekinds.kind_for(branch.get("flowport.hop.destination.kind") or "")
+        fmt = kind.writer_format if kind else ""
+    return {"JDBC": WRITER_JDBC, "ICEBERG": WRITER_ICEBERG}.get(fmt.upper(), WRITER_FILES)
 
 
 def _waived(props: Properties, spec: PropertySpec) -> bool:

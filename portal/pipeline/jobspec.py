@@ -37,53 +37,34 @@ Fields (JSON keys are the attribute names):
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
+from portal.pipeline import nodekinds
 from portal.pipeline.errors import ConfigError
+from portal.pipeline.nodekinds.jdbc import url_has_login as url_has_login  # topology.policy, usernode
 from portal.pipeline.properties import Properties
 from portal.pipeline.propertyrules import base_key
 
-# A JDBC node's own user and password (bound from the node as hop keys; the worker decrypts the
-# password) are what its source or destination connects with; a flow's own, only for a node without one.
-_NODE_CREDENTIALS = (
-    ("source", "source.conn.username", "source.conn.password"),
-    ("destination", "writer.jdbc.username", "writer.jdbc.password"),
-)
-
-
-# A login in a JDBC URL's parameters (pgJDBC's and MariaDB's names, any case, any separator).
-_URL_LOGIN = re.compile(r"[?&;](user|password|username)\s*=", re.I)
-
-
-def url_has_login(url: str) -> bool:
-    """Whether a JDBC URL carries a login: the drivers take it over a ``user`` property, so it is
-    the node's own account (an administrator's node may keep it there; a user-made node may not)."""
-    return bool(_URL_LOGIN.search(url))
-
 
 def with_node_credentials(properties: dict[str, str]) -> dict[str, str]:
-    """``properties`` with a JDBC node's credentials. A node that has a login gives it, whatever
-    the flow says: a flow may only read or write through a node, not choose who the database takes
-    it for (a reader naming ``postgres`` on a server that trusts the workers would be its
-    superuser). A flow's own user and password are kept, whole, only for a node without a login."""
+    """``properties`` with the hop's nodes' credentials, as their kinds decide
+    (`portal.pipeline.nodekinds`, e.g. a JDBC node's login): a node that has a login gives it,
+    whatever the flow says; a flow's own user and password are kept, whole, only for a node
+    without one. Every spelling a component reads is replaced: a branch's writer reads
+    ``writer.jdbc.username.N`` first, so the ``.N`` keys go."""
     merged = dict(properties)
-    for role, user_key, password_key in _NODE_CREDENTIALS:
-        hop = f"flowport.hop.{role}."
-        if merged.get(f"{hop}kind") != "jdbc" or not (
-            merged.get(f"{hop}user")
-            or merged.get(f"{hop}password")
-            or url_has_login(merged.get(f"{hop}url") or "")
-        ):
+    for role in nodekinds.ROLES:
+        kind, node = nodekinds.hop_node(merged, role)
+        decided = nodekinds.credentials(kind, role, node)
+        if not decided:
             continue
-        # Every spelling a component reads: a branch's writer reads `writer.jdbc.username.N` first.
-        for key in [k for k in merged if k != base_key(k) and base_key(k) in (user_key, password_key)]:
+        for key in [k for k in merged if k != base_key(k) and base_key(k) in decided]:
             merged.pop(key)
-        for key, node_key in ((user_key, "user"), (password_key, "password")):
-            if merged.get(hop + node_key):
-                merged[key] = merged[hop + node_key]
+        for key, value in decided.items():
+            if value:
+                merged[key] = value
             else:
                 merged.pop(key, None)
     return merged

@@ -1,8 +1,10 @@
 """The connection fields of each data node kind, for the node form: which
 node property each field is, and which pipeline keys of the property schema
 (`portal.pipeline.propertyrules`, all node-owned) the compiler binds from it, so the
-form's help says where a value ends up. A key the schema calls a secret
-(`crypto.secretnames.names_secret`) is a password field whose value must be ENC(...).
+form's help says where a value ends up. The kinds the pipeline reads and writes
+declare their fields and binding in `portal.pipeline.nodekinds`; this only words them
+for the form. A key the schema calls a secret (`crypto.secretnames.names_secret`) is a
+password field whose value must be ENC(...).
 And what of a node's connection the pages and API show to whom
 (`CredentialView`): everything to staff and the node's owners, credentials
 masked to everyone else."""
@@ -16,7 +18,8 @@ from typing import Any
 from django.db.models import Q
 
 from portal.crypto.secretnames import names_secret
-from portal.pipeline import propertyrules
+from portal.pipeline import nodekinds, propertyrules
+from portal.pipeline.nodekinds import NodeKind
 from portal.topology import credentials
 from portal.topology.models import DataNode, DataNodeGrant
 
@@ -26,7 +29,7 @@ class NodeField:
     key: str  # the node property
     label: str
     help: str
-    binds: tuple[str, ...] = ()  # pipeline keys set from it (orchestration/control/jobspecs.py)
+    binds: tuple[str, ...] = ()  # pipeline keys set from it (its kind's bind, pipeline.nodekinds)
     required: bool = False
     placeholder: str = ""
 
@@ -44,61 +47,25 @@ class NodeField:
         return " ".join(parts)
 
 
+def _of_kind(kind: NodeKind) -> tuple[NodeField, ...]:
+    """A pipeline kind's fields as the form shows them, each saying the keys its kind binds from
+    it (`portal.pipeline.nodekinds`), so the help cannot drift from what is bound."""
+    return tuple(
+        NodeField(
+            field.key,
+            field.label,
+            field.help,
+            binds=nodekinds.binds(kind.name, field.key),
+            required=field.required,
+            placeholder=field.placeholder,
+        )
+        for field in kind.fields
+    )
+
+
 FIELDS: dict[str, tuple[NodeField, ...]] = {
-    "files": (
-        NodeField(
-            "path",
-            "Root folder",
-            "A local path (relative ones are under FLOWPORT_DATA_DIR), hdfs://… or s3a://…; "
-            "a flow publishes under <root>/<flowGroup>/<flowName>/.",
-            binds=("source.files.path", "data.publisher.final.dir"),
-            required=True,
-            placeholder="var/data/lake",
-        ),
-    ),
-    "jdbc": (
-        NodeField(
-            "url",
-            "JDBC URL",
-            "Where the database is.",
-            binds=("source.jdbc.url", "writer.jdbc.url"),
-            required=True,
-            placeholder="jdbc:postgresql://db.example.org:5432/sales",
-        ),
-        NodeField(
-            "driver",
-            "JDBC driver class",
-            "Empty: the database's own driver (PostgreSQL, MariaDB for MySQL and MariaDB).",
-            binds=("source.jdbc.driver", "writer.jdbc.driver"),
-            placeholder="org.postgresql.Driver",
-        ),
-        NodeField("user", "Database user", "The user the node connects as."),
-        NodeField(
-            "password",
-            "Password",
-            "Typed here, stored encrypted under its owner's customer key; shown to nobody.",
-        ),
-    ),
-    "iceberg": (
-        NodeField(
-            "catalog.uri",
-            "SQL catalog URL",
-            "The Iceberg catalog's database as a SQLAlchemy URL, without a password: sqlite:///catalog.db "
-            "(a relative path is under FLOWPORT_DATA_DIR) or postgresql+psycopg://user@host:5432/catalog; "
-            "a flow gives the password as writer.iceberg.catalog.password.",
-            binds=("writer.iceberg.catalog.uri",),
-            required=True,
-            placeholder="sqlite:///lake/catalog.db",
-        ),
-        NodeField(
-            "warehouse",
-            "Warehouse folder",
-            "Where the tables' data and metadata files go (a relative path is under FLOWPORT_DATA_DIR).",
-            binds=("writer.iceberg.warehouse",),
-            required=True,
-            placeholder="lake/warehouse",
-        ),
-    ),
+    **{name: _of_kind(kind) for name, kind in nodekinds.KINDS.items()},
+    # Kinds the pipeline neither reads nor writes: their fields only describe them.
     "hive": (
         NodeField(
             "metastore.uris",

@@ -14,7 +14,6 @@ first refusal, not the decision. The decision is taken on every connection as it
 from __future__ import annotations
 
 import ipaddress
-import os
 import re
 import socket
 from pathlib import Path
@@ -25,6 +24,8 @@ from django.db import connections
 
 from portal.pipeline import landing, pgconn
 from portal.pipeline.confinement import contains, has_parent_segment
+from portal.pipeline.nodekinds import iceberg as iceberg_kind
+from portal.pipeline.nodekinds.kind import rooted
 
 _JDBC = re.compile(r"^jdbc:(?P<sub>[a-z0-9]+):(?P<rest>.*)\Z", re.I | re.S)
 _DEFAULT_PORTS = {"postgresql": 5432, "mysql": 3306, "mariadb": 3306}
@@ -32,9 +33,7 @@ _DEFAULT_PORTS = {"postgresql": 5432, "mysql": 3306, "mariadb": 3306}
 
 def node_root(path: str) -> str:
     """A files node's root: relative node paths are relative to FLOWPORT_DATA_DIR."""
-    if "://" in path or os.path.isabs(path):
-        return path
-    return str(Path(settings.FLOWPORT_DATA_DIR) / path)
+    return rooted(path, settings.FLOWPORT_DATA_DIR)
 
 
 def master_key_path() -> str:
@@ -266,13 +265,9 @@ def portal_landings() -> list[landing.Landing]:
 
 
 def catalog_uri(uri: str) -> str:
-    """An Iceberg node's SQL catalog URL as the pipeline gets it: a relative SQLite path is made
-    absolute under FLOWPORT_DATA_DIR (like a files node's root)."""
-    prefix = "sqlite:///"
-    if uri.startswith(prefix) and not uri.startswith(prefix + "/"):
-        path, sep, query = uri[len(prefix) :].partition("?")
-        return f"{prefix}{node_root(path)}{sep}{query}"
-    return uri
+    """An Iceberg node's SQL catalog URL as the pipeline gets it (its kind's binding): a relative
+    SQLite path is made absolute under FLOWPORT_DATA_DIR (like a files node's root)."""
+    return iceberg_kind.catalog_uri(uri, settings.FLOWPORT_DATA_DIR)
 
 
 def _catalog_uri_problem(uri: str) -> str | None:

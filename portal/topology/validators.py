@@ -9,6 +9,7 @@ from django.core.exceptions import ValidationError
 from django.core.validators import RegexValidator
 
 from portal.crypto.secretnames import names_secret
+from portal.pipeline import nodekinds
 from portal.topology import credentials
 
 NAME_PATTERN = r"[A-Za-z0-9_.-]{1,128}"
@@ -113,8 +114,8 @@ def not_yet_runnable(kind: str) -> str:
 
 
 # The kinds of data node a user may make (the policy narrows them, USER_NODE_KINDS), and so the
-# kinds an executor's routing policy for user-made nodes may name.
-USER_NODE_KINDS = ("jdbc", "files", "iceberg")
+# kinds an executor's routing policy for user-made nodes may name: every kind the pipeline binds.
+USER_NODE_KINDS = tuple(nodekinds.KINDS)
 
 
 def user_kinds(value: str) -> list[str]:

@@ -284,3 +284,77 @@ def test_the_room_check_sees_an_upward_import_even_one_hidden_in_a_function():
         "portal/orchestration/state/probe.py:3 imports portal.orchestration.control.actions (state → control)",
         "portal/orchestration/state/probe.py:6 imports portal.orchestration.views (state → top)",
     ]
+
+
+# A data node kind has one room (portal/pipeline/nodekinds/: its fields, binding and login), read
+# by the source and destination that serve it; the models name the kinds as choices. Anywhere else
+# a kind's name written as a literal is knowledge of that kind leaking out of its room. The modules
+# that still do, with how many, may only shrink: ask `nodekinds.kind_for(...)` instead.
+NODE_KIND_NAMES = frozenset({"jdbc", "files", "iceberg"})
+KIND_ROOMS = ("pipeline/nodekinds/", "pipeline/sources/", "pipeline/destinations/", "topology/models.py")
+KIND_LITERAL_BASELINE: dict[str, int] = {
+    "flows/compiler/plans.py": 1,  # a first hop into a database previews its tables
+    "flows/formpage.py": 1,
+    "flows/forms.py": 1,
+    "flows/tablesets.py": 2,
+    "orchestration/control/replays.py": 1,  # a backfill into files replaces whole loads
+    "orchestration/state/backfills.py": 1,
+    "orchestration/state/lineage.py": 1,  # "jdbc" as a URL scheme, not a kind
+    "orchestration/state/recovery.py": 1,  # "files" as a default dataset name, not a kind
+    "topology/policy.py": 7,  # what a user-made node of each kind may set and reach
+    "topology/reach.py": 2,  # what a node of each kind must not reach
+    "topology/tables.py": 4,  # the kinds with tables a flow may own
+}
+
+
+def _kind_literals(path: Path, source: str | None = None) -> list[int]:
+    """The lines where `path` writes a node kind's name as a string: docstrings and subscripts
+    (``step["files"]``, a dict's own field) are not kind names."""
+    tree = ast.parse(path.read_text() if source is None else source)
+    not_names: set[int] = set()
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if isinstance(body, list) and body and isinstance(body[0], ast.Expr):
+            not_names.add(id(body[0].value))
+        if isinstance(node, ast.Subscript):
+            not_names.add(id(node.slice))
+    return sorted(
+        node.lineno
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant) and node.value in NODE_KIND_NAMES and id(node) not in not_names
+    )
+
+
+def _kind_literal_counts() -> dict[str, int]:
+    counts = {}
+    for path in _portal_files():
+        where = path.relative_to(PORTAL).as_posix()
+        if where.startswith(KIND_ROOMS):
+            continue
+        lines = _kind_literals(path)
+        if lines:
+            counts[where] = len(lines)
+    return counts
+
+
+def test_node_kind_names_are_written_only_in_their_rooms():
+    counts = _kind_literal_counts()
+    grown = [
+        f"portal/{where}: {count} (baseline {KIND_LITERAL_BASELINE.get(where, 0)})"
+        for where, count in sorted(counts.items())
+        if count > KIND_LITERAL_BASELINE.get(where, 0)
+    ]
+    assert grown == [], "node kind names outside portal/pipeline/nodekinds/:\n" + "\n".join(grown)
+    shrunk = [where for where, count in sorted(KIND_LITERAL_BASELINE.items()) if counts.get(where, 0) < count]
+    assert shrunk == [], "fewer kind names than the baseline says: lower it for " + ", ".join(shrunk)
+
+
+def test_the_kind_check_sees_a_kind_name_but_not_a_docstring_or_a_field():
+    source = (
+        '"""A files node."""\n'
+        "def f(node, step):\n"
+        '    """Reads jdbc."""\n'
+        '    step["files"].append(1)\n'
+        '    return node.kind == "iceberg" or node.kind in ("jdbc", "kafka")\n'
+    )
+    assert _kind_literals(PORTAL / "flows" / "probe.py", source) == [5, 5]

@@ -5,7 +5,8 @@ The compiler gives each job the flow's resolved properties plus the hop keys
 data nodes into the pipeline's own keys, so a flow names nodes and never
 paths:
 
-* first hop — the source node feeds the source: a `files` node gives the
+* first hop — the source node feeds the source, as its kind binds it
+  (`portal.pipeline.nodekinds`): a `files` node gives the
   file source and `source.files.path`; a `jdbc` node gives the JDBC source
   and `source.jdbc.url` (flow keys win where set);
 * later hops — a replication hop: it reads what its parent published
@@ -14,7 +15,9 @@ paths:
   quality, fork and column-rule keys apply to the first hop only (a later
   hop would hash or encrypt again); after a fork it copies
   branch 0 (its files, `*-b0.*`, in its format);
-* every hop — a `files` destination publishes to
+* every hop — the destination node's kind binds the writer
+  (`portal.pipeline.nodekinds`, which the worker's guard expects too):
+  a `files` destination publishes to
   `<node path>/<flowGroup>/<flowName>` (`data.publisher.final.dir`, or
   `.N` for each branch of a fork), always; a `jdbc` destination sets
   `writer.output.format=jdbc` and `writer.jdbc.url` (and `.driver`); an
@@ -30,26 +33,20 @@ result against the nodes in the database before it reads or writes anything.
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from django.conf import settings
 
 from portal.orchestration.control import replays
+from portal.pipeline import nodekinds
+from portal.pipeline.nodekinds import DESTINATION, SOURCE, Hop, hop_node, kind_for
+from portal.pipeline.nodekinds.files import SOURCE_CLASS as FILES_SOURCE
 from portal.pipeline.properties import is_branch_scoped
 from portal.pipeline.propertyrules import NODE, base_key, owner_of
-from portal.topology.reach import catalog_uri
 
-FILES_SOURCE = "portal.pipeline.sources.files.FileSource"
-JDBC_SOURCE = "portal.pipeline.sources.jdbc.JdbcSource"
 FIRST_HOP_ONLY = ("source.", "extract.", "converter.", "qualitychecker.", "fork.", "dataset.urn", "columns.")
 # Node-owned keys the compiler itself sets (the hop keys); every other node-owned key is bound here.
 COMPILER_KEYS = ("flowport.", "flow.group", "flow.name", "job.name", "spark.master")
-
-
-def node_path(path: str) -> str:
-    """A node's root: relative node paths are relative to FLOWPORT_DATA_DIR."""
-    return _node_path(path)
 
 
 def _strip_node_keys(props: dict[str, str]) -> dict[str, str]:
@@ -60,29 +57,27 @@ def _strip_node_keys(props: dict[str, str]) -> dict[str, str]:
     }
 
 
-def _node_path(path: str) -> str:
-    if "://" in path or os.path.isabs(path):
-        return path
-    return str(settings.FLOWPORT_DATA_DIR / path)
-
-
-def _node(props: dict[str, str], role: str) -> tuple[str, dict[str, str]]:
-    prefix = f"flowport.hop.{role}."
-    kind = props.get(f"flowport.hop.{role}.kind", "")
-    conn = {k[len(prefix) :]: v for k, v in props.items() if k.startswith(prefix) and k != f"{prefix}kind"}
-    return kind, conn
+def _hop(props: dict[str, str], *, first: bool, branches: int = 1) -> Hop:
+    return Hop(
+        flow_group=props.get("flow.group", ""),
+        flow_name=props.get("flow.name", ""),
+        data_dir=str(settings.FLOWPORT_DATA_DIR),
+        first=first,
+        branches=branches,
+    )
 
 
 def publish_dir(props: dict[str, str], flow_group: str, flow_name: str) -> str | None:
-    kind, conn = _node(props, "destination")
-    if kind == "files" and conn.get("path"):
-        return f"{_node_path(conn['path']).rstrip('/')}/{flow_group}/{flow_name}"
-    return None
+    kind, conn = hop_node(props, DESTINATION)
+    hop = Hop(flow_group=flow_group, flow_name=flow_name, data_dir=str(settings.FLOWPORT_DATA_DIR))
+    return nodekinds.bind(kind, DESTINATION, conn, hop).get("data.publisher.final.dir")
 
 
 def bind_hop(plan: dict[str, Any], parents: list[dict[str, Any]], *, final: bool) -> dict[str, str]:
     """The pipeline properties of one compiled job (`plan` in the compiler's
-    camelCase dict form; `parents` the same for its parent jobs)."""
+    camelCase dict form; `parents` the same for its parent jobs). The nodes'
+    keys are their kinds' (`portal.pipeline.nodekinds`), which the worker's
+    guard expects too."""
     props = _strip_node_keys(dict(plan["properties"]))
     group, name = props.get("flow.group", ""), props.get("flow.name", "")
     if parents:
@@ -101,40 +96,18 @@ def bind_hop(plan: dict[str, Any], parents: list[dict[str, Any]], *, final: bool
             props["writer.output.format"] = fmt
         props["source.files.format"] = fmt
     else:
-        kind, conn = _node(props, "source")
-        if kind == "files":
-            props.setdefault("source.class", FILES_SOURCE)
-            if conn.get("path"):
-                props["source.files.path"] = _node_path(conn["path"])
-        elif kind == "jdbc":
-            props.setdefault("source.class", JDBC_SOURCE)
-            if conn.get("url"):
-                props["source.jdbc.url"] = conn["url"]
-            if conn.get("driver"):
-                props["source.jdbc.driver"] = conn["driver"]
-    kind, conn = _node(props, "destination")
-    if kind == "files":
-        # Always the flow's own namespace <node>/<flowGroup>/<flowName>; with a fork, every
-        # branch publishes there (branch files are told apart by their index).
-        target = publish_dir(props, group, name)
-        if target:
-            branches = _branches(props) if not parents else 1
-            if branches > 1:
-                props.update({f"data.publisher.final.dir.{i}": target for i in range(branches)})
-            else:
-                props["data.publisher.final.dir"] = target
-    elif kind == "iceberg":
-        props.setdefault("writer.output.format", "ICEBERG")
-        if conn.get("catalog.uri"):
-            props["writer.iceberg.catalog.uri"] = catalog_uri(conn["catalog.uri"])
-        if conn.get("warehouse"):
-            props["writer.iceberg.warehouse"] = _node_path(conn["warehouse"])
-    elif kind == "jdbc":
-        props.setdefault("writer.output.format", "jdbc")
-        if conn.get("url"):
-            props["writer.jdbc.url"] = conn["url"]
-        if conn.get("driver"):
-            props["writer.jdbc.driver"] = conn["driver"]
+        kind_name, conn = hop_node(props, SOURCE)
+        kind = kind_for(kind_name)
+        if kind is not None and kind.source_class:
+            props.setdefault("source.class", kind.source_class)
+            props.update(kind.bind(SOURCE, conn, _hop(props, first=True)))
+    kind_name, conn = hop_node(props, DESTINATION)
+    kind = kind_for(kind_name)
+    if kind is not None:
+        if kind.writer_format:
+            props.setdefault("writer.output.format", kind.writer_format)
+        branches = _branches(props) if not parents else 1
+        props.update(kind.bind(DESTINATION, conn, _hop(props, first=not parents, branches=branches)))
     return props
 
 

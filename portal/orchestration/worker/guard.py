@@ -21,8 +21,9 @@ from portal.crypto.errors import EncryptionError
 from portal.flows import groups as flow_groups
 from portal.flows.models import FlowConfig
 from portal.keys.services import holds_key, owner_problems
-from portal.pipeline import node_relative
+from portal.pipeline import node_relative, nodekinds
 from portal.pipeline.confinement import ConfinementError, confine, resolve
+from portal.pipeline.nodekinds import ROLES, Hop
 from portal.pipeline.propertyrules import (
     NODE,
     base_key,
@@ -35,7 +36,7 @@ from portal.pipeline.propertyrules import (
 from portal.topology.grants import READ, WRITE
 from portal.topology.grants import refusal as access_refusal
 from portal.topology.models import DataNode, SpecExecutor
-from portal.topology.reach import catalog_uri, node_problems, node_root, portal_secrets_problems
+from portal.topology.reach import node_problems, node_root, portal_secrets_problems
 
 logger = logging.getLogger(__name__)
 
@@ -117,31 +118,17 @@ def _check_executor(job: Any, spec: dict[str, Any]) -> None:
         raise JobRefused(f"the JobSpec's Spark master is not executor {job.executor!r}'s")
 
 
-def _namespace(node: DataNode, group: str, name: str) -> str:
-    return f"{node_root(node.properties['path']).rstrip('/')}/{group}/{name}"
-
-
 def _expected_node_keys(job: Any, nodes: dict[str, DataNode], group: str, name: str) -> dict[str, str]:
-    source, destination = nodes["source"], nodes["destination"]
-    first = not job.parents
+    """The node-owned keys the job may hold: what the nodes' kinds bind (`portal.pipeline.nodekinds`,
+    as the launch does), from the nodes in the database. A branch's ``.N`` key is checked against
+    its base key."""
     expected: dict[str, str] = {"flow.group": group, "flow.name": name, "job.name": job.job_name}
-    sconn = source.properties or {}
-    if source.kind == "files" and sconn.get("path"):
-        expected["source.files.path"] = node_root(sconn["path"]) if first else _namespace(source, group, name)
-    elif source.kind == "jdbc" and first:
-        for key in ("url", "driver"):
-            if sconn.get(key):
-                expected[f"source.jdbc.{key}"] = sconn[key]
-    dconn = destination.properties or {}
-    if destination.kind == "files" and dconn.get("path"):
-        expected["data.publisher.final.dir"] = _namespace(destination, group, name)
-    elif destination.kind == "iceberg":
-        expected["writer.iceberg.catalog.uri"] = catalog_uri(dconn.get("catalog.uri", ""))
-        expected["writer.iceberg.warehouse"] = node_root(dconn.get("warehouse", ""))
-    elif destination.kind == "jdbc":
-        for key in ("url", "driver"):
-            if dconn.get(key):
-                expected[f"writer.jdbc.{key}"] = dconn[key]
+    hop = Hop(
+        flow_group=group, flow_name=name, data_dir=str(settings.FLOWPORT_DATA_DIR), first=not job.parents
+    )
+    for role in ROLES:
+        node = nodes[role]
+        expected.update(nodekinds.bind(node.kind, role, dict(node.properties or {}), hop))
     return expected
 
 
