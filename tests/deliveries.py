@@ -127,3 +127,68 @@ def files_delivery(
         task_states=[state],
     )
     return Delivery(node, flow, execution, job, folder)
+
+
+def jdbc_delivery(
+    node: DataNode,
+    owner: Any,
+    *,
+    group: str = "sales",
+    name: str = "orders-db",
+    urn: str = "public.orders",
+    table: str = "",
+    rows: int = 3,
+    execution_id: int = 1_700_000_100_000,
+) -> Delivery:
+    """A committed job that published `rows` rows of `urn` into a table of JDBC `node` (its
+    ``writer.jdbc.table`` `table`, else ``{table}``: the source table's name)."""
+    flow = FlowConfigFactory(
+        owner=owner, flow_group=group, flow_name=name, source="pg-orders", destinations=[node.name]
+    )
+    properties = {"flowport.hop.destination": node.name, "writer.output.format": "jdbc"}
+    if table:
+        properties["writer.jdbc.table"] = table
+    execution = FlowExecution.objects.create(
+        flow=flow,
+        flow_group=group,
+        flow_name=name,
+        execution_id=execution_id,
+        trigger=FlowExecution.Trigger.RUN_NOW,
+        status=ExecutionStatus.COMMITTED,
+    )
+    job_name = f"{group}.{name}.1-pg-orders-to-{node.name}"
+    state = {
+        "task_id": "t0",
+        "dataset_urn": urn,
+        "status": "SUCCEEDED",
+        "branches": [
+            {
+                "index": 0,
+                "name": "fork_0",
+                "status": "SUCCEEDED",
+                "format": "JDBC",
+                "records_written": rows,
+                "staging_table": "flowport_stage_1",
+                "output_files": [],
+            }
+        ],
+    }
+    job = JobExecution.objects.create(
+        execution=execution,
+        job_name=job_name,
+        job_group=group,
+        executor="x1",
+        queue="executor.x1",
+        status=JobStatus.COMMITTED,
+        attempt=1,
+        processed_count=rows,
+        spec={
+            "flow_group": group,
+            "flow_name": name,
+            "job_name": job_name,
+            "execution_id": execution_id,
+            "properties": properties,
+        },
+        task_states=[state],
+    )
+    return Delivery(node, flow, execution, job, Path())

@@ -57,11 +57,16 @@ def _files_place(bprops: Any, branch: dict[str, Any], urn: str) -> tuple[str, st
 
 def published(jobspec: dict[str, Any] | JobSpec, task_states: list[dict[str, Any]]) -> list[Published]:
     """What the job's commit published, per dataset and branch, in dataset then branch order. A
-    branch whose place cannot be told (a bad property, a path out of its root) is left out."""
-    spec = JobSpec.from_dict(jobspec)
+    branch whose place cannot be told (a bad property, a path out of its root) is left out, and
+    so is everything of a job whose spec or states are not a job's (one that never ran)."""
+    try:
+        spec = JobSpec.from_dict(jobspec)
+        tasks = apply_commit_policy(spec, task_states or [])
+    except (ConfigError, KeyError, TypeError, AttributeError):
+        return []
     props = spec.props
     found: dict[tuple[str, int], Published] = {}
-    for task in apply_commit_policy(spec, task_states or []):
+    for task in tasks:
         if not task.get("committed"):
             continue
         urn = str(task.get("dataset_urn") or "")
