@@ -13,8 +13,8 @@ import pyarrow.parquet as pq
 
 from portal.flows.models import FlowConfig
 from portal.orchestration.models import ExecutionStatus, FlowExecution, JobExecution, JobStatus
-from portal.topology import services
-from portal.topology.models import DataNode
+from portal.topology import services, tables
+from portal.topology.models import DataNode, DestinationTable
 from tests.factories import FlowConfigFactory
 
 
@@ -141,7 +141,8 @@ def jdbc_delivery(
     execution_id: int = 1_700_000_100_000,
 ) -> Delivery:
     """A committed job that published `rows` rows of `urn` into a table of JDBC `node` (its
-    ``writer.jdbc.table`` `table`, else ``{table}``: the source table's name)."""
+    ``writer.jdbc.table`` `table`, else ``{table}``: the source table's name), which the run
+    claimed for the flow's owner as it created it (topology.tables)."""
     flow = FlowConfigFactory(
         owner=owner, flow_group=group, flow_name=name, source="pg-orders", destinations=[node.name]
     )
@@ -190,5 +191,17 @@ def jdbc_delivery(
             "properties": properties,
         },
         task_states=[state],
+    )
+    named = tables.named_table(
+        "jdbc",
+        {
+            **properties,
+            "writer.jdbc.table": table or urn.split(".")[-1],
+            "writer.jdbc.url": node.properties.get("url", ""),
+        },
+        group,
+    )
+    DestinationTable.objects.get_or_create(
+        node=node, name=named, defaults={"owner": owner, "flow": f"{group}/{name}"}
     )
     return Delivery(node, flow, execution, job, Path())

@@ -31,7 +31,7 @@ from portal.orchestration.models import FlowExecution, JobExecution, JobStatus
 from portal.pipeline import filepreview
 from portal.pipeline.confinement import ConfinementError, is_inside
 from portal.pipeline.destinations.published import FILES, ICEBERG, JDBC, Published, published
-from portal.topology import connections
+from portal.topology import connections, tables
 from portal.topology.models import DataNode
 from portal.topology.reach import node_root
 
@@ -98,6 +98,12 @@ def _relative(location: str, root: str | None) -> str | None:
     return "" if relative == "." else relative.replace(os.sep, "/")
 
 
+def _qualified(table: str, node: DataNode | None) -> str | None:
+    """A JDBC table as its database names it (``public.orders``; MySQL's in the URL's database)."""
+    url = str((node.properties or {}).get("url") or "") if node is not None else ""
+    return tables.named_table("jdbc", {"writer.jdbc.table": table, "writer.jdbc.url": url}, "")
+
+
 def _committed(execution: FlowExecution) -> list[JobExecution]:
     jobs = [job for job in execution.jobs.all() if job.status == JobStatus.COMMITTED]
     return sorted(jobs, key=lambda job: (job.hop_index, job.job_name))
@@ -115,6 +121,8 @@ def _shown(job: JobExecution, index: int, entry: Published, nodes: dict[str, Dat
         else:
             where = relative or "(the node's root)"
         absolute = entry.location if staff else ""
+    elif entry.kind == JDBC:
+        where = _qualified(entry.location, node) or entry.location
     execution = job.execution
     return Output(
         job_name=job.job_name,
@@ -176,9 +184,9 @@ def preview(execution: FlowExecution, job_name: str, index: int, user: Any) -> P
         raise PreviewGone(f"The data node '{_destination(job)}' the dataset went to no longer exists.")
     output = _shown(job, index, entry, {node.name: node}, user)
     if entry.kind == FILES:
-        columns, rows, missing = _files(entry, node)
+        columns, rows, missing = _files(entry, node, execution)
     elif entry.kind == JDBC:
-        columns, rows, missing = _table(entry, node)
+        columns, rows, missing = _table(entry, node, execution)
     elif entry.kind == ICEBERG:
         raise PreviewGone(f"No preview of Iceberg tables yet: query {entry.location} in the node's catalog.")
     else:  # pragma: no cover - published() names no other kind
@@ -199,14 +207,20 @@ def preview(execution: FlowExecution, job_name: str, index: int, user: Any) -> P
     )
 
 
-def _files(entry: Published, node: DataNode) -> tuple[list[str], list[tuple[Any, ...]], list[str]]:
+def _files(
+    entry: Published, node: DataNode, execution: FlowExecution
+) -> tuple[list[str], list[tuple[Any, ...]], list[str]]:
+    """Read inside the flow's own folder of the node, ``<root>/<flowGroup>/<flowName>`` (where
+    the worker's guard lets it publish, whatever its states say): neither another flow's
+    folder in the same node nor anything a link leads to elsewhere."""
     root = _files_root(node)
     if root is None or "://" in root:
         raise PreviewGone(f"The portal previews local files only; the workers read node '{node.name}'.")
     if not entry.files:
         raise PreviewGone("This execution delivered no file to this dataset.")
+    own = os.path.join(root, execution.flow_group, execution.flow_name)
     try:
-        rows = filepreview.first_rows(entry.location, entry.files, root, entry.format, PREVIEW_ROWS)
+        rows = filepreview.first_rows(entry.location, entry.files, own, entry.format, PREVIEW_ROWS)
     except ConfinementError as error:
         raise PreviewGone(f"Refused: {error}") from error
     except filepreview.PreviewError as error:
@@ -214,7 +228,16 @@ def _files(entry: Published, node: DataNode) -> tuple[list[str], list[tuple[Any,
     return rows.columns, rows.rows, rows.missing
 
 
-def _table(entry: Published, node: DataNode) -> tuple[list[str], list[tuple[Any, ...]], list[str]]:
+def _table(
+    entry: Published, node: DataNode, execution: FlowExecution
+) -> tuple[list[str], list[tuple[Any, ...]], list[str]]:
+    """Only a table the flow's owner owns in the node (topology.tables: the one the flow created,
+    or, for the node's owners, one that was there): the flow's data, not a neighbour's."""
+    flow = execution.flow
+    owner = flow.owner if flow is not None else None
+    name = _qualified(entry.location, node) or entry.location
+    if owner is None or tables.refusal(owner, node, name, exists=True):
+        raise PreviewGone(f"No preview: table {name} of data node '{node.name}' is not the flow's.")
     try:
         rows = connections.preview_table(node, entry.location, PREVIEW_ROWS)
     except connections.PreviewRefused as error:
