@@ -128,3 +128,17 @@ def test_columns_beyond_the_twelfth_are_counted_not_shown(owner, data_dir):
     found = outputs.preview(delivery.execution, delivery.job.job_name, 0, owner)
 
     assert found.columns == [f"c{i}" for i in range(12)] and found.more_columns == 3
+
+
+def test_staff_read_the_absolute_folder_in_the_api(owner, staff, data_dir):
+    delivery = files_delivery(data_dir, owner, files=1)
+    browser = Client()
+    browser.force_login(staff)
+    e = delivery.execution
+
+    body = browser.get(
+        f"/api/flowexecutions/{e.execution_id}?flowGroup={e.flow_group}&flowName={e.flow_name}"
+    )
+
+    assert body.json()["outputs"][0]["absolutePath"] == str(delivery.folder)
+    assert body.json()["outputs"][0]["where"] == "sales/orders/orders"
