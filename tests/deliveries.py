@@ -205,3 +205,67 @@ def jdbc_delivery(
         node=node, name=named, defaults={"owner": owner, "flow": f"{group}/{name}"}
     )
     return Delivery(node, flow, execution, job, Path())
+
+
+def iceberg_delivery(
+    node: DataNode,
+    owner: Any,
+    *,
+    group: str = "sales",
+    name: str = "orders-lake",
+    urn: str = "orders",
+    table: str = "orders",
+    rows: int = 30,
+    execution_id: int = 1_700_000_200_000,
+) -> Delivery:
+    """A committed job that published `rows` rows of `urn` into Iceberg table ``<group>.<table>``
+    of `node`, claimed for the flow's owner as the run created it."""
+    flow = FlowConfigFactory(
+        owner=owner, flow_group=group, flow_name=name, source="pg-orders", destinations=[node.name]
+    )
+    execution = FlowExecution.objects.create(
+        flow=flow,
+        flow_group=group,
+        flow_name=name,
+        execution_id=execution_id,
+        trigger=FlowExecution.Trigger.RUN_NOW,
+        status=ExecutionStatus.COMMITTED,
+    )
+    job_name = f"{group}.{name}.1-pg-orders-to-{node.name}"
+    branch = {
+        "index": 0,
+        "name": "fork_0",
+        "status": "SUCCEEDED",
+        "format": "ICEBERG",
+        "records_written": rows,
+        "output_dir": "/work/out",
+        "output_files": [],
+    }
+    job = JobExecution.objects.create(
+        execution=execution,
+        job_name=job_name,
+        job_group=group,
+        executor="x1",
+        queue="executor.x1",
+        status=JobStatus.COMMITTED,
+        attempt=1,
+        processed_count=rows,
+        spec={
+            "flow_group": group,
+            "flow_name": name,
+            "job_name": job_name,
+            "execution_id": execution_id,
+            "properties": {
+                "flowport.hop.destination": node.name,
+                "writer.output.format": "ICEBERG",
+                "writer.iceberg.catalog.uri": node.properties["catalog.uri"],
+                "writer.iceberg.warehouse": node.properties["warehouse"],
+                "writer.iceberg.table": table,
+            },
+        },
+        task_states=[{"task_id": "t0", "dataset_urn": urn, "status": "SUCCEEDED", "branches": [branch]}],
+    )
+    DestinationTable.objects.get_or_create(
+        node=node, name=f"{group}.{table}", defaults={"owner": owner, "flow": f"{group}/{name}"}
+    )
+    return Delivery(node, flow, execution, job, Path())

@@ -10,7 +10,9 @@ The preview (owners and CHANGE holders of the flow, and staff: who may read its 
 bad records — ``status.can_act``, the access module's decision) reads at most
 :data:`PREVIEW_ROWS` rows: files with pyarrow by their real paths inside the node's root (the same
 confinement as every job's paths), a table with a bounded ``SELECT`` through the connection rules
-of Test connection (``topology.connections.preview_table``). An output is named by its job and its
+of Test connection (``topology.connections.preview_table``), an Iceberg table with a scan limited
+to those rows (``preview_iceberg``: a catalog that needs no password); a table only when the
+flow's owner owns it (``topology.tables``). An output is named by its job and its
 place in the job's list, never by a path the browser sends.
 """
 
@@ -188,12 +190,12 @@ def preview(execution: FlowExecution, job_name: str, index: int, user: Any) -> P
     elif entry.kind == JDBC:
         columns, rows, missing = _table(entry, node, execution)
     elif entry.kind == ICEBERG:
-        raise PreviewGone(f"No preview of Iceberg tables yet: query {entry.location} in the node's catalog.")
+        columns, rows, missing = _lake_table(entry, node, execution)
     else:  # pragma: no cover - published() names no other kind
         raise PreviewGone("No preview of this kind of destination.")
     shown = [[_cell(value) for value in row[:PREVIEW_COLUMNS]] for row in rows[:PREVIEW_ROWS]]
     note = ""
-    if entry.kind == JDBC:
+    if entry.kind in (JDBC, ICEBERG):
         note = "The table's first rows now: later runs may have changed them."
     elif missing:
         note = f"{len(missing)} of the {len(entry.files)} file(s) it delivered are no longer there."
@@ -240,6 +242,21 @@ def _table(
         raise PreviewGone(f"No preview: table {name} of data node '{node.name}' is not the flow's.")
     try:
         rows = connections.preview_table(node, entry.location, PREVIEW_ROWS)
+    except connections.PreviewRefused as error:
+        raise PreviewGone(str(error)) from error
+    return rows.columns, rows.rows, []
+
+
+def _lake_table(
+    entry: Published, node: DataNode, execution: FlowExecution
+) -> tuple[list[str], list[tuple[Any, ...]], list[str]]:
+    """An Iceberg table the flow's owner owns in the node, scanned for its first rows."""
+    flow = execution.flow
+    owner = flow.owner if flow is not None else None
+    if owner is None or tables.refusal(owner, node, entry.location, exists=True):
+        raise PreviewGone(f"No preview: table {entry.location} of data node '{node.name}' is not the flow's.")
+    try:
+        rows = connections.preview_iceberg(node, entry.location, PREVIEW_ROWS)
     except connections.PreviewRefused as error:
         raise PreviewGone(str(error)) from error
     return rows.columns, rows.rows, []

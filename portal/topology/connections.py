@@ -801,3 +801,26 @@ def preview_table(node: DataNode, table: str, limit: int = PREVIEW_MAX_ROWS) -> 
     except Exception as error:  # the driver's own message, whatever the driver
         raise PreviewRefused(f"{type(error).__name__}: {str(error).strip()}"[:1000]) from error
     return Rows(columns, rows)
+
+
+def preview_iceberg(node: DataNode, identifier: str, limit: int = PREVIEW_MAX_ROWS) -> Rows:
+    """The first `limit` rows of Iceberg table `identifier` (``namespace.table``) of a node whose
+    SQL catalog needs no password (a catalog's password is a flow's secret, not the node's): the
+    catalog judged where it lands as Test connection judges it, its files read only inside the
+    node's warehouse (`load_catalog`'s confinement), at most `limit` rows scanned."""
+    if (refused := _refusal(node)) is not None:
+        raise PreviewRefused(refused)
+    if node.kind != DataNode.Kind.ICEBERG:
+        raise PreviewRefused(f"'{node.name}' is not an Iceberg node.")
+    parts = identifier.split(".")
+    if len(parts) != 2 or not all(_PLAIN_NAME.match(part) for part in parts):
+        raise PreviewRefused(f"'{identifier[:120]}' is not an Iceberg table name the portal previews.")
+    limit = max(1, min(int(limit), PREVIEW_MAX_ROWS))
+    try:
+        table = _iceberg_catalog(node, "").load_table((parts[0], parts[1]))
+        arrow = table.scan(limit=limit).to_arrow()
+    except landing.LandingRefused as error:
+        raise PreviewRefused(f"Refused: {error}") from error
+    except Exception as error:  # pyiceberg's, SQLAlchemy's and the driver's own message
+        raise PreviewRefused(f"{type(error).__name__}: {str(error).strip()}"[:1000]) from error
+    return Rows(list(arrow.schema.names), [tuple(row.values()) for row in arrow.to_pylist()[:limit]])
