@@ -8,7 +8,13 @@ from typing import TYPE_CHECKING, Any
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db.models import Exists, OuterRef
 from django.urls import path, re_path
-from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_field, extend_schema_view
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    OpenApiResponse,
+    extend_schema,
+    extend_schema_field,
+    extend_schema_view,
+)
 from rest_framework import exceptions, mixins, permissions, serializers, status, viewsets
 from rest_framework.response import Response
 
@@ -18,7 +24,7 @@ if TYPE_CHECKING:  # a protocol of the DRF stubs only
 from portal.accounts import access
 from portal.api_errors import Conflict
 from portal.api_fields import StrictCharField, StringMapField
-from portal.flows import services
+from portal.flows import deletion, services
 from portal.flows.compiler import scoped
 from portal.flows.filters import FlowConfigFilterSet
 from portal.flows.models import FlowConfig, FlowRefresh
@@ -258,6 +264,25 @@ def api_validation_error(error: DjangoValidationError) -> exceptions.ValidationE
     create=extend_schema(
         responses={201: FlowConfigSerializer, 409: OpenApiResponse(description="Key exists")}
     ),
+    destroy=extend_schema(
+        parameters=[
+            OpenApiParameter(
+                deletion.CONFIRM_PARAMETER,
+                bool,
+                description="Delete even a flow that feeds other flows (their data trigger or their "
+                "reads of its output): without it, such a flow answers 409 naming them.",
+            )
+        ],
+        responses={
+            204: OpenApiResponse(description="Deleted"),
+            409: OpenApiResponse(
+                description="The flow feeds other flows: detail, downstreamFlows (flowGroup, flowName, "
+                "startsOnCommit, readsOutput), hiddenDownstreamFlows (a count of those you cannot see) "
+                "and watermarkedDatasets (the dataset.urns whose watermarks go with it). Repeat with "
+                "?confirm=true to delete."
+            ),
+        },
+    ),
 )
 class FlowConfigViewSet(
     mixins.ListModelMixin,
@@ -312,8 +337,23 @@ class FlowConfigViewSet(
     def partial_update(self, request, *args, **kwargs):
         return self.update(request, *args, partial=True, **kwargs)
 
-    def perform_destroy(self, instance: FlowConfig) -> None:
-        services.delete_flow(instance)
+    def destroy(self, request, *args, **kwargs):
+        """A flow that feeds others (flows.deletion) is deleted only when asked with
+        `?confirm=true`; without it, 409 naming them and the watermarks that go with it."""
+        flow = self.get_object()
+        confirmed = request.query_params.get(deletion.CONFIRM_PARAMETER, "").lower() in ("true", "1", "yes")
+        if not confirmed:
+            found = deletion.impact(flow, request.user)
+            if found.feeds_others:
+                return Response(
+                    {
+                        "detail": f"{found.sentence()} Delete it with ?{deletion.CONFIRM_PARAMETER}=true.",
+                        **found.to_api(),
+                    },
+                    status=status.HTTP_409_CONFLICT,
+                )
+        services.delete_flow(flow)
+        return Response(status=status.HTTP_204_NO_CONTENT)
 
 
 @extend_schema(exclude=True)

@@ -14,3 +14,9 @@ flow_catalog_changed = Signal()
 # paused or resumed (`flow`, `paused`): the scheduler withdraws the ticks it
 # wrote ahead for a paused flow.
 flow_pause_changed = Signal()
+
+# Sent by `flows.deletion.impact` (`flow`) before a flow is deleted, to learn from the apps above
+# the catalog what goes with it. A receiver returns a dict with any of `readers` (the keys
+# "group/name" of the flows whose recorded runs read what this flow wrote: lineage) and
+# `watermarked` (the dataset.urns this flow has a stored watermark for).
+flow_deletion_asked = Signal()

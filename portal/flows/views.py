@@ -26,7 +26,7 @@ from django.views.decorators.vary import vary_on_headers
 
 from portal.accounts import access
 from portal.accounts.requests import AuthenticatedRequest
-from portal.flows import capture, refresh, schedule_text, schedules, services, trigger_services
+from portal.flows import capture, deletion, refresh, schedule_text, schedules, services, trigger_services
 from portal.flows import policies as run_policies
 from portal.flows.filters import FlowConfigFilterSet
 from portal.flows.formpage import FlowFormPage
@@ -228,7 +228,7 @@ def flow_delete(request: HttpRequest, flow_group: str, flow_name: str) -> HttpRe
         {
             "flow": flow,
             "capture": capture.DELETED if capture.captures_changes(flow) else "",
-            "feeds": trigger_services.feeds(flow),
+            "impact": deletion.impact(flow, request.user),
         },
     )
 

@@ -17,7 +17,7 @@ from drf_spectacular.plumbing import ResolvedComponent
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from portal.orchestration import redaction, status
+from portal.orchestration import outputs, redaction, status
 from portal.orchestration.models import ExecutionStatus, FlowExecution, JobExecution, JobStatus
 from portal.orchestration.state import statestore
 
@@ -249,12 +249,40 @@ class WaitingDatasetSerializer(serializers.Serializer):
     reason = serializers.CharField()
 
 
+class OutputSerializer(serializers.Serializer):
+    """One dataset a committed job delivered, and where (orchestration.outputs)."""
+
+    jobName = serializers.CharField(source="job_name")
+    datasetUrn = serializers.CharField(source="dataset_urn")
+    node = serializers.CharField(help_text="The destination data node.")
+    kind = serializers.ChoiceField(choices=["files", "jdbc", "iceberg"])
+    format = serializers.CharField(help_text="PARQUET, CSV, JSON, … (files); JDBC; ICEBERG.")
+    where = serializers.CharField(
+        help_text="A files dataset's folder relative to its node (e.g. team/orders/orders); a JDBC "
+        "table as the flow names it (schema.table); an Iceberg namespace.table."
+    )
+    absolutePath = serializers.CharField(
+        source="absolute", help_text="The folder as the server names it: for staff only, else empty."
+    )
+    files = serializers.IntegerField(allow_null=True, help_text="Files published (files only).")
+    records = serializers.IntegerField(help_text="Records the commit published.")
+    previewUrl = serializers.CharField(
+        source="preview_url",
+        help_text="The page with its first 20 rows, for the flow's owners and staff (files and JDBC).",
+    )
+
+
 class FlowStatusSerializer(FlowExecutionSerializer):
     """GaaS's FlowStatus: an execution with its JobStatuses."""
 
     jobStatuses = JobStatusSerializer(source="jobs", many=True, read_only=True)
     pendingRequests = serializers.SerializerMethodField(
         help_text="LAUNCH, KILL or RESUME requests the orchestrator has not handled yet."
+    )
+
+    outputs = serializers.SerializerMethodField(
+        help_text="Where each dataset its committed jobs delivered went: node, folder or table, "
+        "files and records."
     )
 
     waitingDatasets = serializers.SerializerMethodField(
@@ -265,6 +293,11 @@ class FlowStatusSerializer(FlowExecutionSerializer):
     @extend_schema_field(serializers.ListField(child=serializers.CharField()))
     def get_pendingRequests(self, execution: FlowExecution) -> list[str]:
         return status.pending_requests(execution.flow_group, execution.flow_name, execution.execution_id)
+
+    @extend_schema_field(OutputSerializer(many=True))
+    def get_outputs(self, execution: FlowExecution) -> list[dict[str, Any]]:
+        found = outputs.of_execution(execution, _reader(self.context))
+        return list(OutputSerializer(found, many=True).data)
 
     @extend_schema_field(WaitingDatasetSerializer(many=True))
     def get_waitingDatasets(self, execution: FlowExecution) -> list[dict[str, Any]]:

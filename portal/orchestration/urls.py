@@ -37,6 +37,11 @@ urlpatterns = [
         name="job_bad_records",
     ),
     path(
+        "<str:flow_group>/<str:flow_name>/<int:execution_id>/jobs/<str:job_name>/outputs/<int:index>/",
+        views.dataset_preview,
+        name="preview",
+    ),
+    path(
         "<str:flow_group>/<str:flow_name>/<int:execution_id>/jobs/<str:job_name>/spark-ui/",
         sparkui_views.spark_ui,
         name="spark_ui",

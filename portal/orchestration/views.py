@@ -32,7 +32,7 @@ from django_htmx.http import HttpResponseClientRedirect
 
 from portal.accounts.requests import AuthenticatedRequest, HtmxRequest
 from portal.flows import versions
-from portal.orchestration import badrecords, redaction, services, status
+from portal.orchestration import badrecords, outputs, redaction, services, status
 from portal.orchestration.control import replays
 from portal.orchestration.filters import FlowExecutionFilterSet
 from portal.orchestration.forms import BackfillForm
@@ -112,6 +112,7 @@ def _detail_context(request: HttpRequest, execution: FlowExecution, pending: lis
         "hops": hops,
         "unconsumed": status.waiting_without_worker(hops),
         "delivered": delivered(execution.jobs.all()),
+        "outputs": outputs.of_execution(execution, request.user),
         "finished": status.is_finished(execution),
         # A finished execution with a request waiting (resume) changes soon: keep refreshing.
         "live": not status.is_finished(execution) or bool(pending),
@@ -434,3 +435,20 @@ def job_bad_records(
     response = StreamingHttpResponse(badrecords.lines(paths), content_type="application/x-ndjson")
     response["Content-Disposition"] = f'attachment; filename="{execution_id}-{job_name}-bad-records.jsonl"'
     return response
+
+
+@login_required
+@require_GET
+def dataset_preview(
+    request: HttpRequest, flow_group: str, flow_name: str, execution_id: int, job_name: str, index: int
+) -> HttpResponse:
+    """The first rows of one dataset an execution delivered (outputs.preview): for whoever may
+    read the flow's data; 404 with the reason when it is no longer there."""
+    execution = status.flow_execution(request.user, flow_group, flow_name, execution_id)
+    context: dict[str, Any] = {"execution": execution, "job_name": job_name}
+    try:
+        context["preview"] = outputs.preview(execution, job_name, index, request.user)
+    except outputs.PreviewGone as error:
+        context["problem"] = str(error)
+        return render(request, "orchestration/dataset_preview.html", context, status=404)
+    return render(request, "orchestration/dataset_preview.html", context)

@@ -745,3 +745,82 @@ def _jdbc_connect(node: DataNode, user: str, password: str) -> _Catalog:
         f"The portal cannot test jdbc:{sub} URLs (PostgreSQL, MySQL/MariaDB and SQLite only; "
         "the workers still can)."
     )
+
+
+# --- preview ----------------------------------------------------------------------------
+
+PREVIEW_MAX_ROWS = 20
+_PLAIN_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_$]{0,62}\Z")
+
+
+@dataclass
+class Rows:
+    """The first rows of a table: its column names and the rows' values as read."""
+
+    columns: list[str]
+    rows: list[tuple[Any, ...]]
+
+
+class PreviewRefused(Exception):
+    """The table cannot be previewed (refused, unsupported, or the database said no); the
+    message says why, as Test connection would."""
+
+
+def _quoted(table: str, quote: str) -> str:
+    parts = table.split(".")
+    if not 1 <= len(parts) <= 2 or not all(_PLAIN_NAME.match(part) for part in parts):
+        raise PreviewRefused(f"'{table[:120]}' is not a table name the portal previews (schema.table).")
+    return ".".join(f"{quote}{part}{quote}" for part in parts)
+
+
+def preview_table(node: DataNode, table: str, limit: int = PREVIEW_MAX_ROWS) -> Rows:
+    """The first `limit` rows of `table` of a JDBC node (`SELECT * … LIMIT`), through the same
+    rules as Test connection and discovery: the node's URL judged first, the connection judged
+    where it landed before the question, the node's own account, the short timeouts."""
+    if (refused := _refusal(node)) is not None:
+        raise PreviewRefused(refused)
+    if node.kind != DataNode.Kind.JDBC:
+        raise PreviewRefused(f"The portal previews tables of JDBC nodes only, not of '{node.name}'.")
+    limit = max(1, min(int(limit), PREVIEW_MAX_ROWS))
+    try:
+        with _jdbc_connect(node, "", "") as database:
+            quote = "`" if isinstance(database.connection, pymysql.connections.Connection) else '"'
+            cursor = database.connection.cursor()
+            try:
+                cursor.execute(f"SELECT * FROM {_quoted(table, quote)} LIMIT {limit}")  # noqa: S608
+                columns = [str(column[0]) for column in cursor.description or []]
+                rows = [tuple(row) for row in cursor.fetchmany(limit)]
+            finally:
+                cursor.close()
+    except PreviewRefused:
+        raise
+    except landing.LandingRefused as error:
+        raise PreviewRefused(f"Refused: {error}") from error
+    except _Unsupported as error:
+        raise PreviewRefused(str(error)) from error
+    except Exception as error:  # the driver's own message, whatever the driver
+        raise PreviewRefused(f"{type(error).__name__}: {str(error).strip()}"[:1000]) from error
+    return Rows(columns, rows)
+
+
+def preview_iceberg(node: DataNode, identifier: str, limit: int = PREVIEW_MAX_ROWS) -> Rows:
+    """The first `limit` rows of Iceberg table `identifier` (``namespace.table``) of a node whose
+    SQL catalog needs no password (a catalog's password is a flow's secret, not the node's): the
+    catalog judged where it lands as Test connection judges it, its files read only inside the
+    node's warehouse (`load_catalog`'s confinement), at most `limit` rows scanned."""
+    if (refused := _refusal(node)) is not None:
+        raise PreviewRefused(refused)
+    if node.kind != DataNode.Kind.ICEBERG:
+        raise PreviewRefused(f"'{node.name}' is not an Iceberg node.")
+    parts = identifier.split(".")
+    if len(parts) != 2 or not all(_PLAIN_NAME.match(part) for part in parts):
+        raise PreviewRefused(f"'{identifier[:120]}' is not an Iceberg table name the portal previews.")
+    limit = max(1, min(int(limit), PREVIEW_MAX_ROWS))
+    try:
+        table = _iceberg_catalog(node, "").load_table((parts[0], parts[1]))
+        arrow = table.scan(limit=limit).to_arrow()
+    except landing.LandingRefused as error:
+        raise PreviewRefused(f"Refused: {error}") from error
+    except Exception as error:  # pyiceberg's, SQLAlchemy's and the driver's own message
+        raise PreviewRefused(f"{type(error).__name__}: {str(error).strip()}"[:1000]) from error
+    return Rows(list(arrow.schema.names), [tuple(row.values()) for row in arrow.to_pylist()[:limit]])

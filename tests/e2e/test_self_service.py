@@ -227,6 +227,16 @@ def test_a_new_user_gets_from_login_to_a_committed_flow_from_their_own_database(
     assert execution.flow.owner.username == "newcomer"
     ui.screenshot(page, "self-service-committed")
 
+    # Where the data went (the folder inside their node, never the server's path) and its rows.
+    went = page.locator('[data-test="output"]')
+    expect(went.locator('[data-test="output-where"]')).to_contain_text("folder mine/first-flow/")
+    expect(went.locator('td[data-label="Records"]')).to_have_text(str(ORDERS))
+    assert str(data_dir) not in page.content()
+    went.get_by_role("link", name=re.compile("Preview the first rows")).click()
+    expect(page.locator('[data-test="preview-rows"] tbody tr')).to_have_count(ORDERS)
+    expect(page.locator('[data-test="preview-rows"] thead')).to_contain_text("order_id")
+    ui.screenshot(page, "self-service-preview")
+
     # The result, read in their folder's page.
     page.goto("/topology/datanodes/my-folder/")
     page.get_by_role("button", name="Discover tables and files").click()

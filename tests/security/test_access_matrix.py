@@ -162,6 +162,7 @@ ROUTES: dict[str, Kind] = {
     f"executions/{E}/jobs/<str:job_name>/rerun/": EXECUTION_ACT,
     f"executions/{E}/jobs/<str:job_name>/log/download/": NO_ROW,
     f"executions/{E}/jobs/<str:job_name>/bad-records/": EXECUTION_ACT_NO_ROW,
+    f"executions/{E}/jobs/<str:job_name>/outputs/<int:index>/": EXECUTION_ACT_NO_ROW,
     # The worker's Spark UI through the portal: staff only (it shows every job its worker ran),
     # while the job runs (this world's job has no UI recorded); tests/security/test_spark_ui_proxy.py.
     f"executions/{E}/jobs/<str:job_name>/spark-ui/": STAFF_NO_ROW,
@@ -317,6 +318,7 @@ def world(db) -> World:
         "execution_id": str(execution.execution_id),
         "executionId": str(execution.execution_id),
         "job_name": job.job_name,
+        "index": "0",
         "path": path,
         "template_path": path,
         "number": "1",

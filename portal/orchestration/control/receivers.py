@@ -9,12 +9,12 @@ from typing import Any
 
 from django.dispatch import receiver
 
-from portal.flows.signals import flow_catalog_changed, flow_pause_changed
+from portal.flows.signals import flow_catalog_changed, flow_deletion_asked, flow_pause_changed
 from portal.orchestration.control import quota_gate
 from portal.orchestration.control.commands import relaunch_waiting as relaunch
 from portal.orchestration.control.scheduler import create_execution, sync_cursor
 from portal.orchestration.control.upcoming import withdraw_upcoming
-from portal.orchestration.models import FlowExecution
+from portal.orchestration.models import DatasetState, FlowExecution
 from portal.orchestration.signals import job_run_changed
 from portal.orchestration.state import lineage
 from portal.topology.signals import topology_catalog_changed
@@ -55,3 +55,16 @@ def tell_lineage(
     sender: Any, job: Any, status: str, attempt: int, task_states: Any = None, **kwargs: Any
 ) -> None:
     lineage.job_changed(job, status, attempt, task_states)
+
+
+@receiver(flow_deletion_asked, dispatch_uid="orchestration.what_goes_with_a_flow")
+def what_goes_with_a_flow(sender: Any, flow: Any, **kwargs: Any) -> dict[str, list[str]]:
+    """The flows that read what `flow` wrote (lineage) and its datasets with a watermark stored,
+    for the delete confirmation (flows.deletion)."""
+    watermarked = (
+        DatasetState.objects.filter(flow_id=flow.pk)
+        .exclude(watermark="")
+        .values_list("dataset_urn", flat=True)
+        .distinct()
+    )
+    return {"readers": lineage.readers_of(flow.flow_group, flow.flow_name), "watermarked": list(watermarked)}

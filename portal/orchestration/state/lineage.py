@@ -433,6 +433,28 @@ def _walk(start: Dataset, *, up: bool) -> list[LineageEdge]:
     return found[:MAX_EDGES]
 
 
+def readers_of(flow_group: str, flow_name: str) -> list[str]:
+    """The other flows ("group/name") whose recorded runs read a dataset this flow's runs wrote:
+    the flows directly downstream of it (one query per direction, at most MAX_EDGES datasets)."""
+    written = (
+        LineageEdge.objects.filter(flow_group=flow_group, flow_name=flow_name)
+        .values_list("target_namespace", "target_name")
+        .distinct()[:MAX_EDGES]
+    )
+    match = Q()
+    for namespace, name in written:
+        match |= Q(source_namespace=namespace, source_name=name)
+    if not match:
+        return []
+    keys = (
+        LineageEdge.objects.filter(match)
+        .exclude(flow_group=flow_group, flow_name=flow_name)
+        .values_list("flow_group", "flow_name")
+        .distinct()
+    )
+    return sorted(f"{group}/{name}" for group, name in keys)
+
+
 def feeding(dataset: Dataset) -> list[LineageEdge]:
     """What feeds `dataset`, from recorded runs: the datasets and flows upstream of it."""
     return _walk(dataset, up=True)

@@ -160,13 +160,13 @@ def test_deleting_a_flow_that_feeds_another_says_so_first(api, client, owner, fl
     client.force_login(owner)
 
     page = client.get("/flows/sales/orders/delete/").content.decode()
-    assert "1 flow starts when this one commits:" in page
-    assert '<a href="/flows/sales/report/">sales/report</a>' in page
+    assert "1 flow downstream of this one:" in page
+    assert '<a href="/flows/sales/report/">sales/report</a> starts when it commits' in page
     assert "It will no longer start on its commits" in page
     assert "a flow created again as <code>sales/orders</code> reads its sources from the beginning" in page
 
     quiet = client.get("/flows/sales/report/delete/").content.decode()
     assert 'data-test="feeds-on-delete"' not in quiet  # feeds nothing
 
-    assert client.post("/flows/sales/orders/delete/").status_code == 302
+    assert client.post("/flows/sales/orders/delete/").status_code == 302  # the page asked already
     assert api.get("/api/flowconfigs/sales/report/triggers").json()["upstream"] == []
