@@ -103,7 +103,7 @@ def _relative(location: str, root: str | None) -> str | None:
 def _qualified(table: str, node: DataNode | None) -> str | None:
     """A JDBC table as its database names it (``public.orders``; MySQL's in the URL's database)."""
     url = str((node.properties or {}).get("url") or "") if node is not None else ""
-    return tables.named_table("jdbc", {"writer.jdbc.table": table, "writer.jdbc.url": url}, "")
+    return tables.named_table(JDBC, {"writer.jdbc.table": table, "writer.jdbc.url": url}, "")
 
 
 def _committed(execution: FlowExecution) -> list[JobExecution]:

@@ -20,6 +20,7 @@ from rest_framework import serializers
 from portal.orchestration import outputs, redaction, status
 from portal.orchestration.models import ExecutionStatus, FlowExecution, JobExecution, JobStatus
 from portal.orchestration.state import statestore
+from portal.pipeline.destinations.published import FILES, ICEBERG, JDBC
 
 
 @extend_schema_field({"type": "integer", "format": "int64", "nullable": True})
@@ -255,7 +256,7 @@ class OutputSerializer(serializers.Serializer):
     jobName = serializers.CharField(source="job_name")
     datasetUrn = serializers.CharField(source="dataset_urn")
     node = serializers.CharField(help_text="The destination data node.")
-    kind = serializers.ChoiceField(choices=["files", "jdbc", "iceberg"])
+    kind = serializers.ChoiceField(choices=[FILES, JDBC, ICEBERG])
     format = serializers.CharField(help_text="PARQUET, CSV, JSON, … (files); JDBC; ICEBERG.")
     where = serializers.CharField(
         help_text="A files dataset's folder relative to its node (e.g. team/orders/orders); a JDBC "
