@@ -138,7 +138,7 @@ FLOW_LOGIN = Bounds(("*",), replication=True, flow_login=True)
 
 def from_spec(extra: Mapping[str, Any] | None, role: str) -> Bounds | None:
     """The bounds of the hop's node in ``role`` ("source", "destination"): None for an
-    administrator's node."""
+    administrator's node with an account of its own."""
     found = ((extra or {}).get(SPEC_KEY) or {}).get(role)
     return Bounds.from_dict(found) if isinstance(found, Mapping) else None
 

@@ -308,7 +308,7 @@ _URL_USER = re.compile(r"[?&;]user=[^&;]")  # as the drivers read it: lower case
 
 
 def bounds_named(name: str | None) -> Bounds | None:
-    """`bounds_for` the data node of this name (None: an administrator's node, or none)."""
+    """`bounds_for` the data node of this name (None: a trusted account, or no such node)."""
     return bounds_for(DataNode.objects.filter(name=name).first()) if name else None
 
 

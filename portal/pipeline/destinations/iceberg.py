@@ -336,7 +336,7 @@ class IcebergCommitStep(SecretBearingStep):
         "files",
         "rows",
         "watermark",
-        "user_node",  # a user-made node's bounds (portal.pipeline.usernode), else None
+        "user_node",  # a judged login's bounds (portal.pipeline.usernode), else None
     )
 
     REQUIRED = ("catalog_uri", "warehouse", "namespace", "table", "execution_id", "job_name")

@@ -220,7 +220,7 @@ class JdbcPublishCommitStep(SecretBearingStep):
         "write_mode",
         "delete_column",
         "replace_range",
-        "user_node",  # a user-made node's bounds (portal.pipeline.usernode), else None
+        "user_node",  # a judged login's bounds (portal.pipeline.usernode), else None
     )
 
     REQUIRED = ("url", "target_table", "staging_tables", "execution_id", "job_name")

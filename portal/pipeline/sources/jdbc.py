@@ -173,7 +173,7 @@ class JdbcSource(Source):
         return landing.portal_databases(self.jobspec.extra)
 
     def bounds(self) -> usernode.Bounds | None:
-        """A user-made source node's bounds (None for an administrator's)."""
+        """The source login's bounds: a user-made node's or a flow's own (None: a trusted account)."""
         return usernode.from_spec(self.jobspec.extra, "source")
 
     def landed(self) -> landing.Landing:
