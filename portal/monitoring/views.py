@@ -21,10 +21,11 @@ from django_htmx.http import HttpResponseClientRedirect
 from portal.accounts.requests import AuthenticatedRequest, HtmxRequest
 from portal.monitoring import history, metrics, subscriptions
 from portal.monitoring.dashboard import dashboard_context
-from portal.monitoring.first_steps import first_steps
+from portal.monitoring.first_steps import first_steps, newcomer, progress
 from portal.monitoring.forms import SubscriptionForm
 from portal.monitoring.models import Subscription
 from portal.orchestration.state import lineage, statestore
+from portal.topology import sharing
 
 HTMX_STOP_POLLING = 286
 
@@ -51,7 +52,32 @@ def dashboard(request: HtmxRequest) -> HttpResponse:
     context = dashboard_context()
     if request.htmx:
         return render(request, "monitoring/partials/dashboard_live.html", context)
-    return render(request, "monitoring/dashboard.html", {**context, "first_steps": first_steps(request.user)})
+    waiting, waiting_total = sharing.awaiting_answer(request.user)
+    return render(
+        request,
+        "monitoring/dashboard.html",
+        {
+            **context,
+            "first_steps": first_steps(request.user),
+            "access_requests": waiting,
+            "access_requests_total": waiting_total,
+        },
+    )
+
+
+@login_required
+@require_GET
+def home(request: HttpRequest) -> HttpResponse:
+    """Where signing in lands: a newcomer (no flow, no data node of their own) on the start
+    page, which says what to do first; everyone else on the dashboard."""
+    return redirect("monitoring:start" if newcomer(request.user) else "monitoring:dashboard")
+
+
+@login_required
+@require_GET
+def start(request: HttpRequest) -> HttpResponse:
+    """The newcomer's three steps, the next one marked; open to everyone (the dashboard links it)."""
+    return render(request, "monitoring/start.html", {"progress": progress(request.user)})
 
 
 def flow_chart_context(request: HttpRequest, flow_group: str, flow_name: str) -> dict:
