@@ -15,8 +15,8 @@ from typing import Any
 
 from portal.flows.models import FlowConfig
 from portal.orchestration.models import FlowExecution
-from portal.topology import catalog
-from portal.topology.models import DataNode
+from portal.topology import catalog, grants
+from portal.topology.models import DataNode, DataNodeGrant
 
 SHOWN_NODES = 5
 
@@ -48,11 +48,13 @@ def _signed_in(user: Any) -> bool:
 
 
 def newcomer(user: Any) -> bool:
-    """No flow and no data node of their own: a first login, sent to the start page."""
+    """No flow and no data node of their own (made by them, or owned: an owner answers the
+    requests for it on the dashboard): a first login, sent to the start page."""
     return (
         _signed_in(user)
         and not FlowConfig.objects.filter(owner=user).exists()
         and not DataNode.objects.filter(created_by=user).exists()
+        and not DataNode.objects.filter(grants.granted_to(user, [DataNodeGrant.Role.OWNER])).exists()
     )
 
 
