@@ -8,8 +8,8 @@ app_name = "people"
 urlpatterns = [
     path("", views.user_list, name="users"),
     path("new/", views.user_create, name="user_create"),
-    path("<int:pk>/", views.user_detail, name="user"),
-    path("<int:pk>/active/", views.user_active, name="user_active"),
+    path("<int:user_id>/", views.user_detail, name="user"),
+    path("<int:user_id>/active/", views.user_active, name="user_active"),
     path("groups/", views.group_list, name="groups"),
-    path("groups/<int:pk>/", views.group_detail, name="group"),
+    path("groups/<int:group_id>/", views.group_detail, name="group"),
 ]

@@ -58,9 +58,9 @@ def _user_page(
 
 @staff_required
 @require_http_methods(["GET", "POST"])
-def user_detail(request: AuthenticatedRequest, pk: int) -> HttpResponse:
+def user_detail(request: AuthenticatedRequest, user_id: int) -> HttpResponse:
     """The user, their groups (a form that sets them, where users are the portal's own)."""
-    target = get_object_or_404(people.User, pk=pk)
+    target = get_object_or_404(people.User, pk=user_id)
     if request.method == "GET":
         return _user_page(request, target, UserGroupsForm(initial={"groups": target.groups.all()}))
     form = UserGroupsForm(request.POST)
@@ -73,8 +73,8 @@ def user_detail(request: AuthenticatedRequest, pk: int) -> HttpResponse:
 
 @staff_required
 @require_POST
-def user_active(request: AuthenticatedRequest, pk: int) -> HttpResponse:
-    target = get_object_or_404(people.User, pk=pk)
+def user_active(request: AuthenticatedRequest, user_id: int) -> HttpResponse:
+    target = get_object_or_404(people.User, pk=user_id)
     active = request.POST.get("active") == "yes"
     try:
         people.set_active(request.user, target, active)
@@ -109,7 +109,7 @@ def group_list(request: AuthenticatedRequest) -> HttpResponse:
 
 @staff_required
 @require_GET
-def group_detail(request: AuthenticatedRequest, pk: int) -> HttpResponse:
-    group = get_object_or_404(people.Group, pk=pk)
+def group_detail(request: AuthenticatedRequest, group_id: int) -> HttpResponse:
+    group = get_object_or_404(people.Group, pk=group_id)
     page = Paginator(group.user_set.order_by("username"), PER_PAGE).get_page(request.GET.get("page"))
     return render(request, "accounts/people/group_detail.html", {**_common(), "group": group, "page": page})
