@@ -10,6 +10,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.test import Client
 
+from portal.accounts.tokens import create_token
 from tests.factories import PASSWORD, UserFactory
 
 pytestmark = pytest.mark.django_db
@@ -81,9 +82,12 @@ def test_staff_set_groups_and_make_a_group(desk, owner):
 
 
 def test_a_deactivated_user_cannot_sign_in_until_reactivated(desk, owner):
+    _token, key = create_token(owner, name="nightly")
+    assert Client().get("/api/me", headers={"Authorization": f"Token {key}"}).status_code == 200
     assert desk.post(f"/people/{owner.pk}/active/", {"active": "no"}).status_code == 302
     owner.refresh_from_db()
     assert not owner.is_active and not Client().login(username="olivia", password=PASSWORD)
+    assert Client().get("/api/me", headers={"Authorization": f"Token {key}"}).status_code == 401
     assert "deactivated" in desk.get(f"/people/{owner.pk}/").content.decode()
     desk.post(f"/people/{owner.pk}/active/", {"active": "yes"})
     assert Client().login(username="olivia", password=PASSWORD)
