@@ -40,25 +40,13 @@ class NodePage:
         return self.number > 1
 
 
-def usable_filter(user: Any) -> Q:
-    """The nodes `user` may read from or write to (`grants.NodeAccess` decides one node; this is
-    the same rule as a filter): a grant to them or one of their groups, and the administrators'
-    nodes without grants while those are open. Staff may use every node."""
-    if user.is_staff or user.is_superuser:
-        return Q()
-    usable = grants.granted_to(user)
-    if grants.default_open():
-        usable |= Q(user_made=False) & ~Q(pk__in=DataNodeGrant.objects.values("node_id"))
-    return usable
-
-
 def askable(user: Any) -> QuerySet[DataNode]:
     """The nodes `user` may ask for: every node they may not use (none, for staff)."""
     if not getattr(user, "is_authenticated", False) or not user.is_active:
         return DataNode.objects.none()
     if user.is_staff or user.is_superuser:
         return DataNode.objects.none()
-    return DataNode.objects.exclude(usable_filter(user))
+    return DataNode.objects.exclude(grants.usable_filter(user))
 
 
 def usable(user: Any) -> QuerySet[DataNode]:
@@ -68,7 +56,7 @@ def usable(user: Any) -> QuerySet[DataNode]:
         return DataNode.objects.none()
     if user.is_staff or user.is_superuser:
         return DataNode.objects.filter(Q(user_made=False) | grants.granted_to(user))
-    return DataNode.objects.filter(usable_filter(user))
+    return DataNode.objects.filter(grants.usable_filter(user))
 
 
 def page_number(raw: str | None) -> int:

@@ -5,10 +5,11 @@ description, never a connection property — and asks for one from the list."""
 from __future__ import annotations
 
 import pytest
+from django.contrib.auth.models import Group
 from django.test import Client
 
-from portal.topology import catalog, services, sharing
-from portal.topology.models import DataNodeAccessRequest
+from portal.topology import catalog, grants, services, sharing
+from portal.topology.models import DataNode, DataNodeAccessRequest
 from tests.factories import UserFactory
 
 pytestmark = pytest.mark.django_db
@@ -123,3 +124,39 @@ def test_a_shared_node_moves_to_the_usable_list(alice, bob, exports):
     sharing.grant(exports, user=alice, role="read", principal={"user": "bob"})
     html = browser(bob).get("/topology/datanodes/").content.decode()
     assert "exports" in section(html, "usable-nodes") and "exports" not in section(html, "askable-nodes")
+
+
+@pytest.mark.parametrize("default_access", ["closed", "open"])
+def test_the_lists_agree_with_the_one_access_decision_node_by_node(alice, bob, settings, default_access):
+    """Whatever makes a node usable (a grant to the user or their group, an administrator's node
+    open by default), the lists split the nodes exactly as `grants.may_use` decides each."""
+    settings.DATA_NODE_DEFAULT_ACCESS = default_access
+    team = Group.objects.create(name="analysts")
+    bob.groups.add(team)
+    services.create_data_node({"name": "open-lake", "kind": "files", "properties": {"path": "var/lake"}})
+    for name, acl in (
+        ("alices-only", [{"role": "owner", "user": "alice"}]),
+        ("bob-reads", [{"role": "read", "user": "bob"}]),
+        ("team-writes", [{"role": "write", "group": "analysts"}]),
+    ):
+        services.create_data_node(
+            {"name": name, "kind": "files", "properties": {"path": f"var/{name}"}, "acl": acl}
+        )
+    for name in ("alice-own", "alice-shared"):
+        services.create_data_node(
+            {"name": name, "kind": "files", "properties": {"path": f"users/alice/{name}"}}, user=alice
+        )
+    sharing.grant(
+        DataNode.objects.get(name="alice-shared"), user=alice, role="read", principal={"user": "bob"}
+    )
+
+    usable = {node.name for node in catalog.usable(bob)}
+    askable = {node.name for node in catalog.askable(bob)}
+    decided = {
+        node.name
+        for node in DataNode.objects.all()
+        if grants.may_use(bob, node.name, "read") or grants.may_use(bob, node.name, "write")
+    }
+    assert usable == decided and askable == set(DataNode.objects.values_list("name", flat=True)) - decided
+    assert ("open-lake" in usable) == (default_access == "open")
+    assert {"bob-reads", "team-writes", "alice-shared"} <= usable and {"alices-only", "alice-own"} <= askable
