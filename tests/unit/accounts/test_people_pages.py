@@ -28,6 +28,7 @@ def test_staff_create_a_user_who_then_signs_in_in_the_groups_chosen(desk):
     team = Group.objects.create(name="analysts")
     form = desk.get("/people/new/").content.decode()
     assert 'name="password1"' in form and 'name="password2"' in form and "analysts" in form
+    assert "<legend>Groups</legend>" in form  # its boxes named together, not a label pointing nowhere
     made = desk.post(
         "/people/new/",
         {
