@@ -14,7 +14,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render, resolve_url
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.cache import never_cache
-from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django.views.decorators.http import require_GET, require_http_methods, require_POST, require_safe
 from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import HttpResponseClientRedirect
 
@@ -66,7 +66,7 @@ def dashboard(request: HtmxRequest) -> HttpResponse:
 
 
 @login_required
-@require_GET
+@require_safe
 def home(request: HttpRequest) -> HttpResponse:
     """Where signing in lands: a newcomer (no flow, no data node of their own) on the start
     page, which says what to do first; everyone else on the dashboard."""
@@ -74,7 +74,7 @@ def home(request: HttpRequest) -> HttpResponse:
 
 
 @login_required
-@require_GET
+@require_safe
 def start(request: HttpRequest) -> HttpResponse:
     """The newcomer's three steps, the next one marked; open to everyone (the dashboard links it)."""
     return render(request, "monitoring/start.html", {"progress": progress(request.user)})
