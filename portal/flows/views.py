@@ -26,7 +26,7 @@ from django.views.decorators.vary import vary_on_headers
 
 from portal.accounts import access
 from portal.accounts.requests import AuthenticatedRequest
-from portal.flows import capture, deletion, refresh, schedule_text, schedules, services, trigger_services
+from portal.flows import capture, deletion, refresh, schedule_text, schedules, services
 from portal.flows import policies as run_policies
 from portal.flows.filters import FlowConfigFilterSet
 from portal.flows.formpage import FlowFormPage
@@ -34,7 +34,8 @@ from portal.flows.forms import FlowConfigForm
 from portal.flows.models import FlowConfig, FlowRefresh
 from portal.flows.packflows import flows_using_pack
 from portal.flows.rules import flow_for
-from portal.flows.trigger_forms import TriggersForm, initial_of
+from portal.flows.triggers import services as trigger_services
+from portal.flows.triggers.forms import TriggersForm, initial_of
 from portal.keys.services import redact
 from portal.quotas.services import QuotaExceeded
 from portal.templatepacks.models import TemplatePack

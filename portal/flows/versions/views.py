@@ -9,8 +9,8 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from portal.flows import versions
 from portal.flows.rules import flow_for
+from portal.flows.versions import services as versions
 
 SHOWN = 200
 

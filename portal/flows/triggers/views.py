@@ -1,4 +1,4 @@
-"""The page of a flow's data triggers, freshness goal and webhook token. Thin: flows.trigger_services
+"""The page of a flow's data triggers, freshness goal and webhook token. Thin: flows.triggers.services
 checks and saves; the webhook token is shown once, on the page that created it."""
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from portal.accounts import access
 from portal.accounts.requests import AuthenticatedRequest
-from portal.flows import trigger_services
 from portal.flows.models import FlowConfig
 from portal.flows.rules import flow_for
-from portal.flows.trigger_forms import TriggersForm, initial_of
+from portal.flows.triggers import services as trigger_services
+from portal.flows.triggers.forms import TriggersForm, initial_of
 
 
 def _flow(request: AuthenticatedRequest, flow_group: str, flow_name: str) -> FlowConfig:

@@ -17,9 +17,9 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from portal.flows import versions
 from portal.flows.models import FlowConfig, FlowVersion
 from portal.flows.rules import flow_for
+from portal.flows.versions import services as versions
 
 LISTED = 200
 LARGEST = 2**31 - 1  # FlowVersion.number is an integer column

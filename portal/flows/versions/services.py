@@ -53,7 +53,8 @@ def record(flow: FlowConfig, *, by: str) -> FlowVersion | None:
 
 
 def latest_number(flow: FlowConfig) -> int | None:
-    return FlowVersion.objects.filter(flow=flow).aggregate(n=Max("number"))["n"]
+    number: int | None = FlowVersion.objects.filter(flow=flow).aggregate(n=Max("number"))["n"]
+    return number
 
 
 def versions_of(flow: FlowConfig) -> QuerySet[FlowVersion]:
