@@ -23,7 +23,8 @@ from portal.api_fields import StrictCharField
 from portal.flows.models import FlowConfig
 from portal.flows.rules import flow_for
 from portal.flows.triggers import services as trigger_services
-from portal.flows.triggers.models import FRESHNESS_HELP, MAX_DEBOUNCE_SECONDS, FlowTrigger
+from portal.flows.triggers.goals import FRESHNESS_HELP
+from portal.flows.triggers.models import MAX_DEBOUNCE_SECONDS, FlowTrigger
 
 API_NAMES = {
     "upstream": "upstream",

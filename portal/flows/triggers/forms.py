@@ -7,7 +7,8 @@ from typing import Any
 
 from django import forms
 
-from portal.flows.triggers.models import FRESHNESS_HELP, MAX_DEBOUNCE_SECONDS, FlowTrigger
+from portal.flows.triggers.goals import FRESHNESS_HELP
+from portal.flows.triggers.models import MAX_DEBOUNCE_SECONDS, FlowTrigger
 from portal.flows.triggers.services import TriggerSettings
 from portal.form_errors import ServiceErrorsMixin
 

@@ -20,15 +20,13 @@ from django.db import transaction
 from django.utils import timezone
 
 from portal.flows.models import FlowConfig
+from portal.flows.triggers.goals import first_due, next_due, parse_goal
 from portal.flows.triggers.models import (
     MAX_DEBOUNCE_SECONDS,
     MAX_UPSTREAMS,
     FlowTrigger,
     FreshnessGoal,
     UpstreamDataset,
-    first_due,
-    next_due,
-    parse_goal,
 )
 from portal.topology import grants as node_access
 from portal.topology.models import DataNode

@@ -3,7 +3,7 @@
     GET /api/flowconfigs/{flowGroup}/{flowName}/versions            newest first (200 at most)
     GET /api/flowconfigs/{flowGroup}/{flowName}/versions/{number}   its spec and a diff
 
-A version's spec and diff mask secrets as the page does (versions.redacted_spec, versions.diff);
+A version's spec and diff mask secrets as the page does (diffs.redacted_spec, diffs.diff);
 whoever may see the flow reads its versions, anyone else gets a 404."""
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from rest_framework.views import APIView
 
 from portal.flows.models import FlowConfig, FlowVersion
 from portal.flows.rules import flow_for
+from portal.flows.versions import diffs
 from portal.flows.versions import services as versions
 
 LISTED = 200
@@ -90,9 +91,9 @@ class FlowVersionView(APIView):
         return Response(
             {
                 **_summary(version),
-                "spec": versions.redacted_spec(version.spec),
+                "spec": diffs.redacted_spec(version.spec),
                 "against": other.number if other is not None else None,
-                "diff": versions.diff(other, version).lines if other is not None else [],
+                "diff": diffs.diff(other, version).lines if other is not None else [],
             }
         )
 
