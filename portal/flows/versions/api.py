@@ -17,7 +17,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from portal.flows.models import FlowConfig, FlowVersion
+from portal.flows.models import FlowVersion
 from portal.flows.rules import flow_for
 from portal.flows.versions import diffs
 from portal.flows.versions import services as versions
@@ -30,10 +30,6 @@ _SUMMARY: dict[str, serializers.Field] = {
     "createdBy": serializers.CharField(),
     "created": serializers.DateTimeField(),
 }
-
-
-def _flow(request: Request, flow_group: str, flow_name: str) -> FlowConfig:
-    return flow_for(request.user, flow_group, flow_name)
 
 
 def _summary(version: FlowVersion) -> dict[str, Any]:
@@ -49,7 +45,7 @@ class FlowVersionsView(APIView):
         ),
     )
     def get(self, request: Request, flowGroup: str, flowName: str) -> Response:
-        flow = _flow(request, flowGroup, flowName)
+        flow = flow_for(request.user, flowGroup, flowName)
         return Response({"versions": [_summary(version) for version in versions.versions_of(flow)[:LISTED]]})
 
 
@@ -72,7 +68,7 @@ class FlowVersionView(APIView):
         ),
     )
     def get(self, request: Request, flowGroup: str, flowName: str, number: int) -> Response:
-        flow = _flow(request, flowGroup, flowName)
+        flow = flow_for(request.user, flowGroup, flowName)
         # A number past the column's range is no version (and would fail in the database).
         version = versions.versions_of(flow).filter(number=number).first() if number <= LARGEST else None
         if version is None:
