@@ -43,13 +43,14 @@ def place(form: FlowConfigForm, error: ValidationError) -> None:
         for item in items:
             message = str(item.message % item.params if item.params else item.message)
             name = (item.params or {}).get("name")
+            target = field
             if item.code == services.REQUIRED_ATTRIBUTE and isinstance(name, str) and name in shown:
                 form.attribute_errors.setdefault(name, []).append(message)
-                field = "attributes"
+                target = "attributes"
             elif field == "properties" and (typed := _typed_attribute_named(form, message)):
                 form.attribute_errors.setdefault(typed, []).append(message)
-                field = "attributes"
-            add_once(form, field if field in form.fields else NON_FIELD_ERRORS, message)
+                target = "attributes"
+            add_once(form, target if target in form.fields else NON_FIELD_ERRORS, message)
 
 
 def _tidy_model_errors(form: FlowConfigForm) -> None:

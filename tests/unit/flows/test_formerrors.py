@@ -76,6 +76,19 @@ def test_a_bad_value_typed_in_an_attribute_box_is_shown_there(form_of):
     assert form.errors["schedule"] == ["Not a cron expression."]
 
 
+def test_a_property_problem_after_an_attribute_one_stays_with_the_properties(form_of):
+    form = form_of(**{"attr:source.jdbc.tables": ""})
+    required = ValidationError(
+        "source.jdbc.tables is required",
+        code=services.REQUIRED_ATTRIBUTE,
+        params={"name": "source.jdbc.tables"},
+    )
+    other = "'extract.delta.fields' is not a known key."
+    form.add_model_errors(ValidationError({"properties": [required, other]}))
+    assert form.errors["attributes"] == ["source.jdbc.tables is required"]
+    assert form.errors["properties"] == [other]
+
+
 def test_a_form_wide_message_is_said_once(form_of):
     form = form_of()
     for _ in range(2):
