@@ -24,9 +24,9 @@ from portal.accounts import views as accounts_views
 from portal.api_root import ApiRoot
 from portal.flows import api as flows_api
 from portal.flows import compile_api as flows_compile_api
-from portal.flows import trigger_api as flows_trigger_api
-from portal.flows import version_api as flows_version_api
 from portal.flows import views as flows_views
+from portal.flows.triggers import api as flows_trigger_api
+from portal.flows.versions import api as flows_version_api
 from portal.keys import api as keys_api
 from portal.monitoring import api as monitoring_api
 from portal.monitoring import views as monitoring_views

@@ -23,8 +23,8 @@ from django.urls import URLPattern, URLResolver, get_resolver
 from portal.accounts import access
 from portal.accounts.models import ApiToken
 from portal.accounts.tokens import create_token
-from portal.flows import versions
 from portal.flows.models import FlowConfig
+from portal.flows.versions import services as versions
 from portal.keys.models import CustomerKey
 from portal.monitoring.models import Subscription
 from portal.orchestration.models import FlowExecution

@@ -21,7 +21,6 @@ from django.utils import timezone
 
 from portal.events import outcomes
 from portal.events.services import raise_event
-from portal.flows import versions
 from portal.flows.compiler import COMPILED, PENDING, compile_flow
 from portal.flows.compiler.record import current_plan
 from portal.flows.models import FlowConfig, FlowVersion
@@ -31,6 +30,7 @@ from portal.flows.policies import (
     retry_backoff_seconds,
     retry_count,
 )
+from portal.flows.versions import services as versions
 from portal.orchestration.control import outbox, quota_gate, triggers
 from portal.orchestration.control.actions import enqueue_for, handles
 from portal.orchestration.control.commands import execution_in_the_way, skipped_because

@@ -13,8 +13,8 @@ import pytest
 from django.core.exceptions import ValidationError
 from django.utils import timezone
 
-from portal.flows import trigger_services
-from portal.flows.triggers import FlowTrigger, UpstreamDataset
+from portal.flows.triggers import services as trigger_services
+from portal.flows.triggers.models import FlowTrigger, UpstreamDataset
 from portal.orchestration import services
 from portal.orchestration.control import triggers
 from portal.orchestration.control.actions import process_actions

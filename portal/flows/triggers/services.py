@@ -1,4 +1,4 @@
-"""Saving a flow's data triggers and freshness goal (flows.triggers), for the page and the API
+"""Saving a flow's data triggers and freshness goal (flows.triggers.models), for the page and the API
 alike: one validation, errors per field, nothing half saved.
 
 An upstream dataset is named `<flowGroup>/<flowName>` (any destination dataset of that flow) or
@@ -20,15 +20,13 @@ from django.db import transaction
 from django.utils import timezone
 
 from portal.flows.models import FlowConfig
-from portal.flows.triggers import (
+from portal.flows.triggers.goals import first_due, next_due, parse_goal
+from portal.flows.triggers.models import (
     MAX_DEBOUNCE_SECONDS,
     MAX_UPSTREAMS,
     FlowTrigger,
     FreshnessGoal,
     UpstreamDataset,
-    first_due,
-    next_due,
-    parse_goal,
 )
 from portal.topology import grants as node_access
 from portal.topology.models import DataNode

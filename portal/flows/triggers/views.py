@@ -1,4 +1,4 @@
-"""The page of a flow's data triggers, freshness goal and webhook token. Thin: flows.trigger_services
+"""The page of a flow's data triggers, freshness goal and webhook token. Thin: flows.triggers.services
 checks and saves; the webhook token is shown once, on the page that created it."""
 
 from __future__ import annotations
@@ -12,20 +12,15 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from portal.accounts import access
 from portal.accounts.requests import AuthenticatedRequest
-from portal.flows import trigger_services
-from portal.flows.models import FlowConfig
 from portal.flows.rules import flow_for
-from portal.flows.trigger_forms import TriggersForm, initial_of
-
-
-def _flow(request: AuthenticatedRequest, flow_group: str, flow_name: str) -> FlowConfig:
-    return flow_for(request.user, flow_group, flow_name, access.CHANGE)
+from portal.flows.triggers import services as trigger_services
+from portal.flows.triggers.forms import TriggersForm, initial_of
 
 
 @login_required
 @require_http_methods(["GET", "POST"])
 def flow_triggers(request: AuthenticatedRequest, flow_group: str, flow_name: str) -> HttpResponse:
-    flow = _flow(request, flow_group, flow_name)
+    flow = flow_for(request.user, flow_group, flow_name, access.CHANGE)
     current = trigger_services.settings_of(flow)
     if request.method == "POST":
         form = TriggersForm(request.POST)
@@ -55,7 +50,7 @@ def flow_triggers(request: AuthenticatedRequest, flow_group: str, flow_name: str
 @require_POST
 def flow_webhook_token(request: AuthenticatedRequest, flow_group: str, flow_name: str) -> HttpResponse:
     """Create (or replace) the webhook token and show it this once; `revoke` removes it."""
-    flow = _flow(request, flow_group, flow_name)
+    flow = flow_for(request.user, flow_group, flow_name, access.CHANGE)
     if request.POST.get("revoke"):
         trigger_services.revoke_webhook_token(flow)
         messages.success(request, "Webhook token revoked: calls bearing it are refused.")

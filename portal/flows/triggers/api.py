@@ -20,10 +20,11 @@ from rest_framework.views import APIView
 
 from portal.accounts import access
 from portal.api_fields import StrictCharField
-from portal.flows import trigger_services
 from portal.flows.models import FlowConfig
 from portal.flows.rules import flow_for
-from portal.flows.triggers import FRESHNESS_HELP, MAX_DEBOUNCE_SECONDS, FlowTrigger
+from portal.flows.triggers import services as trigger_services
+from portal.flows.triggers.goals import FRESHNESS_HELP
+from portal.flows.triggers.models import MAX_DEBOUNCE_SECONDS, FlowTrigger
 
 API_NAMES = {
     "upstream": "upstream",

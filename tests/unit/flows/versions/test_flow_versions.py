@@ -13,8 +13,9 @@ from django.test import Client
 from portal.crypto import client
 from portal.crypto.encrypted import WRAPPED_KEY_PROPERTY
 from portal.crypto.master import create_ring_file
-from portal.flows import services, versions
+from portal.flows import services
 from portal.flows.models import FlowVersion
+from portal.flows.versions import services as versions
 from portal.keys import services as keys
 from portal.orchestration.control.actions import process_actions
 from portal.orchestration.models import FlowExecution

@@ -9,8 +9,9 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from portal.flows import versions
 from portal.flows.rules import flow_for
+from portal.flows.versions import diffs
+from portal.flows.versions import services as versions
 
 SHOWN = 200
 
@@ -47,6 +48,6 @@ def flow_versions(request: HttpRequest, flow_group: str, flow_name: str) -> Http
             old = by_number[old_number]
         else:
             old = versions.versions_of(flow).filter(number__lt=new.number).first() or new
-        comparison = versions.diff(old, new)
+        comparison = diffs.diff(old, new)
     context = {"flow": flow, "versions": listed, "comparison": comparison, "errors": errors}
     return render(request, "flows/flow_versions.html", context, status=400 if errors else 200)

@@ -3,7 +3,7 @@
     GET /api/flowconfigs/{flowGroup}/{flowName}/versions            newest first (200 at most)
     GET /api/flowconfigs/{flowGroup}/{flowName}/versions/{number}   its spec and a diff
 
-A version's spec and diff mask secrets as the page does (versions.redacted_spec, versions.diff);
+A version's spec and diff mask secrets as the page does (diffs.redacted_spec, diffs.diff);
 whoever may see the flow reads its versions, anyone else gets a 404."""
 
 from __future__ import annotations
@@ -17,9 +17,10 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from portal.flows import versions
-from portal.flows.models import FlowConfig, FlowVersion
+from portal.flows.models import FlowVersion
 from portal.flows.rules import flow_for
+from portal.flows.versions import diffs
+from portal.flows.versions import services as versions
 
 LISTED = 200
 LARGEST = 2**31 - 1  # FlowVersion.number is an integer column
@@ -29,10 +30,6 @@ _SUMMARY: dict[str, serializers.Field] = {
     "createdBy": serializers.CharField(),
     "created": serializers.DateTimeField(),
 }
-
-
-def _flow(request: Request, flow_group: str, flow_name: str) -> FlowConfig:
-    return flow_for(request.user, flow_group, flow_name)
 
 
 def _summary(version: FlowVersion) -> dict[str, Any]:
@@ -48,7 +45,7 @@ class FlowVersionsView(APIView):
         ),
     )
     def get(self, request: Request, flowGroup: str, flowName: str) -> Response:
-        flow = _flow(request, flowGroup, flowName)
+        flow = flow_for(request.user, flowGroup, flowName)
         return Response({"versions": [_summary(version) for version in versions.versions_of(flow)[:LISTED]]})
 
 
@@ -71,7 +68,7 @@ class FlowVersionView(APIView):
         ),
     )
     def get(self, request: Request, flowGroup: str, flowName: str, number: int) -> Response:
-        flow = _flow(request, flowGroup, flowName)
+        flow = flow_for(request.user, flowGroup, flowName)
         # A number past the column's range is no version (and would fail in the database).
         version = versions.versions_of(flow).filter(number=number).first() if number <= LARGEST else None
         if version is None:
@@ -90,9 +87,9 @@ class FlowVersionView(APIView):
         return Response(
             {
                 **_summary(version),
-                "spec": versions.redacted_spec(version.spec),
+                "spec": diffs.redacted_spec(version.spec),
                 "against": other.number if other is not None else None,
-                "diff": versions.diff(other, version).lines if other is not None else [],
+                "diff": diffs.diff(other, version).lines if other is not None else [],
             }
         )
 

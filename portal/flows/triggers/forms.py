@@ -1,5 +1,5 @@
 """The page's form of a flow's data triggers and freshness goal: it only shows; the checks are
-flows.trigger_services' (the API's too), their errors put beside the field they name."""
+flows.triggers.services' (the API's too), their errors put beside the field they name."""
 
 from __future__ import annotations
 
@@ -7,8 +7,9 @@ from typing import Any
 
 from django import forms
 
-from portal.flows.trigger_services import TriggerSettings
-from portal.flows.triggers import FRESHNESS_HELP, MAX_DEBOUNCE_SECONDS, FlowTrigger
+from portal.flows.triggers.goals import FRESHNESS_HELP
+from portal.flows.triggers.models import MAX_DEBOUNCE_SECONDS, FlowTrigger
+from portal.flows.triggers.services import TriggerSettings
 from portal.form_errors import ServiceErrorsMixin
 
 
