@@ -113,7 +113,7 @@ def _prune_executions(scope: Q, cutoff: datetime, limit: int, report: PruneRepor
             )
         )
         # Children first, one DELETE each, no row read into Python (see bulk.delete_rows):
-        # tests/unit/orchestration/test_retention.py checks no other table refers to them.
+        # tests/unit/orchestration/state/test_retention.py checks no other table refers to them.
         delete_rows(JobState.objects.filter(job__execution_id__in=ids))
         delete_rows(JobExecution.objects.filter(execution_id__in=ids))
         delete_rows(FlowExecution.objects.filter(pk__in=ids))

@@ -15,9 +15,9 @@ from portal.pipeline import run_job
 from portal.pipeline.destinations.commitplan import plan_commit
 from portal.pipeline.errors import ConfigError
 from portal.pipeline.jobspec import JobSpec
+from tests.unit.pipeline.sources.test_jdbc import _insert, _orders, _props, _rows
 
 from .helpers import NOW, publish, read, run_and_publish, spec, write_csv
-from .test_jdbc import _insert, _orders, _props, _rows
 
 
 def _types(plan: dict[str, list[dict[str, Any]]]) -> dict[str, set[str]]:

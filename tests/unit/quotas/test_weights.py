@@ -11,7 +11,7 @@ from portal.orchestration.models import JobExecution, JobStatus
 from portal.quotas.models import Quota
 from portal.topology.models import SpecExecutor
 from tests.factories import UserFactory
-from tests.unit.orchestration.test_quotas import finish, one_hop_flow, run, the_job
+from tests.unit.orchestration.control.test_quotas import finish, one_hop_flow, run, the_job
 from tests.unit.topology.helpers import executor, nodes
 
 pytestmark = pytest.mark.django_db

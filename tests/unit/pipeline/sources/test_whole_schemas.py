@@ -12,9 +12,8 @@ from pyspark.sql import SparkSession
 
 from portal.pipeline import run_job
 from portal.pipeline.destinations.commitplan import apply_commit_policy
-
-from .conftest import mysql
-from .helpers import publish, read, spec
+from tests.unit.pipeline.conftest import mysql
+from tests.unit.pipeline.helpers import publish, read, spec
 
 
 def run(spark: SparkSession, job: dict[str, Any], state: dict[str, dict[str, str]]) -> dict[str, dict]:

@@ -12,8 +12,7 @@ from pyspark.sql import SparkSession
 from portal.pipeline import run_job
 from portal.pipeline.destinations.commit_steps import CommitSequence
 from portal.pipeline.destinations.commitplan import plan_commit
-
-from .helpers import NOW, read, run_and_publish, spec, write_csv
+from tests.unit.pipeline.helpers import NOW, read, run_and_publish, spec, write_csv
 
 
 def _orders(pg: psycopg.Connection, table: str, rows: list[tuple[int, str, float, str]]) -> None:

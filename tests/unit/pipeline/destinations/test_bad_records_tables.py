@@ -16,9 +16,8 @@ from portal.pipeline import run_job
 from portal.pipeline.destinations.commit_steps import CommitSequence
 from portal.pipeline.destinations.commitplan import plan_commit
 from portal.pipeline.destinations.iceberg import load_catalog
-
-from .conftest import mysql
-from .helpers import NOW, spec, write_csv
+from tests.unit.pipeline.conftest import mysql
+from tests.unit.pipeline.helpers import NOW, spec, write_csv
 
 HEADER = "id,name,amount"
 # Six records: a short one (line 4) and a bad double (line 5) among four good ones.

@@ -15,10 +15,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from tests.unit.pipeline.conftest import mysql
+from tests.unit.pipeline.helpers import data_files, run_and_publish, spec
 from tests.values import COLUMNS, PARQUET, ROWS, assert_same_row, column_types, create_sql, texts
-
-from .conftest import mysql
-from .helpers import data_files, run_and_publish, spec
 
 JDBC = "portal.pipeline.sources.jdbc.JdbcSource"
 # Parquet's type for each column a JDBC read gives a type (the rest, an unconstrained numeric among

@@ -17,8 +17,7 @@ from portal.pipeline import run_job
 from portal.pipeline.destinations.commit_steps import CommitSequence, CommitStep
 from portal.pipeline.destinations.files_replace import MARKER, _sibling
 from portal.pipeline.errors import CommitConflictError
-
-from .helpers import NOW, data_files, publish, read, run_and_publish, spec, write_csv
+from tests.unit.pipeline.helpers import NOW, data_files, publish, read, run_and_publish, spec, write_csv
 
 
 def _props(tmp_path: Path, **extra: str) -> dict[str, str]:

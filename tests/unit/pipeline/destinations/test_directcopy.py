@@ -25,8 +25,7 @@ from portal.pipeline.jobspec import JobSpec
 from portal.pipeline.properties import Properties
 from portal.pipeline.sources.base import TextScan
 from portal.pipeline.sources.cdc import spark_type, staged_column
-
-from .helpers import spec
+from tests.unit.pipeline.helpers import spec
 
 KINDS = (
     "id int PRIMARY KEY, small int2, big int8, n numeric(20,6), wide numeric, f4 float4, f8 float8,"

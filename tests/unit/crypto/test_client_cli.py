@@ -14,7 +14,7 @@ import pytest
 from portal.crypto import client
 from portal.crypto.encrypted import WRAPPED_KEY_PROPERTY, decrypt_properties
 from portal.keys import services
-from tests.unit.keys.conftest import SECRET
+from tests.builders.keys import SECRET
 
 ROOT = Path(__file__).resolve().parents[3]
 

@@ -21,7 +21,7 @@ pytestmark = pytest.mark.django_db
 def _ticks_written_as_they_come_due(settings):
     """These stories count the ticks each pass turns into executions as they come
     due; ticks written ahead (SCHEDULER_LOOKAHEAD_SECONDS) have their own stories
-    in tests/unit/orchestration/test_ticks_ahead.py."""
+    in tests/unit/orchestration/control/test_ticks_ahead.py."""
     settings.SCHEDULER_LOOKAHEAD_SECONDS = 0
 
 

@@ -14,9 +14,8 @@ from pyspark.sql import SparkSession
 from portal.pipeline import run_job
 from portal.pipeline.destinations.commit_steps import CommitSequence
 from portal.pipeline.destinations.commitplan import plan_commit
-
-from .conftest import mysql
-from .helpers import NOW, publish, run_and_publish, spec, write_csv
+from tests.unit.pipeline.conftest import mysql
+from tests.unit.pipeline.helpers import NOW, publish, run_and_publish, spec, write_csv
 
 
 def _publish_orders(spark: SparkSession, tmp_path: Path, url: str, **extra: str) -> tuple[list[dict], str]:

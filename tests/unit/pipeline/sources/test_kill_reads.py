@@ -19,9 +19,8 @@ from pyspark.sql import SparkSession
 
 from portal.pipeline import run_job
 from portal.pipeline.cancelling import TAG_PREFIX
-
-from .conftest import mysql
-from .helpers import spec
+from tests.unit.pipeline.conftest import mysql
+from tests.unit.pipeline.helpers import spec
 
 SLEEP_PER_ROW = 40
 # Far below the statement's own two minutes, with room for a busy machine.

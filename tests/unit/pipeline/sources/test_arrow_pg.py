@@ -15,8 +15,7 @@ from pyspark.sql import DataFrame, SparkSession
 from portal.pipeline import landing, watermarks
 from portal.pipeline.properties import Properties
 from portal.pipeline.sources import arrow_pg
-
-from .helpers import read, run_and_publish, spec
+from tests.unit.pipeline.helpers import read, run_and_publish, spec
 
 TYPES = """
     id bigint PRIMARY KEY, price numeric(10,2), ratio numeric, big numeric(38,6), real_v real,

@@ -13,7 +13,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pyspark.sql import SparkSession
 
-from .helpers import NOW, data_files, run_and_publish, spec, write_csv
+from tests.unit.pipeline.helpers import NOW, data_files, run_and_publish, spec, write_csv
+
 from .test_jdbc import _props
 
 

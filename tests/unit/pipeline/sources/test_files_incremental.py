@@ -11,8 +11,7 @@ from pyspark.sql import SparkSession
 
 from portal.pipeline import run_job
 from portal.pipeline.destinations.commitplan import plan_commit
-
-from .helpers import NOW, read, run_and_publish, spec, write_csv
+from tests.unit.pipeline.helpers import NOW, read, run_and_publish, spec, write_csv
 
 HEADER = "id,name,amount"
 
@@ -132,7 +131,7 @@ def test_cli_runs_a_jobspec_file_and_prints_taskstates(tmp_path: Path) -> None:
         capture_output=True,
         text=True,
         timeout=300,
-        cwd=Path(__file__).resolve().parents[3],
+        cwd=Path(__file__).resolve().parents[4],
     )
     assert done.returncode == 0, done.stderr[-2000:]
     states = json.loads(done.stdout)

@@ -18,7 +18,7 @@ from portal.crypto.encrypted import (
 )
 from portal.crypto.errors import DecryptionError, WrappedKeyError
 from portal.crypto.master import MasterKeyRing, new_ring
-from tests.unit.keys.conftest import SECRET, flip_byte
+from tests.builders.keys import SECRET, flip_byte
 
 
 def tamper_enc(value: str, index: int = -1) -> str:

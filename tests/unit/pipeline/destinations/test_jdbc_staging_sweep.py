@@ -16,8 +16,7 @@ from portal.pipeline.destinations.jdbc import (
     staging_table_name,
 )
 from portal.pipeline.jobspec import JobSpec
-
-from .conftest import mysql
+from tests.unit.pipeline.conftest import mysql
 
 JOB = "shop_orders_copy"
 
