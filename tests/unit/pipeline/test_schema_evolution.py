@@ -13,7 +13,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from portal.pipeline.schemadrift import columns
-from tests.unit.pipeline.sources.test_whole_schemas import run
+from tests.builders.pipeline import run
 
 from .conftest import mysql
 from .helpers import read, spec

@@ -27,6 +27,7 @@ from portal.orchestration.state import statestore
 from portal.orchestration.worker import executor
 from portal.topology import services as topology
 from portal.topology.models import SpecExecutor
+from tests.builders.orchestration import jobs, play_worker
 from tests.unit.orchestration.factories import two_hop_flow
 
 pytestmark = pytest.mark.django_db
@@ -37,18 +38,6 @@ def launched(flow, user):
     process_actions()
     execution.refresh_from_db()
     return execution
-
-
-def jobs(execution) -> list[JobExecution]:
-    return list(execution.jobs.order_by("hop_index"))
-
-
-def play_worker(job: JobExecution, status: str = JobStatus.COMMITTED, **fields) -> None:
-    """What a worker does with a dispatched job: claim it, then report."""
-    claimed = executor.claim(job.pk, job.attempt, "test-worker")
-    assert claimed is not None
-    executor.report(claimed, job.attempt, status, **fields)
-    process_actions()
 
 
 def test_launch_compiles_the_flow_and_dispatches_only_the_first_hop(owner):

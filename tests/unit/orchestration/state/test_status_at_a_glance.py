@@ -18,8 +18,8 @@ from portal.orchestration import services
 from portal.orchestration.control.actions import process_actions
 from portal.orchestration.models import FINISHED_STATUSES, ExecutionStatus, FlowExecution, JobStatus
 from portal.orchestration.state import glance
+from tests.builders.orchestration import jobs, play_worker
 from tests.factories import FlowConfigFactory
-from tests.unit.orchestration.control.test_orchestrator import jobs, play_worker
 from tests.unit.orchestration.factories import T0_MS, FlowExecutionFactory, JobExecutionFactory, two_hop_flow
 
 pytestmark = pytest.mark.django_db

@@ -24,8 +24,8 @@ from portal.pipeline.destinations.files import FileDataWriter
 from portal.pipeline.jobspec import JobSpec
 from portal.pipeline.properties import Properties
 from portal.pipeline.sources.base import ArrowScan
+from tests.builders.pipeline import ROWS, TYPES
 from tests.unit.pipeline.helpers import data_files, read, run_and_publish, spec
-from tests.unit.pipeline.sources.test_arrow_pg import ROWS, TYPES
 
 
 @pytest.fixture

@@ -20,9 +20,9 @@ from portal.pipeline.jobcheck import job_property_problems
 from portal.pipeline.jobspec import JobSpec
 from portal.pipeline.properties import Properties
 from portal.pipeline.taskstate import SUCCEEDED
+from tests.builders.pipeline import run
 from tests.unit.pipeline.conftest import MYSQL_HOST, MYSQL_PORT, mysql
 from tests.unit.pipeline.helpers import spec
-from tests.unit.pipeline.sources.test_whole_schemas import run
 
 # Two tables of different shapes: each target must take its own table's columns.
 EU = "CREATE TABLE {name} (id BIGINT PRIMARY KEY, city VARCHAR(20), updated_at {ts})"

@@ -15,22 +15,8 @@ from pyspark.sql import DataFrame, SparkSession
 from portal.pipeline import landing, watermarks
 from portal.pipeline.properties import Properties
 from portal.pipeline.sources import arrow_pg
+from tests.builders.pipeline import ROWS, TYPES
 from tests.unit.pipeline.helpers import read, run_and_publish, spec
-
-TYPES = """
-    id bigint PRIMARY KEY, price numeric(10,2), ratio numeric, big numeric(38,6), real_v real,
-    double_v double precision, small_v smallint, int_v integer, flag boolean, name text,
-    code char(3), label varchar(20), uid uuid, doc jsonb, raw bytea, day date,
-    at_local timestamp, at_zone timestamptz
-"""
-ROWS = [
-    "(1, 12.34, 0.1234567890123456789, 12345678901234567890123456789012.123456, 1.5, 2.25, -3, 7, true,"
-    " 'ålesund', 'ab', 'x', 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11', '{\"k\": [1, 2]}', '\\x00ff',"
-    " '2024-02-29', '2024-03-31 02:30:00.123456', '2024-03-31 02:30:00+02')",
-    "(2, -0.01, -5.0000000000000000005, -1, -0.0, 1e300, 32767, -2147483648, false, '', NULL, '', NULL,"
-    " 'null', '', '0001-01-01', '1970-01-01 00:00:00', '1969-12-31 23:59:59.999999+00')",
-    "(3, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL)",
-]
 
 
 @pytest.fixture

@@ -12,66 +12,35 @@ from pyspark.sql import SparkSession
 from portal.pipeline import run_job
 from portal.pipeline.destinations.commit_steps import CommitSequence
 from portal.pipeline.destinations.commitplan import plan_commit
+from tests.builders.pipeline import create_orders, insert_orders, order_rows, orders_props
 from tests.unit.pipeline.helpers import NOW, read, run_and_publish, spec, write_csv
-
-
-def _orders(pg: psycopg.Connection, table: str, rows: list[tuple[int, str, float, str]]) -> None:
-    pg.execute(f"DROP TABLE IF EXISTS {table}")
-    pg.execute(
-        f"CREATE TABLE {table} (id bigint PRIMARY KEY, customer text, amount numeric(10,2), updated_at timestamp)"
-    )
-    _insert(pg, table, rows)
-
-
-def _insert(pg: psycopg.Connection, table: str, rows: list[tuple[int, str, float, str]]) -> None:
-    with pg.cursor() as cur:
-        cur.executemany(f"INSERT INTO {table} VALUES (%s, %s, %s, %s)", rows)  # noqa: S608 - test table
-
-
-def _rows(start: int, count: int, ts: str = "2024-01-01 00:00:00") -> list[tuple[int, str, float, str]]:
-    return [
-        (i, f"c{i % 3}", i * 1.5, f"{ts[:11]}{(i // 3600) % 24:02d}:{(i // 60) % 60:02d}:{i % 60:02d}")
-        for i in range(start, start + count)
-    ]
-
-
-def _props(db: dict[str, Any], tmp_path: Path, tables: str, **extra: str) -> dict[str, str]:
-    return {
-        "source.class": "portal.pipeline.sources.jdbc.JdbcSource",
-        "source.jdbc.url": db["url"],
-        "source.conn.username": db["user"],
-        "source.jdbc.tables": tables,
-        "extract.delta.fields": "updated_at",
-        "extract.primary.key.fields": "id",
-        "source.jdbc.num.partitions": "2",
-        "data.publisher.final.dir": str(tmp_path / "lake"),
-        **extra,
-    }
 
 
 def test_incremental_runs_and_a_skipped_table(
     spark: SparkSession, pg: psycopg.Connection, pg_database: dict[str, Any], tmp_path: Path
 ) -> None:
-    _orders(pg, "inc_a", _rows(1, 20))
-    _orders(pg, "inc_b", _rows(1, 5))
+    create_orders(pg, "inc_a", order_rows(1, 20))
+    create_orders(pg, "inc_b", order_rows(1, 5))
     watermarks: dict[str, str] = {}
-    states = run_and_publish(spark, spec(tmp_path, _props(pg_database, tmp_path, "inc_a,inc_b")), watermarks)
+    states = run_and_publish(
+        spark, spec(tmp_path, orders_props(pg_database, tmp_path, "inc_a,inc_b")), watermarks
+    )
     by = {s["dataset_urn"]: s for s in states}
     assert by["inc_a"]["records_extracted"] == 20 and by["inc_b"]["records_extracted"] == 5
     assert watermarks["inc_a"] == "2024-01-01 00:00:20"
     assert by["inc_a"]["stage_progress"]["jobs"] >= 1
 
-    _insert(pg, "inc_a", _rows(21, 3))
-    _insert(pg, "inc_b", _rows(6, 2))
+    insert_orders(pg, "inc_a", order_rows(21, 3))
+    insert_orders(pg, "inc_b", order_rows(6, 2))
     # Run 2 only pulls inc_a (inc_b is skipped); inc_b's watermark must survive.
     states = run_and_publish(
-        spark, spec(tmp_path, _props(pg_database, tmp_path, "inc_a"), execution_id=2), watermarks
+        spark, spec(tmp_path, orders_props(pg_database, tmp_path, "inc_a"), execution_id=2), watermarks
     )
     assert [(s["dataset_urn"], s["records_extracted"]) for s in states] == [("inc_a", 3)]
     assert watermarks["inc_b"] == "2024-01-01 00:00:05"
 
     states = run_and_publish(
-        spark, spec(tmp_path, _props(pg_database, tmp_path, "inc_a,inc_b"), execution_id=3), watermarks
+        spark, spec(tmp_path, orders_props(pg_database, tmp_path, "inc_a,inc_b"), execution_id=3), watermarks
     )
     assert {s["dataset_urn"]: s["records_extracted"] for s in states} == {"inc_a": 0, "inc_b": 2}
     a = read(spark, tmp_path / "lake" / "inc_a").collect()
@@ -83,18 +52,20 @@ def test_incremental_runs_and_a_skipped_table(
 def test_late_rows_are_caught_by_the_lookback_window_without_duplicates(
     spark: SparkSession, pg: psycopg.Connection, pg_database: dict[str, Any], tmp_path: Path
 ) -> None:
-    _orders(pg, "late", _rows(1, 10))  # updated_at 00:00:01 .. 00:00:10
+    create_orders(pg, "late", order_rows(1, 10))  # updated_at 00:00:01 .. 00:00:10
     plain_marks: dict[str, str] = {}
     look_marks: dict[str, str] = {}
-    plain = _props(pg_database, tmp_path / "plain", "late")
-    look = _props(pg_database, tmp_path / "look", "late", **{"extract.lookback": "5s"})
+    plain = orders_props(pg_database, tmp_path / "plain", "late")
+    look = orders_props(pg_database, tmp_path / "look", "late", **{"extract.lookback": "5s"})
     run_and_publish(spark, spec(tmp_path / "plain", plain), plain_marks)
     run_and_publish(spark, spec(tmp_path / "look", look), look_marks)
     assert plain_marks["late"] == "2024-01-01 00:00:10"
 
     # A transaction that stamped its row at 00:00:08 commits only now (after both runs read past it),
     # and a normal new row arrives.
-    _insert(pg, "late", [(100, "late", 1.0, "2024-01-01 00:00:08"), (11, "new", 2.0, "2024-01-01 00:00:11")])
+    insert_orders(
+        pg, "late", [(100, "late", 1.0, "2024-01-01 00:00:08"), (11, "new", 2.0, "2024-01-01 00:00:11")]
+    )
     run_and_publish(spark, spec(tmp_path / "plain", plain, execution_id=2), plain_marks)
     states = run_and_publish(spark, spec(tmp_path / "look", look, execution_id=2), look_marks)
 
@@ -113,12 +84,12 @@ def test_late_rows_are_caught_by_the_lookback_window_without_duplicates(
 def test_snapshot_mode_reads_the_whole_table_every_run(
     spark: SparkSession, pg: psycopg.Connection, pg_database: dict[str, Any], tmp_path: Path
 ) -> None:
-    _orders(pg, "snap", _rows(1, 4))
-    props = _props(pg_database, tmp_path, "snap", **{"extract.is.full": "true"})
+    create_orders(pg, "snap", order_rows(1, 4))
+    props = orders_props(pg_database, tmp_path, "snap", **{"extract.is.full": "true"})
     props.pop("extract.delta.fields")
     marks: dict[str, str] = {}
     first = run_and_publish(spark, spec(tmp_path, props), marks)
-    _insert(pg, "snap", _rows(5, 1))
+    insert_orders(pg, "snap", order_rows(5, 1))
     second = run_and_publish(spark, spec(tmp_path, props, execution_id=2), marks)
     assert first[0]["records_extracted"] == 4
     assert second[0]["records_extracted"] == 5
@@ -128,8 +99,10 @@ def test_snapshot_mode_reads_the_whole_table_every_run(
 def test_missing_watermark_column_fails_the_task_and_publishes_nothing(
     spark: SparkSession, pg: psycopg.Connection, pg_database: dict[str, Any], tmp_path: Path
 ) -> None:
-    _orders(pg, "nowm", _rows(1, 3))
-    job = spec(tmp_path, _props(pg_database, tmp_path, "nowm", **{"extract.delta.fields": "modified_at"}))
+    create_orders(pg, "nowm", order_rows(1, 3))
+    job = spec(
+        tmp_path, orders_props(pg_database, tmp_path, "nowm", **{"extract.delta.fields": "modified_at"})
+    )
     states = run_job(spark, job)
     assert states[0]["status"] == "FAILED"
     assert "watermark column 'modified_at'" in states[0]["error"] and "'nowm'" in states[0]["error"]
@@ -148,7 +121,7 @@ def test_failure_in_the_middle_range_keeps_the_watermark_at_the_last_completed_r
             "INSERT INTO ranged VALUES (%s, %s, %s)",
             [(i, i, "x" if i == 15 else str(i)) for i in range(1, 31)],
         )
-    props = _props(
+    props = orders_props(
         pg_database,
         tmp_path,
         "ranged",
@@ -226,9 +199,9 @@ def test_first_run_of_a_table_whose_rows_share_one_watermark_value_reads_them(
 ) -> None:
     # min = max of the watermark column: the range split has no inner boundary, the run must still
     # read (None, max] instead of planning nothing (the rows would wait for a second distinct value).
-    _orders(pg, "one_ts", [(1, "a", 1.0, "2024-01-01 00:00:00"), (2, "b", 2.0, "2024-01-01 00:00:00")])
+    create_orders(pg, "one_ts", [(1, "a", 1.0, "2024-01-01 00:00:00"), (2, "b", 2.0, "2024-01-01 00:00:00")])
     marks: dict[str, str] = {}
-    states = run_and_publish(spark, spec(tmp_path, _props(pg_database, tmp_path, "one_ts")), marks)
+    states = run_and_publish(spark, spec(tmp_path, orders_props(pg_database, tmp_path, "one_ts")), marks)
     assert [(s["status"], s["records_extracted"]) for s in states] == [("SUCCEEDED", 2)]
     assert marks["one_ts"] == "2024-01-01 00:00:00"
     assert sorted(r.id for r in read(spark, tmp_path / "lake" / "one_ts").collect()) == [1, 2]

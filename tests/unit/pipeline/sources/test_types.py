@@ -13,9 +13,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pyspark.sql import SparkSession
 
+from tests.builders.pipeline import orders_props
 from tests.unit.pipeline.helpers import NOW, data_files, run_and_publish, spec, write_csv
-
-from .test_jdbc import _props
 
 
 def test_jdbc_timestamps_reach_pyarrow_with_their_utc_marker(
@@ -24,7 +23,7 @@ def test_jdbc_timestamps_reach_pyarrow_with_their_utc_marker(
     pg.execute("DROP TABLE IF EXISTS departures")
     pg.execute("CREATE TABLE departures (id bigint PRIMARY KEY, dep timestamptz)")
     pg.execute("INSERT INTO departures VALUES (1, '2013-03-01 05:00:00+00'), (2, '2013-03-01 07:30:00+02')")
-    props = _props(pg_database, tmp_path, "departures", **{"extract.delta.fields": "dep"})
+    props = orders_props(pg_database, tmp_path, "departures", **{"extract.delta.fields": "dep"})
     assert run_and_publish(spark, spec(tmp_path, props), {})[0]["status"] == "SUCCEEDED"
 
     files = data_files(tmp_path / "lake" / "departures")

@@ -10,22 +10,9 @@ from typing import Any
 import psycopg
 from pyspark.sql import SparkSession
 
-from portal.pipeline import run_job
-from portal.pipeline.destinations.commitplan import apply_commit_policy
+from tests.builders.pipeline import run
 from tests.unit.pipeline.conftest import mysql
-from tests.unit.pipeline.helpers import publish, read, spec
-
-
-def run(spark: SparkSession, job: dict[str, Any], state: dict[str, dict[str, str]]) -> dict[str, dict]:
-    """One run as the orchestrator does it: previous watermarks and schemas in, commit, state out."""
-    job["previous_watermarks"] = dict(state["watermarks"])
-    job["previous_schemas"] = dict(state["schemas"])
-    states = run_job(spark, job)
-    publish(job, states, state["watermarks"])
-    for task in apply_commit_policy(job, states):
-        if task["committed"] and task.get("source_schema"):
-            state["schemas"][task["dataset_urn"]] = task["source_schema"]
-    return {s["dataset_urn"]: s for s in states}
+from tests.unit.pipeline.helpers import read, spec
 
 
 def _table(pg: psycopg.Connection, name: str, ids: range, watermark: str = "updated_at") -> None:
