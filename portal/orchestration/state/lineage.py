@@ -377,7 +377,8 @@ def sender() -> Sender:
 
 
 def as_json(event: RunEvent) -> dict[str, Any]:
-    return json.loads(Serde.to_json(event))
+    document: dict[str, Any] = json.loads(Serde.to_json(event))
+    return document
 
 
 # --- what the dataset pages read --------------------------------------------------------
