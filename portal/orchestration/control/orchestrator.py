@@ -118,7 +118,7 @@ def _previous_outcome(execution: FlowExecution) -> bool | None:
     return None if previous is None else previous == ExecutionStatus.COMMITTED
 
 
-def _set_job(job: JobExecution, status: str, message: str | None = None, **fields) -> None:
+def _set_job(job: JobExecution, status: str, message: str | None = None, **fields: object) -> None:
     ended_a_run = job.status == JobStatus.RUNNING and status != JobStatus.RUNNING
     attempt = job.attempt
     job.status, job.status_rank = status, JOB_STATUS_RANK[status]
