@@ -10,10 +10,18 @@ import pytest
 from django.test import Client
 
 from portal.orchestration.models import DatasetState, LineageEdge
+from portal.topology import services
 from tests.factories import FlowConfigFactory
 from tests.unit.orchestration.factories import FlowExecutionFactory, JobExecutionFactory
 
 pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def lake(db):
+    """The files node whose root holds every folder of these stories."""
+    return services.create_data_node({"name": "lake", "kind": "files", "properties": {"path": "/lake"}})
+
 
 SEEN = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 
@@ -60,12 +68,13 @@ def test_the_dataset_page_tells_its_source_its_destination_and_who_reads_it(owne
     page = browser.get(f"/monitoring/datasets/team/clean/copy/{state.dataset_urn}/").content.decode()
 
     assert "This dataset:" not in page
-    assert "/lake/landing/orders" in section(page, "lineage-source")
+    assert "lake:landing/orders" in section(page, "lineage-source")  # relative to the node's root
     assert "team/ingest" in section(page, "fed-by")  # which flow writes its source
     delivered = section(page, "delivered-to")
-    assert "/lake/clean/orders" in delivered and "/lake/landing" not in delivered
+    assert "lake:clean/orders" in delivered and "landing" not in delivered
     readers = section(page, "feeds")
-    assert "team/report" in readers and "/lake/marts/orders" in readers
+    assert "team/report" in readers and "lake:marts/orders" in readers
+    assert "/lake/" not in page  # no server path for a user who is not staff
     assert "team/clean" not in readers  # its own job is not its own consumer
 
 
@@ -75,6 +84,15 @@ def test_a_dataset_whose_job_delivered_nothing_yet_says_so(owner):
     browser = Client()
     browser.force_login(owner)
     page = browser.get(f"/monitoring/datasets/team/clean/copy/{state.dataset_urn}/").content.decode()
-    assert "/lake/landing/orders" in section(page, "lineage-source")
+    assert "lake:landing/orders" in section(page, "lineage-source")
     assert "No committed run of this job has delivered it yet." in page
     assert "No committed run has read what it delivered yet." in page
+
+
+def test_staff_read_the_server_paths(owner):
+    state = flow_reading(owner, "clean", "/lake/landing/orders", "/lake/clean/orders")
+    browser = Client()
+    browser.force_login(type(owner).objects.create(username="stella", is_staff=True))
+    page = browser.get(f"/monitoring/datasets/team/clean/copy/{state.dataset_urn}/").content.decode()
+    assert "/lake/landing/orders" in section(page, "lineage-source")
+    assert "/lake/clean/orders" in section(page, "delivered-to")
