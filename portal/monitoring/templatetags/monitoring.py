@@ -7,6 +7,7 @@ from django import template
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import format_html
+from django.utils.timesince import timesince
 
 from portal.events.links import execution_path
 from portal.flows.capture import captures_changes
@@ -48,6 +49,20 @@ def for_how_long(since) -> str:
     if since is None:
         return "—"
     return format_duration(max(0.0, (timezone.now() - since).total_seconds()))
+
+
+@register.filter
+def ago(moment) -> str:
+    """``5 minutes ago``, ``12 s ago`` under a minute (``timesince`` says "0 minutes"), ``just
+    now`` under a second; "—" for none."""
+    if moment is None:
+        return "—"
+    seconds = (timezone.now() - moment).total_seconds()
+    if seconds < 1:
+        return "just now"
+    if seconds < 60:
+        return f"{int(seconds)} s ago"
+    return f"{timesince(moment)} ago"
 
 
 @register.filter
