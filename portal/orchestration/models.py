@@ -502,6 +502,15 @@ class CommitStepRecord(models.Model):
         return f"{self.dataset} #{self.position} {self.step.get('type', '?')}"
 
 
+class TryCause(models.TextChoices):
+    """Why a try (an attempt) of a job began."""
+
+    FIRST = "", "first try"
+    RETRY = "RETRY", "retry after a failure"
+    REDELIVERY = "REDELIVERY", "redelivered: its worker stopped"
+    RESUME = "RESUME", "resumed by hand"
+
+
 class JobState(models.Model):
     """Gobblin's JobState of one run (one attempt of a JobExecution): when
     it ran, where, how it ended, and what became of each dataset — committed,
@@ -510,6 +519,8 @@ class JobState(models.Model):
 
     job = models.ForeignKey(JobExecution, on_delete=models.CASCADE, related_name="run_states")
     attempt = models.PositiveIntegerField()
+    # Why this try began (orchestration.state.tries): the tries of a job are its history.
+    cause = models.CharField(max_length=16, choices=TryCause.choices, blank=True, default=TryCause.FIRST)
     worker = models.CharField(max_length=200, blank=True)
     status = models.CharField(max_length=16, choices=JobStatus.choices, default=JobStatus.RUNNING)
     message = models.TextField(blank=True)

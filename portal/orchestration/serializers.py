@@ -19,7 +19,7 @@ from rest_framework import serializers
 
 from portal.orchestration import outputs, redaction, status
 from portal.orchestration.models import ExecutionStatus, FlowExecution, JobExecution, JobStatus
-from portal.orchestration.state import statestore
+from portal.orchestration.state import statestore, tries
 from portal.pipeline.destinations.published import FILES, ICEBERG, JDBC
 
 
@@ -119,6 +119,19 @@ class CamelCaseDictField(serializers.DictField):
         return _camel_keys(value) if isinstance(value, dict) else {}
 
 
+class TrySerializer(serializers.Serializer):
+    """One try of a job (orchestration.state.tries)."""
+
+    attempt = serializers.IntegerField()
+    cause = serializers.CharField(help_text="Why it began: first try, retry, redelivery or resume.")
+    status = serializers.CharField(help_text="How it ended, or PENDING/ORCHESTRATED/RUNNING while current.")
+    worker = serializers.CharField(help_text="The worker that ran it; empty when none claimed it.")
+    startTime = EpochMillisField(source="started_at", help_text="Null while queued.")
+    endTime = EpochMillisField(source="ended_at")
+    message = ShownTextField(help_text="Why it ended so (its error when it failed).")
+    current = serializers.BooleanField()
+
+
 class JobStatusSerializer(serializers.Serializer):
     flowName = serializers.CharField(source="execution.flow_name", read_only=True)
     flowGroup = serializers.CharField(source="execution.flow_group", read_only=True)
@@ -150,6 +163,10 @@ class JobStatusSerializer(serializers.Serializer):
         read_only=True, help_text="Every dispatch (retry, resume or redelivery) is a new attempt."
     )
     retries = serializers.IntegerField(read_only=True)
+    tries = serializers.SerializerMethodField(
+        help_text="Its kept tries, first first: each retry, redelivery (its worker died) or resume "
+        "is a new try, with why it began, its worker, times, status and reason."
+    )
     maxRetries = serializers.IntegerField(source="max_retries", read_only=True)
     sparkUiUrl = serializers.SerializerMethodField(
         help_text="The portal's address of the Spark UI of the job's driver, while the job runs, for "
@@ -168,6 +185,10 @@ class JobStatusSerializer(serializers.Serializer):
     driverLogExcerpt = ShownTextField(
         source="driver_log_excerpt", help_text="The tail of the job's Spark driver log."
     )
+
+    @extend_schema_field(TrySerializer(many=True))
+    def get_tries(self, job: JobExecution) -> list[dict[str, Any]]:
+        return list(TrySerializer(tries.tries_of(job), many=True, context=self.context).data)
 
     @extend_schema_field(serializers.CharField())
     def get_sparkUiUrl(self, job: JobExecution) -> str:

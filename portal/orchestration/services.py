@@ -21,13 +21,14 @@ from portal.orchestration.control.commands import (
     run_now,
     skipped_because,
 )
-from portal.orchestration.state.backfills import backfill_preview, backfill_refusal
+from portal.orchestration.state.backfills import backfill_estimate, backfill_preview, backfill_refusal
 
 __all__ = [
     "CURRENT",
     "RAN",
     "RERUNNABLE_JOB_STATUSES",
     "NotAllowedNow",
+    "backfill_estimate",
     "backfill_preview",
     "backfill_refusal",
     "can_kill",

@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import cached_property
 from typing import Any
 
 from django.core.exceptions import PermissionDenied
@@ -35,6 +36,7 @@ from portal.orchestration.models import (
     JobExecution,
     JobStatus,
 )
+from portal.orchestration.state import tries as job_tries
 
 # flowExecutionId is a signed 64-bit column; a larger number cannot name one
 # (and would overflow the database driver instead of missing).
@@ -135,7 +137,7 @@ def visible_flow(user, flow_group: str, flow_name: str, action: str = access.VIE
 
 
 def _with_jobs(queryset: QuerySet[FlowExecution]) -> QuerySet[FlowExecution]:
-    return queryset.prefetch_related("jobs")
+    return queryset.prefetch_related("jobs", "jobs__run_states")  # with their tries
 
 
 def find_execution(
@@ -264,6 +266,11 @@ class DagJob:
     def spark(self) -> SparkPanel | None:
         return spark_panel(self.job)
 
+    @cached_property
+    def tries(self) -> list[job_tries.Try]:
+        """Its tries, first first (orchestration.state.tries)."""
+        return job_tries.tries_of(self.job)
+
 
 def spark_ui_path(job: JobExecution) -> str:
     """The proxy's address of `job`'s Spark UI while the job runs on a worker that recorded a web
@@ -353,7 +360,7 @@ def dag_by_hop(execution: FlowExecution, *, spark_ui: bool = False) -> list[DagH
     """The execution's jobs grouped by hop, each with its children, parents
     before children (the order the orchestrator dispatches them in); with
     their Spark UI links when `spark_ui` (the reader passed can_see_spark_ui)."""
-    jobs = sorted(execution.jobs.all(), key=lambda j: (j.hop_index, j.job_name))
+    jobs = sorted(execution.jobs.prefetch_related("run_states"), key=lambda j: (j.hop_index, j.job_name))
     children: dict[str, list[str]] = {job.job_name: [] for job in jobs}
     for job in jobs:
         for parent in job.parents or []:

@@ -348,12 +348,14 @@ def flow_backfill(request: HttpRequest, flow_group: str, flow_name: str) -> Http
     initial = {"dataset": request.GET.get("dataset", ""), "high": request.GET.get("high", "")}
     form = BackfillForm(request.POST if posted else None, initial=initial)
     preview: list[dict[str, str]] = []
+    estimate = None
     if posted and form.is_valid() and "preview" in request.POST:
         [(urn, span)] = form.backfill().items()
         if reason := services.backfill_refusal(flow, urn, span["low"], str(span["high"])):
             form.add_error(None, reason)
         else:
             preview = services.backfill_preview(flow, urn, span["low"], str(span["high"]))
+            estimate = services.backfill_estimate(flow, urn, span["low"], str(span["high"]))
     elif posted and form.is_valid():
         try:
             execution = services.run_now(flow, user=request.user, backfill=form.backfill())
@@ -373,7 +375,6 @@ def flow_backfill(request: HttpRequest, flow_group: str, flow_name: str) -> Http
     listed = [
         {
             **d,
-            "shown": backfill_bounds.shown(d["watermark"]),
             "bound": backfill_bounds.as_bound(d["watermark"]),
         }
         for d in datasets
@@ -384,6 +385,7 @@ def flow_backfill(request: HttpRequest, flow_group: str, flow_name: str) -> Http
         "datasets": listed,
         "more": len(datasets) == BACKFILL_DATASETS_SHOWN,
         "preview": preview,
+        "estimate": estimate,
     }
     status_code = 400 if posted and form.errors else 200
     return render(request, "orchestration/flow_backfill.html", context, status=status_code)

@@ -42,13 +42,30 @@ def bound_key(text: str | None) -> tuple[str, object] | None:
     return "time", moment if moment.tzinfo else moment.replace(tzinfo=dt.UTC)
 
 
-def shown(watermark: str | None) -> str:
-    """A watermark as a person reads it (a files watermark as its time and file)."""
+SHORT_NAME = 36  # a file name longer than this is shown with its middle left out
+
+
+def short_name(path: str) -> str:
+    """A file's name without its folders, its middle left out when long:
+    ``part-00001-3f2a…c000.snappy.parquet``."""
+    name = path.rstrip("/").rsplit("/", 1)[-1]
+    if len(name) <= SHORT_NAME:
+        return name
+    half = (SHORT_NAME - 1) // 2
+    return f"{name[:half]}…{name[-half:]}"
+
+
+def shown(watermark: str | None, *, short: bool = False) -> str:
+    """A watermark as a person reads it (a files watermark as its modification time and file,
+    the file's name shortened when ``short``; its raw form is for a hover or a detail)."""
     value = watermarks.value_of(watermark) or ""
     files = _FILES.match(value)
     if files:
         moment = dt.datetime.fromtimestamp(int(files.group(1)) / 1000, dt.UTC)
-        return f"{moment.isoformat(timespec='seconds').replace('+00:00', 'Z')} ({files.group(2) or 'file'})"
+        name = files.group(2) or "file"
+        if short:
+            return f"{moment:%Y-%m-%d %H:%M:%S} UTC, {short_name(name)}"
+        return f"{moment.isoformat(timespec='seconds').replace('+00:00', 'Z')} ({name})"
     return value
 
 

@@ -14,7 +14,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from portal.api_fields import StrictCharField
-from portal.topology import connections, grants
+from portal.topology import connections, grants, nodefields
 from portal.topology.models import DataNode
 
 
@@ -119,6 +119,7 @@ class TestConnectionView(APIView):
         """Test connection: files, the root exists and is readable; JDBC, connect and list the schemas."""
         node = _usable_node(request, name)
         result = connections.test_connection(node, **_credentials(request))
+        result.message = nodefields.without_root(request.user, node, result.message)
         return Response(ConnectionResultSerializer(result).data)
 
 
@@ -133,6 +134,7 @@ class DiscoverView(APIView):
         """The tables (JDBC) or data files (files) the node holds, with their columns and types."""
         node = _usable_node(request, name)
         found = connections.discover(node, **_credentials(request))
+        found.message = nodefields.without_root(request.user, node, found.message)
         return Response(DiscoverySerializer(found).data)
 
 

@@ -11,6 +11,7 @@ masked to everyone else."""
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -20,7 +21,7 @@ from django.db.models import Q
 from portal.crypto.secretnames import names_secret
 from portal.pipeline import nodekinds, propertyrules
 from portal.pipeline.nodekinds import NodeKind
-from portal.topology import credentials
+from portal.topology import credentials, reach
 from portal.topology.models import DataNode, DataNodeGrant
 
 
@@ -150,9 +151,39 @@ class CredentialView:
 
     def page_properties(self, node: DataNode) -> dict[str, Any]:
         """As :meth:`properties`, for a page a person reads: an owner's ENC(...) values and wrapped
-        key are said in words, not shown as blobs (the API keeps them whole, to send back)."""
-        shown = self.properties(node)
-        return {key: _in_words(key, value) for key, value in shown.items()}
+        key are said in words, not shown as blobs (the API keeps them whole, to send back); the
+        server's folder a files or Iceberg node lives in is staff's to see (the server's layout):
+        everyone else reads paths relative to the node's root, as its flows and outputs name them."""
+        shown = {key: _in_words(key, value) for key, value in self.properties(node).items()}
+        staff = bool(getattr(self.user, "is_staff", False))
+        key = ROOT_KEYS.get(node.kind)
+        if not staff and key and _on_the_server(shown.get(key)):
+            shown[key] = SERVER_ROOT
+        return shown
+
+
+# The property holding a node's root, by kind; a root on the server's disk is shown to staff only.
+ROOT_KEYS: dict[str, str] = {DataNode.Kind.FILES: "path", DataNode.Kind.ICEBERG: "warehouse"}
+SERVER_ROOT = "(a folder on the portal's server: its path is shown to staff; flows name paths inside it)"
+
+
+def without_root(user: Any, node: DataNode, text: str) -> str:
+    """`text` (a connection test's or discovery's message) with the node's server folder said as
+    "the node's root" for anyone but staff."""
+    key = ROOT_KEYS.get(node.kind)
+    root = (node.properties or {}).get(key) if key else None
+    if getattr(user, "is_staff", False) or not _on_the_server(root):
+        return text
+    local = reach.node_root(str(root))
+    for spelling in sorted({local.rstrip("/"), os.path.realpath(local).rstrip("/")}, key=len, reverse=True):
+        if len(spelling) > 1:
+            text = text.replace(spelling, "the node's root")
+    return text[:1].upper() + text[1:] if text.startswith("the node's root") else text
+
+
+def _on_the_server(value: Any) -> bool:
+    """A local path (``/srv/lake``, ``file:/srv/lake``), not an object store's address (``s3a://…``)."""
+    return isinstance(value, str) and (value.startswith("/") or value.startswith("file:"))
 
 
 def _in_words(key: str, value: Any) -> Any:

@@ -411,6 +411,7 @@ def datanode_answer_request(request: AuthenticatedRequest, name: str, request_id
 def datanode_test(request: HttpRequest, name: str) -> HttpResponse:
     node = _usable_node(request, name)
     result = connections.test_connection(node, **_typed_credentials(request))
+    result.message = nodefields.without_root(request.user, node, result.message)
     return render(request, "topology/partials/connection_result.html", {"node": node, "result": result})
 
 
@@ -419,6 +420,7 @@ def datanode_test(request: HttpRequest, name: str) -> HttpResponse:
 def datanode_discover(request: HttpRequest, name: str) -> HttpResponse:
     node = _usable_node(request, name)
     found = connections.discover(node, **_typed_credentials(request))
+    found.message = nodefields.without_root(request.user, node, found.message)
     return render(request, "topology/partials/discovery.html", {"node": node, "found": found})
 
 

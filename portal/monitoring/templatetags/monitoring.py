@@ -6,12 +6,14 @@ from __future__ import annotations
 from django import template
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.html import format_html
+from django.utils.timesince import timesince
 
 from portal.events.links import execution_path
 from portal.flows.capture import captures_changes
 from portal.monitoring import history, subscriptions
 from portal.monitoring.charts import format_count, format_duration
-from portal.pipeline import backfills
+from portal.pipeline import backfills, watermarks
 
 register = template.Library()
 
@@ -50,6 +52,20 @@ def for_how_long(since) -> str:
 
 
 @register.filter
+def ago(moment) -> str:
+    """``5 minutes ago``, ``12 s ago`` under a minute (``timesince`` says "0 minutes"), ``just
+    now`` under a second; "—" for none."""
+    if moment is None:
+        return "—"
+    seconds = (timezone.now() - moment).total_seconds()
+    if seconds < 1:
+        return "just now"
+    if seconds < 60:
+        return f"{int(seconds)} s ago"
+    return f"{timesince(moment)} ago"
+
+
+@register.filter
 def count(value: float | None) -> str:
     return "—" if value is None else format_count(value)
 
@@ -66,11 +82,18 @@ def flow_chart(flow_group: str, flow_name: str) -> dict:
     return history.flow_chart_context(flow_group, flow_name)
 
 
-@register.filter
-def watermark_value(watermark: str | None) -> str:
-    """A watermark as a person reads it: a look-back one as its value (not its hashes), a files one
-    as the time of the newest file read and its name (not ``001796348793911:part-…``)."""
-    return backfills.shown(watermark)
+@register.simple_tag
+def watermark(stored: str | None, limit: int = 0) -> str:
+    """``{% watermark state.watermark %}``: the watermark as a person reads it, short (a files one
+    as its file's modification time and shortened name), its raw value on hover; "—" when none."""
+    value = backfills.shown(stored, short=True)
+    if not value:
+        return "—"
+    text = value if not limit or len(value) <= limit else value[: limit - 1] + "…"
+    raw = watermarks.value_of(stored) or ""
+    if raw == text:
+        return format_html("<code>{}</code>", text)
+    return format_html('<code title="{}" data-raw="{}">{}</code>', raw, raw, text)
 
 
 @register.inclusion_tag("monitoring/partials/flow_subscription.html", takes_context=True)

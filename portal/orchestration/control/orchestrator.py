@@ -48,10 +48,12 @@ from portal.orchestration.models import (
     JobExecution,
     JobState,
     JobStatus,
+    TryCause,
     delivered,
     delivered_text,
 )
 from portal.orchestration.signals import job_run_changed
+from portal.orchestration.state import tries
 from portal.orchestration.state.glance import note_run
 from portal.quotas.services import QuotaExceeded
 
@@ -118,9 +120,15 @@ def _previous_outcome(execution: FlowExecution) -> bool | None:
     return None if previous is None else previous == ExecutionStatus.COMMITTED
 
 
-def _set_job(job: JobExecution, status: str, message: str | None = None, **fields: object) -> None:
+def _set_job(
+    job: JobExecution, status: str, message: str | None = None, *, cause: str = "", **fields: object
+) -> None:
+    """Move `job` to `status`; a new `attempt` among `fields` begins a try (`cause`: a TryCause),
+    after the last one is closed as it stood (orchestration.state.tries)."""
     ended_a_run = job.status == JobStatus.RUNNING and status != JobStatus.RUNNING
     attempt = job.attempt
+    if "attempt" in fields and attempt:
+        tries.close(job, attempt)
     job.status, job.status_rank = status, JOB_STATUS_RANK[status]
     if message is not None:
         job.message = message[:4000]
@@ -133,6 +141,8 @@ def _set_job(job: JobExecution, status: str, message: str | None = None, **field
     for name, value in fields.items():
         setattr(job, name, value)
     job.save()
+    if "attempt" in fields and attempt:
+        tries.open_next(job, job.attempt, cause)
     if ended_a_run:  # its worker died or it was cut off: the attempt's run ends here (lineage)
         ended = status if status in (JobStatus.CANCELLED, JobStatus.COMMITTED) else JobStatus.FAILED
         job_run_changed.send(sender=JobExecution, job=job, status=ended, attempt=attempt)
@@ -347,6 +357,7 @@ def _retry_or_keep(execution: FlowExecution, job: JobExecution) -> bool:
         job,
         JobStatus.PENDING,
         f"Retry {job.retries + 1} of {job.max_retries} in {delay:g}s after: {job.message}",
+        cause=TryCause.RETRY,
         attempt=job.attempt + 1,
         retries=job.retries + 1,
         not_before=not_before,
@@ -463,6 +474,7 @@ def resume(action: Action) -> None:
                 job,
                 JobStatus.PENDING,
                 "Resumed.",
+                cause=TryCause.RESUME,
                 attempt=job.attempt + 1,
                 retries=0,
                 redeliveries=0,
@@ -614,6 +626,7 @@ def sweep_lost_jobs() -> int:
                         JobStatus.PENDING,
                         f"Worker {job.worker} stopped heartbeating; redelivering "
                         f"({job.redeliveries + 1} of {settings.JOB_MAX_REDELIVERIES}).",
+                        cause=TryCause.REDELIVERY,
                         attempt=job.attempt + 1,
                         redeliveries=job.redeliveries + 1,
                         lease_until=None,

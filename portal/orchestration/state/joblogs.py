@@ -128,7 +128,8 @@ class JobLog:
         self.write(
             f"task {state['task_id']} {state['dataset_urn']} {state['status']}: "
             f"{state.get('records_extracted', 0)} extracted, watermark "
-            f"{state.get('low_watermark')} -> {state.get('actual_high_watermark')}"
+            f"{_bound(state.get('low_watermark'), 'the first record')} -> "
+            f"{_bound(state.get('actual_high_watermark'), 'none')}"
             f"{f' [{branches}]' if branches else ''}{error}",
             "ERROR" if failed else "INFO",
         )
@@ -235,3 +236,9 @@ def attempt_error(job: JobExecution, attempt: int, sections: list[LogSection]) -
         return None
     worker = next((s.text for s in sections if s.kind == "worker"), "")
     return AttemptError(message, logview.apply(worker, logview.LogFilter(level="ERROR")))
+
+
+def _bound(watermark: object, missing: str) -> str:
+    """A task's watermark in a log line: words for none (a backfill from the first record reads no
+    low watermark), never Python's ``None``."""
+    return missing if watermark is None or watermark == "" else str(watermark)

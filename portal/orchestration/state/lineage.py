@@ -467,17 +467,33 @@ def fed(dataset: Dataset) -> list[LineageEdge]:
 
 
 def neighbours(state: Any, visible: Callable[[str, str], bool] | None = None) -> dict[str, Any]:
-    """The dataset pages' lineage: the dataset a state row reads, what feeds it and what it
-    feeds, keeping only the edges of flows `visible` says the viewer may see."""
-    dataset = dataset_of_state(state)
-    if dataset is None:
-        return {"lineage_dataset": None, "upstream": [], "downstream": []}
+    """The dataset page's lineage, of the dataset itself: a state row is one dataset of one job,
+    which reads it from its source (`lineage_source`, fed by `upstream`) and delivers it
+    (`delivered_to`, this job's own recorded edges); `downstream` is what reads what it delivered,
+    on. Only the edges of flows `visible` says the viewer may see are kept."""
+    source = dataset_of_state(state)
+    if source is None:
+        return {"lineage_source": None, "upstream": [], "delivered_to": [], "downstream": []}
 
     def shown(edges: list[LineageEdge]) -> list[LineageEdge]:
         return [e for e in edges if visible is None or visible(e.flow_group, e.flow_name)]
 
+    own = Q(flow_group=state.flow_group, flow_name=state.flow_name, job_name=state.job_name)
+    delivered = list(
+        LineageEdge.objects.filter(own, source_namespace=source.namespace, source_name=source.name).order_by(
+            "target_namespace", "target_name"
+        )[:MAX_EDGES]
+    )
+    downstream: list[LineageEdge] = []
+    seen: set[int] = {e.pk for e in delivered}
+    for target in dict.fromkeys(Dataset(e.target_namespace, e.target_name) for e in delivered):
+        for edge in fed(target):
+            if edge.pk not in seen:
+                seen.add(edge.pk)
+                downstream.append(edge)
     return {
-        "lineage_dataset": dataset,
-        "upstream": shown(feeding(dataset)),
-        "downstream": shown(fed(dataset)),
+        "lineage_source": source,
+        "upstream": shown(feeding(source)),
+        "delivered_to": delivered,
+        "downstream": shown(downstream[:MAX_EDGES]),
     }

@@ -110,6 +110,18 @@ def test_the_flow_status_is_the_last_execution_with_its_job_statuses(api, flow, 
         "executor": "x1",
         "attempt": 1,
         "retries": 0,
+        "tries": [
+            {
+                "attempt": 1,
+                "cause": "first try",
+                "status": "COMMITTED",
+                "worker": "",
+                "startTime": ms(T0),
+                "endTime": ms(T0 + timedelta(minutes=2)),
+                "message": "1 task(s), 120 record(s) delivered (130 read, 10 rejected).",
+                "current": True,
+            }
+        ],
         "maxRetries": 0,
         "sparkUiUrl": "",
         "progress": {},

@@ -224,9 +224,9 @@ def test_the_dataset_page_tells_what_feeds_the_dataset_and_what_it_feeds_hop_by_
     feeds = page[page.index('data-test="feeds"') :]
     feeds = feeds[: feeds.index("</ul>")]
     # a → b by the first hop, then b → c by the second: both told, in that order.
-    assert feeds.index("var/data/b/demo/a-to-c") < feeds.index("var/data/c/demo/a-to-c")
-    assert first.job_name in feeds and second.job_name in feeds
-    assert "No recorded run writes it" in page  # nothing in the portal writes a
+    assert feeds.index("b:demo/a-to-c") < feeds.index("c:demo/a-to-c")  # relative to the nodes' roots
+    assert second.job_name in feeds and "b:demo/a-to-c" in page[page.index('data-test="delivered-to"') :]
+    assert "No recorded run writes the source" in page  # nothing in the portal writes a
     staff = Client()
     staff.force_login(type(owner).objects.create(username="root", is_staff=True))
     assert 'data-test="feeds"' in staff.get(f"/state/{state.pk}/").content.decode()
