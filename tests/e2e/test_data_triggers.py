@@ -40,7 +40,7 @@ def test_alice_chains_two_flows_and_runs_one_from_a_script(page, logged_in, lake
     expect(page.locator('[data-test="runs-when"]')).to_contain_text("e2e/numbers commits")
     expect(page.locator("#flow-triggers")).to_contain_text("committed within 2h")
     page.goto("/flows/e2e/numbers/")
-    expect(page.locator('[data-test="feeds"]')).to_contain_text("feeds e2e/numbers-report")
+    expect(page.locator('[data-test="feeds"]')).to_contain_text("e2e/numbers-report")
 
     page.goto("/flows/e2e/numbers-report/triggers/")
     page.get_by_role("button", name="Create a webhook token").click()
