@@ -21,6 +21,9 @@ from typing import Any
 
 from django.db import IntegrityError, transaction
 
+from portal.pipeline.dialects import MYSQL, SQLITE, dialect_for
+from portal.pipeline.errors import ConfigError
+from portal.pipeline.landing import url_database
 from portal.topology.models import DataNode, DataNodeGrant, DestinationTable
 
 KINDS = ("jdbc", "iceberg")
@@ -98,13 +101,17 @@ def named_table(kind: str, props: dict[str, str], flow_group: str) -> str | None
         return None
     url = props.get("writer.jdbc.url") or props.get("flowport.hop.destination.url") or ""
     parts = [p.strip('"`') for p in table.split(".")]
-    if url.startswith("jdbc:sqlite:"):
+    try:
+        dialect = dialect_for(url, "writer.jdbc.url")
+    except ConfigError:
+        dialect = None  # refused elsewhere, by the rule that knows why
+    if dialect is SQLITE:
         return parts[-1]
     if len(parts) > 1:
         return ".".join(parts[-2:])
-    if url.startswith(("jdbc:mysql:", "jdbc:mariadb:")):
-        database = url.split("?")[0].rstrip("/").rsplit("/", 1)[-1]
-        return f"{database}.{parts[0]}"
+    if dialect is MYSQL:  # the URL's database, as the driver reads it; none named: the run asks
+        database = url_database(url)
+        return f"{database}.{parts[0]}" if database else None
     return f"public.{parts[0]}"
 
 

@@ -77,3 +77,16 @@ def test_two_flows_creating_one_table_at_once_leave_one_owner(transactional_db):
     assert answers[owner] is None
     loser = "bob" if owner == "alice" else "alice"
     assert f"belongs to user '{owner}'" in answers[loser]
+
+
+def test_a_mariadb_url_names_its_database_as_the_driver_reads_it():
+    """Parameters after ``;`` or ``?`` are not the database; a URL naming none leaves the run to ask."""
+
+    def named(url: str) -> str | None:
+        props = {"flowport.hop.destination.url": url, "writer.jdbc.table": "orders"}
+        return tables.named_table("jdbc", props, "g")
+
+    assert named("jdbc:mariadb://db/shop;sessionVariables=a=b") == "shop.orders"
+    assert named("jdbc:mysql://db:3306/shop?useSSL=false") == "shop.orders"
+    assert named("jdbc:mysql://db:3306/") is None
+    assert named("jdbc:sqlite:/data/shop.db") == "orders"
