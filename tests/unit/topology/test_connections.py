@@ -251,19 +251,19 @@ def test_a_sqlite_node_is_discovered_read_only(client, granted, node, tmp_path):
 
 
 def test_discovery_of_a_big_tree_stops_early_and_says_so(client, granted, node, tmp_path, monkeypatch):
-    from portal.topology import connections
+    from portal.pipeline.discovery import shapes
 
     root = tmp_path / "big"
     for index in range(6):
         (root / f"part-{index}").mkdir(parents=True)
         (root / f"part-{index}" / "data.csv").write_text("id\n1\n")
     node("big", "files", path=str(root))
-    monkeypatch.setattr(connections, "DISCOVERY_MAX_FILES", 3)
+    monkeypatch.setattr(shapes, "DISCOVERY_MAX_FILES", 3)
     client.force_login(granted)
     response = client.post("/topology/datanodes/big/discover/")
     assert [d.name for d in response.context["found"].datasets] == [f"part-{i}/data.csv" for i in range(3)]
     assert "Only the first ones are shown." in response.content.decode()
-    monkeypatch.setattr(connections, "DISCOVERY_MAX_ENTRIES", 4)
+    monkeypatch.setattr(shapes, "DISCOVERY_MAX_ENTRIES", 4)
     assert client.post("/topology/datanodes/big/discover/").context["found"].truncated
 
 

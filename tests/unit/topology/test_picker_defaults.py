@@ -11,6 +11,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from portal.pipeline.discovery.files import file_dataset
 from portal.topology import connections, picker, services
 from portal.topology.connections import Column
 
@@ -29,7 +30,7 @@ def test_a_parquet_footer_shows_decimals_with_precision_and_marks_its_moments(tm
     )
     pq.write_table(table, path)
 
-    dataset = connections._file_dataset(str(path), "sales.parquet", "parquet")
+    dataset = file_dataset(str(path), "sales.parquet", "parquet")
 
     shown = {c.name: (c.type, c.watermark_verdict) for c in dataset.columns}
     assert shown == {
