@@ -12,6 +12,7 @@ import sqlite3
 import pytest
 from playwright.sync_api import expect
 
+from portal.flows.models import FlowConfig
 from portal.topology import services as topology
 from tests.e2e import ui
 
@@ -69,6 +70,11 @@ def test_pick_with_defaults_edit_again_and_chain_on_an_upstream_flow(page, logge
     expect(page.locator("#prop-rows input[value='source.jdbc.tables']")).to_have_count(0)
     assert fits(page), "the edit form scrolls sideways"
     ui.screenshot(page, f"picker-edit-{width}")
+    saved = FlowConfig.objects.get(flow_name="orders").properties
+    page.locator("#save-flow").click()  # saved again untouched: the same properties, none twice
+    expect(page).to_have_url(re.compile(r"/flows/e2e/orders/$"))
+    assert FlowConfig.objects.get(flow_name="orders").properties == saved
+    assert saved["extract.delta.fields"] == "updated_at" and saved["extract.primary.key.fields"] == "id"
 
     ui.make_flow(alice, "upstream")  # publishes into lake, under e2e/upstream
     output = lake / "lake" / "e2e" / "upstream" / "numbers"
