@@ -24,11 +24,12 @@ from portal.accounts import views as accounts_views
 from portal.api_root import ApiRoot
 from portal.flows import api as flows_api
 from portal.flows import compile_api as flows_compile_api
-from portal.flows import trigger_api as flows_trigger_api
-from portal.flows import version_api as flows_version_api
 from portal.flows import views as flows_views
+from portal.flows.triggers import api as flows_trigger_api
+from portal.flows.versions import api as flows_version_api
 from portal.keys import api as keys_api
 from portal.monitoring import api as monitoring_api
+from portal.monitoring import views as monitoring_views
 from portal.orchestration import api as orchestration_api
 from portal.orchestration import webhook_api as orchestration_webhook_api
 from portal.quotas import api as quotas_api
@@ -81,15 +82,12 @@ api_urlpatterns = [
 api_urlpatterns.append(path("", ApiRoot.as_view(patterns=list(api_urlpatterns)), name="api-root"))
 
 urlpatterns = [
-    path(
-        "",
-        login_required(RedirectView.as_view(pattern_name="monitoring:dashboard", permanent=False)),
-        name="home",
-    ),
+    path("", monitoring_views.home, name="home"),  # the dashboard, or a newcomer's start page
     path("login/", accounts_views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("flows/", include("portal.flows.urls")),
     path("account/", include("portal.accounts.urls")),
+    path("people/", include("portal.accounts.people_urls")),  # staff manage users and groups
     path("notifications/", include("portal.events.urls")),
     # A pack's flows: the flow catalog answers under the pack's address.
     path("packs/<str:name>/flows/", flows_views.pack_flows, name="pack_flows"),

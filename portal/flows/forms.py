@@ -3,9 +3,9 @@
 Field rules come from the model's validators and clean(), from
 templatepacks (which templates the owner may use, which attributes they
 leave unset) and from the keys app (secret values); the API goes through the
-same ones via flows.services. This module only collects input and puts each
-error next to the input it is about; what the page shows around the fields and
-the compile preview are flows.formpage's.
+same ones via flows.services. This module only collects input; putting each
+error next to the input it is about is flows.formerrors', what the page shows
+around the fields and the compile preview are flows.formpage's.
 
 What a browser posts: flow_group, flow_name, description, source,
 destinations (repeated), template_uris, attr:<name> (one per attribute the
@@ -22,11 +22,10 @@ from functools import cached_property
 from typing import Any
 
 from django import forms
-from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
-from django.forms.utils import ErrorList
+from django.core.exceptions import ValidationError
 
 from portal.crypto.encrypted import ENCRYPTED_MASK, WRAPPED_KEY_PROPERTY, looks_encrypted
-from portal.flows import attributes, choices, secrets, services
+from portal.flows import attributes, choices, formerrors, secrets
 from portal.flows.attributes import TemplateAttributes
 from portal.flows.compiler import scoped
 from portal.flows.formfields import (
@@ -37,7 +36,6 @@ from portal.flows.formfields import (
 )
 from portal.flows.models import FlowConfig
 from portal.flows.secrets import SecretEncrypter, with_column_rules_key
-from portal.flows.services import FlowAlreadyExists
 from portal.pipeline.destinations.table_templates import KEY as TABLE_KEY
 from portal.pipeline.destinations.table_templates import PLACEHOLDER as TABLE_PLACEHOLDER
 from portal.pipeline.destinations.write_modes import KEY as WRITE_MODE_KEY
@@ -422,41 +420,11 @@ class FlowConfigForm(forms.ModelForm):
 
     def full_clean(self) -> None:
         """Django's validation (the fields, clean(), then the model's validators and clean() on
-        the instance with the merged properties), then the model's errors said once and put
-        beside the input they are about."""
+        the instance with the merged properties), then each error moved beside the input it is
+        about (flows.formerrors)."""
         super().full_clean()
         if self.is_bound:
-            self._tidy_model_errors()
-            self._move_attribute_errors()
-
-    def _tidy_model_errors(self) -> None:
-        """model.clean() repeats field errors as form-wide ones, and the key's
-        unique constraint speaks of "Flow config": say it once, by the name."""
-        general = self.errors.get(NON_FIELD_ERRORS)
-        if not general:
-            return
-        by_field = {
-            message for name, errors in self.errors.items() if name != NON_FIELD_ERRORS for message in errors
-        }
-        kept = ErrorList(error_class="nonfield", renderer=self.renderer)
-        for error in general.as_data():
-            for message in error.messages:
-                if error.code == "unique_together" or "already exists" in message:
-                    self.add_error_once("flow_name", self._already_exists())
-                elif message not in by_field:
-                    kept.append(message)
-        if kept:
-            self.errors[NON_FIELD_ERRORS] = kept
-        else:
-            del self.errors[NON_FIELD_ERRORS]
-
-    def _already_exists(self) -> str:
-        return str(FlowAlreadyExists(self.data.get("flow_group", ""), self.data.get("flow_name", "")))
-
-    def add_error_once(self, field: str, message: str) -> None:
-        if message not in self.errors.get(field, []):
-            self.errors.setdefault(field, self.error_class(renderer=self.renderer)).append(message)
-            self.cleaned_data.pop(field, None)
+            formerrors.after_clean(self)
 
     # --- what flows.services gets --------------------------------------------
 
@@ -466,46 +434,5 @@ class FlowConfigForm(forms.ModelForm):
         return data
 
     def add_model_errors(self, error: ValidationError) -> None:
-        """Place errors raised by flows.services.validate_flow next to the field they name; a
-        required template attribute beside its input. A message already shown is not repeated."""
-        if not hasattr(error, "error_dict"):
-            for message in error.messages:
-                self.add_error_once(NON_FIELD_ERRORS, message)
-            return
-        shown = set(self.template_attributes().names)
-        for field, items in error.error_dict.items():
-            for item in items:
-                message = str(item.message % item.params if item.params else item.message)
-                name = (item.params or {}).get("name")
-                if item.code == services.REQUIRED_ATTRIBUTE and isinstance(name, str) and name in shown:
-                    self.attribute_errors.setdefault(name, []).append(message)
-                    field = "attributes"
-                elif field == "properties" and (typed := self._typed_attribute_named(message)):
-                    self.attribute_errors.setdefault(typed, []).append(message)
-                    field = "attributes"
-                self.add_error_once(field if field in self.fields else NON_FIELD_ERRORS, message)
-
-    def _typed_attribute_named(self, message: str) -> str | None:
-        """The template attribute a property problem is about, when its value was typed in the
-        attribute's own input (the pipeline's messages quote the key: `'source.files.format'`)."""
-        typed = (self.cleaned_data or {}).get("attributes") or {}
-        return next((name for name, value in typed.items() if value and f"'{name}'" in message), None)
-
-    def _move_attribute_errors(self) -> None:
-        """The model's property validators speak of the merged properties; a problem with a
-        value typed in a template attribute's input is shown at that input."""
-        messages = self.errors.get("properties")
-        if not messages:
-            return
-        kept = self.error_class(renderer=self.renderer)
-        for message in messages:
-            typed = self._typed_attribute_named(str(message))
-            if typed:
-                self.attribute_errors.setdefault(typed, []).append(str(message))
-                self.add_error_once("attributes", str(message))
-            else:
-                kept.append(message)
-        if kept:
-            self.errors["properties"] = kept
-        else:
-            del self.errors["properties"]
+        """Errors raised by flows.services.validate_flow, beside the input they name (flows.formerrors)."""
+        formerrors.place(self, error)

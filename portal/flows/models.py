@@ -274,5 +274,5 @@ class FlowVersion(models.Model):
         return f"{self.flow_id} v{self.number}"
 
 
-# Data triggers and freshness goals: their own module, registered with the app here.
-from portal.flows.triggers import FlowTrigger, FreshnessGoal, UpstreamDataset  # noqa: E402, F401
+# Data triggers and freshness goals: their own room (flows.triggers), registered with the app here.
+from portal.flows.triggers.models import FlowTrigger, FreshnessGoal, UpstreamDataset  # noqa: E402, F401

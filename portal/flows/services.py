@@ -13,7 +13,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from portal.crypto.encrypted import WRAPPED_KEY_PROPERTY, redact
-from portal.flows import groups, versions
+from portal.flows import groups
 from portal.flows import policies as run_policies
 from portal.flows.attributes import supplied_by_compiler
 from portal.flows.compiler import CompiledFlow, compile_flow, record
@@ -29,6 +29,7 @@ from portal.flows.schedules import to_unix_cron
 from portal.flows.secrets import validate_flow_secrets, with_column_rules_key
 from portal.flows.signals import flow_catalog_changed, flow_pause_changed
 from portal.flows.tablesets import database_reach_problems, table_pattern_problems
+from portal.flows.versions import services as versions
 from portal.pipeline.jobcheck import job_property_problems
 from portal.pipeline.propertyrules import closest_known_key
 from portal.quotas import services as quotas

@@ -1,6 +1,8 @@
 from django.urls import path
 
-from portal.flows import trigger_views, version_views, views
+from portal.flows import views
+from portal.flows.triggers import views as trigger_views
+from portal.flows.versions import views as version_views
 
 app_name = "flows"
 urlpatterns = [

@@ -26,7 +26,7 @@ from django.views.decorators.vary import vary_on_headers
 
 from portal.accounts import access
 from portal.accounts.requests import AuthenticatedRequest
-from portal.flows import capture, deletion, refresh, schedule_text, schedules, services, trigger_services
+from portal.flows import capture, deletion, refresh, schedule_text, schedules, services
 from portal.flows import policies as run_policies
 from portal.flows.filters import FlowConfigFilterSet
 from portal.flows.formpage import FlowFormPage
@@ -34,15 +34,12 @@ from portal.flows.forms import FlowConfigForm
 from portal.flows.models import FlowConfig, FlowRefresh
 from portal.flows.packflows import flows_using_pack
 from portal.flows.rules import flow_for
-from portal.flows.trigger_forms import TriggersForm, initial_of
+from portal.flows.triggers import services as trigger_services
+from portal.flows.triggers.forms import TriggersForm, initial_of
 from portal.keys.services import redact
 from portal.quotas.services import QuotaExceeded
 from portal.templatepacks.models import TemplatePack
 from portal.templatepacks.services import template_paths
-
-
-def _flow_for(request: HttpRequest, flow_group: str, flow_name: str, action: str = access.VIEW) -> FlowConfig:
-    return flow_for(request.user, flow_group, flow_name, action)
 
 
 @login_required
@@ -63,7 +60,7 @@ def flow_list(request: AuthenticatedRequest) -> HttpResponse:
 
 @login_required
 def flow_detail(request: HttpRequest, flow_group: str, flow_name: str) -> HttpResponse:
-    flow = _flow_for(request, flow_group, flow_name)
+    flow = flow_for(request.user, flow_group, flow_name)
     refreshing = refresh.is_refreshing(flow)
     if request.GET.get("part") == "compilation":  # polled while the verdict is refreshed
         return render(request, "flows/partials/compilation.html", {"flow": flow, "refreshing": refreshing})
@@ -136,7 +133,7 @@ def flow_form(
 ) -> HttpResponse:
     """New flow (no key in the URL) or edit one (owner or staff)."""
     flow = (
-        _flow_for(request, flow_group, flow_name, "change")
+        flow_for(request.user, flow_group, flow_name, access.CHANGE)
         if flow_group is not None and flow_name is not None
         else None
     )
@@ -201,7 +198,7 @@ def _form_part(request: HttpRequest, flow: FlowConfig | None, owner, part: str) 
 @require_http_methods(["POST"])
 def flow_pause(request: HttpRequest, flow_group: str, flow_name: str, paused: bool) -> HttpResponse:
     """The flow page's Pause / Resume switch (owner, owning group, staff)."""
-    flow = _flow_for(request, flow_group, flow_name, "change")
+    flow = flow_for(request.user, flow_group, flow_name, access.CHANGE)
     services.set_paused(flow, paused, by=request.user.get_username())
     if paused:
         said = f"Flow {flow} paused: its schedule makes no executions until resumed."
@@ -217,7 +214,7 @@ def flow_pause(request: HttpRequest, flow_group: str, flow_name: str, paused: bo
 @login_required
 @require_http_methods(["GET", "POST"])
 def flow_delete(request: HttpRequest, flow_group: str, flow_name: str) -> HttpResponse:
-    flow = _flow_for(request, flow_group, flow_name, "delete")
+    flow = flow_for(request.user, flow_group, flow_name, access.DELETE)
     if request.method == "POST":
         services.delete_flow(flow)
         messages.success(request, f"Flow {flow} deleted.")

@@ -1,5 +1,5 @@
 """The freshness monitor: a flow's destination datasets not committed by their goal's due time
-(flows.triggers.FreshnessGoal) raise `sla.dataset_stale`, an SLA miss like a flow's, so the same
+(flows.triggers.models.FreshnessGoal) raise `sla.dataset_stale`, an SLA miss like a flow's, so the same
 subscriptions ("SLA miss") and sinks deliver it; the dashboard lists the stale datasets.
 
 A pass reads only the goals that came due (the partial index on `due_at` of goals not stale yet),
@@ -15,7 +15,7 @@ from django.utils import timezone
 
 from portal.events.models import Event
 from portal.events.services import raise_event
-from portal.flows.triggers import FreshnessGoal
+from portal.flows.triggers.models import FreshnessGoal
 
 STALE = "sla.dataset_stale"
 BATCH = 500

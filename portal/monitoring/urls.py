@@ -7,6 +7,7 @@ from portal.monitoring import slot_views, views
 app_name = "monitoring"
 urlpatterns = [
     path("", views.dashboard, name="dashboard"),
+    path("start/", views.start, name="start"),
     path("flows/<str:flow_group>/<str:flow_name>/chart/", views.flow_chart, name="flow_chart"),
     path(
         "datasets/<str:flow_group>/<str:flow_name>/<str:job_name>/<path:dataset_urn>/",

@@ -14,17 +14,18 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render, resolve_url
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.cache import never_cache
-from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django.views.decorators.http import require_GET, require_http_methods, require_POST, require_safe
 from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import HttpResponseClientRedirect
 
 from portal.accounts.requests import AuthenticatedRequest, HtmxRequest
 from portal.monitoring import history, metrics, subscriptions
 from portal.monitoring.dashboard import dashboard_context
-from portal.monitoring.first_steps import first_steps
+from portal.monitoring.first_steps import first_steps, newcomer, progress
 from portal.monitoring.forms import SubscriptionForm
 from portal.monitoring.models import Subscription
 from portal.orchestration.state import lineage, statestore
+from portal.topology import sharing
 
 HTMX_STOP_POLLING = 286
 
@@ -51,7 +52,32 @@ def dashboard(request: HtmxRequest) -> HttpResponse:
     context = dashboard_context()
     if request.htmx:
         return render(request, "monitoring/partials/dashboard_live.html", context)
-    return render(request, "monitoring/dashboard.html", {**context, "first_steps": first_steps(request.user)})
+    waiting, waiting_total = sharing.awaiting_answer(request.user)
+    return render(
+        request,
+        "monitoring/dashboard.html",
+        {
+            **context,
+            "first_steps": first_steps(request.user),
+            "access_requests": waiting,
+            "access_requests_total": waiting_total,
+        },
+    )
+
+
+@login_required
+@require_safe
+def home(request: HttpRequest) -> HttpResponse:
+    """Where signing in lands: a newcomer (no flow, no data node of their own) on the start
+    page, which says what to do first; everyone else on the dashboard."""
+    return redirect("monitoring:start" if newcomer(request.user) else "monitoring:dashboard")
+
+
+@login_required
+@require_safe
+def start(request: HttpRequest) -> HttpResponse:
+    """The newcomer's three steps, the next one marked; open to everyone (the dashboard links it)."""
+    return render(request, "monitoring/start.html", {"progress": progress(request.user)})
 
 
 def flow_chart_context(request: HttpRequest, flow_group: str, flow_name: str) -> dict:

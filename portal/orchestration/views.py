@@ -31,7 +31,7 @@ from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import HttpResponseClientRedirect
 
 from portal.accounts.requests import AuthenticatedRequest, HtmxRequest
-from portal.flows import versions
+from portal.flows.versions import services as versions
 from portal.orchestration import badrecords, outputs, redaction, services, status
 from portal.orchestration.control import replays
 from portal.orchestration.filters import FlowExecutionFilterSet

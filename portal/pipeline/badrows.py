@@ -148,6 +148,14 @@ def to_json_lines(rows: Iterable[dict[str, Any]]) -> str:
     return "".join(json.dumps(r, ensure_ascii=False, default=str) + "\n" for r in rows)
 
 
+def set_aside(path: str, base: str) -> bool:
+    """Whether a task-output file (``path`` under the task-output folder ``base``) holds bad
+    records set aside (``_errors/``) rather than the dataset's rows: the commit publishes it to
+    its own folder, and a dataset's outputs never count it."""
+    relative = str(path)[len(base) :].lstrip("/\\")
+    return relative.startswith(FOLDER + "/")
+
+
 def file_name(execution_id: int, task_id: str) -> str:
     return f"{execution_id}-{task_id}.jsonl"
 

@@ -41,7 +41,11 @@ class Dialect:
     read_as: dict[str, str] = field(default_factory=dict)
     # Column types for tables the writer creates, by Spark type name.
     write_as: dict[str, str] = field(default_factory=dict)
-    own_ddl: bool = False  # the writer creates its tables itself (Spark cannot probe them)
+    own_ddl: bool = False  # the writer creates its tables itself, in ``write_as`` types
+    # Float values a column of this database cannot hold (MariaDB refuses NaN and ±Infinity; SQLite
+    # stores a NaN as NULL, silently): a run writing one fails naming the column.
+    refused_floats: tuple[str, ...] = ()
+    label: str = ""  # the database's name in a message
 
     def quote(self, identifier: str) -> str:
         """``schema.table`` -> ``"schema"."table"`` (`` `schema`.`table` `` in MySQL); quotes already
@@ -70,8 +74,11 @@ class Dialect:
         return f"{query} LIMIT {int(rows)}"
 
     def column_type(self, dtype: T.DataType) -> str | None:
-        """The column type the writer creates for ``dtype`` (None: Spark's own choice)."""
-        return self.write_as.get(dtype.typeName())
+        """The column type the writer creates for ``dtype`` (None: the dialect has none for it)."""
+        kind = self.write_as.get(dtype.typeName())
+        if kind and isinstance(dtype, T.DecimalType):
+            return kind.format(precision=dtype.precision, scale=dtype.scale)
+        return kind
 
     def move_rows(
         self, target: str, staging: str, columns: list[str], keys: list[str], order: str | None = None
@@ -133,7 +140,26 @@ MYSQL = Dialect(
     jar=os.environ.get("MARIADB_JDBC_JAR", f"{JAR_DIR}/mariadb-java-client.jar"),
     quote_char="`",
     text_type="CHAR",
-    write_as={"string": "TEXT", "timestamp": "DATETIME(6)", "boolean": "BOOLEAN"},
+    # Spark's own MySQL types but where they lose values: its TIMESTAMP spans 1970-2038 and, like
+    # its DATETIME, drops microseconds; its BLOB holds 64 KiB. An instant lands as its UTC time.
+    write_as={
+        "string": "LONGTEXT",
+        "long": "BIGINT",
+        "integer": "INT",
+        "short": "SMALLINT",
+        "byte": "TINYINT",
+        "boolean": "BOOLEAN",
+        "double": "DOUBLE",
+        "float": "FLOAT",
+        "decimal": "DECIMAL({precision},{scale})",
+        "timestamp": "DATETIME(6)",
+        "timestamp_ntz": "DATETIME(6)",
+        "date": "DATE",
+        "binary": "LONGBLOB",
+    },
+    own_ddl=True,
+    refused_floats=("NaN", "Infinity", "-Infinity"),
+    label="MariaDB/MySQL",
 )
 SQLITE = Dialect(
     name="sqlite",
@@ -160,6 +186,8 @@ SQLITE = Dialect(
         "binary": "BLOB",
     },
     own_ddl=True,
+    refused_floats=("NaN",),
+    label="SQLite",
 )
 DIALECTS = (POSTGRESQL, MYSQL, SQLITE)
 

@@ -36,6 +36,7 @@ from portal.pipeline import usernode
 from portal.pipeline.confinement import has_parent_segment, is_inside
 from portal.pipeline.dialects import dialect_for
 from portal.pipeline.errors import ConfigError
+from portal.pipeline.nodekinds import jdbc
 from portal.pipeline.usernode import Bounds
 from portal.topology import nodefields
 from portal.topology.models import DataNode, NodeArea
@@ -290,21 +291,9 @@ def bounds_for(node: DataNode | None, policy: Policy | None = None) -> Bounds | 
 
 
 def takes_flow_login(node: DataNode) -> bool:
-    """Is ``node`` a database server's JDBC node that names no user of its own (its `user`, or a
-    `user=` its driver reads in the URL)? Its connections then log in as a flow says — or, a
-    password alone given, as the worker's operating-system user, which a server trusting the
-    workers may take for its superuser. SQLite has no login to borrow."""
-    properties = node.properties or {}
-    url = str(properties.get("url") or "").strip()
-    return (
-        node.kind == DataNode.Kind.JDBC
-        and bool(_SERVER_URL.match(url))
-        and not (properties.get("user") or _URL_USER.search(url))
-    )
-
-
-_SERVER_URL = re.compile(r"^jdbc:(postgresql|mysql|mariadb):", re.I)
-_URL_USER = re.compile(r"[?&;]user=[^&;]")  # as the drivers read it: lower case, a value
+    """Is ``node`` a JDBC node on a database server naming no user of its own?
+    (`nodekinds.jdbc.takes_flow_login` says why its flows' logins are judged.)"""
+    return node.kind == DataNode.Kind.JDBC and jdbc.takes_flow_login(node.properties or {})
 
 
 def bounds_named(name: str | None) -> Bounds | None:

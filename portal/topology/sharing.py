@@ -217,3 +217,21 @@ def decide(
             summary=f"{'granted' if grant_it else 'declined'} {who}'s request to {asked.role}",
         )
     return asked
+
+
+def awaiting_answer(user: Any, limit: int = 20) -> tuple[list[DataNodeAccessRequest], int]:
+    """The open requests `user` may answer, oldest first, and how many there are: those on the
+    nodes they own (an owner grant to them or one of their groups) and, for staff, those on the
+    administrators' nodes (which staff answer for). For the dashboard, so owners hear of them."""
+    if user is None or not getattr(user, "is_authenticated", False) or not user.is_active:
+        return [], 0
+    mine = Q(user_id=user.pk) | Q(group__in=user.groups.values("id"))
+    answerable = Q(
+        node__in=DataNodeGrant.objects.filter(mine, role=DataNodeGrant.Role.OWNER).values("node_id")
+    )
+    if user.is_staff or user.is_superuser:
+        answerable |= Q(node__user_made=False)
+    waiting = DataNodeAccessRequest.objects.filter(answerable, decided_at__isnull=True)
+    shown = list(waiting.select_related("node", "requested_by").order_by("created", "pk")[:limit])
+    total = len(shown) if len(shown) < limit else waiting.count()
+    return shown, total

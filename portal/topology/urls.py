@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from portal.topology import views
+from portal.topology import catalog_views, views
 
 app_name = "topology"
 urlpatterns = [
@@ -20,6 +20,7 @@ urlpatterns = [
         views.capability_remove,
         name="capability_remove",
     ),
+    path("datanodes/", catalog_views.datanode_list, name="datanode_list"),
     path("datanodes/new/", views.datanode_create, name="datanode_create"),
     path("datanodes/<str:name>/", views.datanode_detail, name="datanode"),
     path("datanodes/<str:name>/test/", views.datanode_test, name="datanode_test"),

@@ -13,6 +13,7 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.db.models import Prefetch
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django.views.decorators.vary import vary_on_headers
 
@@ -322,6 +323,17 @@ def _to_node(node: DataNode) -> HttpResponse:
     return redirect("topology:datanode", name=node.name)
 
 
+def _back(request: HttpRequest, node: DataNode) -> HttpResponse:
+    """Back where the form was (the data-nodes list, the dashboard) when it says so and the place
+    is this site's; the node's page otherwise."""
+    next_url = request.POST.get("next", "")
+    if next_url and url_has_allowed_host_and_scheme(
+        next_url, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+    ):
+        return redirect(next_url)
+    return _to_node(node)
+
+
 def _say(request: HttpRequest, error: ValidationError) -> None:
     messages.error(request, " ".join(error.messages))
 
@@ -371,8 +383,10 @@ def datanode_request_access(request: AuthenticatedRequest, name: str) -> HttpRes
     except ValidationError as error:
         _say(request, error)
     else:
-        messages.success(request, f"Asked to {role} {node.name}; its owners will see it on this page.")
-    return _to_node(node)
+        messages.success(
+            request, f"Asked to {role} {node.name}; its owners will see it on their dashboard and this page."
+        )
+    return _back(request, node)
 
 
 @login_required
@@ -389,7 +403,7 @@ def datanode_answer_request(request: AuthenticatedRequest, name: str, request_id
         messages.success(
             request, f"{who} may now {asked.role} {node.name}." if grant else f"Declined {who}'s request."
         )
-    return _to_node(node)
+    return _back(request, node)
 
 
 @login_required

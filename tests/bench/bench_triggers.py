@@ -70,7 +70,7 @@ def main(runs: int, others: int) -> int:
 def _catalog(owner, count: int) -> None:
     """`count` other flows, each waiting for the one before it (rows written in bulk)."""
     from portal.flows.models import FlowConfig
-    from portal.flows.triggers import FlowTrigger, UpstreamDataset
+    from portal.flows.triggers.models import FlowTrigger, UpstreamDataset
 
     FlowConfig.objects.bulk_create(
         [
@@ -110,7 +110,7 @@ def run(runs: int, others: int, tmp: Path) -> int:
     from django.db.models import Max
 
     from portal.flows import services as flows
-    from portal.flows import trigger_services
+    from portal.flows.triggers import services as trigger_services
     from portal.orchestration import services
     from portal.orchestration.models import DatasetStateHistory, FlowExecution, JobExecution
     from portal.topology import services as topology

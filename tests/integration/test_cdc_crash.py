@@ -10,21 +10,18 @@ armed through failpoint files, a broker of its own) is the files exactly-once st
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from decimal import Decimal
-from pathlib import Path
 from typing import Any
 
-import psycopg
-import pyarrow.parquet as pq
 import pytest
 
 from portal.flows import services as flow_services
-from portal.orchestration import services
 from portal.orchestration.models import CommitStoreDataset, DatasetState, ExecutionStatus
 from portal.pipeline.cdc import pg as cdc_pg
 from portal.pipeline.cdc import snapshot as cdc_snapshot
 from portal.topology import services as topology
+from tests.builders.cdc import POINTS, change_log, crash_a_run, replay
+from tests.builders.cdc import shop as shop  # fixture
 from tests.factories import UserFactory
 from tests.integration.crash_harness import (  # noqa: F401 (fixtures)
     QUEUE,
@@ -41,32 +38,6 @@ from tests.pg_logical import logical_pg, own_database  # noqa: F401 (fixture)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-POINTS = [
-    ["after_task_output"],
-    ["after_steps_written"],
-    ["after_step:1"],
-    ["before_steps_removed"],
-    ["before_source_ack"],  # published, the slot not acknowledged yet: the watermark is the truth
-]
-
-
-@pytest.fixture
-def shop(logical_pg: str) -> Iterator[dict[str, Any]]:  # noqa: F811
-    with own_database(
-        logical_pg,
-        "CREATE SCHEMA shop",
-        "CREATE TABLE shop.customers (id int PRIMARY KEY, name text, balance numeric(10,2))",
-        "INSERT INTO shop.customers SELECT g, 'c' || g, g FROM generate_series(1, 10) g",
-    ) as found:
-        yield found
-
-
-def change_log(folder: Path) -> list[dict[str, Any]]:
-    rows: list[dict[str, Any]] = []
-    for path in sorted(folder.rglob("*.parquet")):
-        rows.extend(pq.read_table(path).to_pylist())
-    return sorted(rows, key=lambda r: r["_cdc_position"])
-
 
 def change_identity(row: dict[str, Any]) -> tuple[Any, ...]:
     """What identifies one change in the log: its position, its key and its operation (a key
@@ -77,17 +48,6 @@ def change_identity(row: dict[str, Any]) -> tuple[Any, ...]:
 def duplicates(log: list[dict[str, Any]]) -> int:
     """Changes the log holds more than once."""
     return len(log) - len({change_identity(row) for row in log})
-
-
-def replay(log: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
-    """The table the change log describes, applied in log order."""
-    table: dict[int, tuple[Any, ...]] = {}
-    for row in log:
-        if row["_cdc_op"] == "d":
-            table.pop(row["id"], None)
-        else:
-            table[row["id"]] = (row["id"], row["name"], row["balance"])
-    return [table[k] for k in sorted(table)]
 
 
 def matches(replayed: list[tuple[Any, ...]], source: list[tuple[Any, ...]], snapshot: Any) -> bool:
@@ -101,25 +61,6 @@ def matches(replayed: list[tuple[Any, ...]], source: list[tuple[Any, ...]], snap
     return all(got.get(k) == row for k, row in want.items() if k <= upto) and all(
         want.get(k) == row for k, row in got.items()
     )
-
-
-def crash_a_run(
-    db: psycopg.Connection, workers: Workers, flow: Any, point: str, new_id: int
-) -> tuple[Any, bool]:
-    """Change the source (an insert, an update of every third row, a delete), arm the failpoint,
-    run the flow; wait for the worker to die there and for another to finish the execution.
-    Returns the execution and whether a worker died."""
-    db.execute("INSERT INTO shop.customers VALUES (%s, 'new', 1)", (new_id,))
-    db.execute("UPDATE shop.customers SET balance = balance + 1, name = name || '+' WHERE id % 3 = 0")
-    db.execute("DELETE FROM shop.customers WHERE id = (SELECT min(id) FROM shop.customers)")
-    # A key change: a delete of the old key and the new row, both at the update's position.
-    db.execute("UPDATE shop.customers SET id = id + 1000 WHERE id = %s", (new_id - 1,))
-    workers.arm(point)
-    execution = services.run_now(flow, user=flow.owner)
-    died = workers.wait_for_a_death()
-    workers.arm("")
-    workers.fill("")
-    return finished(execution, timeout=900), died  # minutes of Spark on 2 busy cores
 
 
 @pytest.mark.timeout(1500)

@@ -20,6 +20,8 @@ from portal.orchestration.models import CommitStoreDataset, DatasetState, Execut
 from portal.pipeline.cdc import pg as cdc_pg
 from portal.pipeline.destinations.iceberg import load_catalog
 from portal.topology import services as topology
+from tests.builders.cdc import POINTS, crash_a_run
+from tests.builders.cdc import shop as shop  # fixture
 from tests.factories import UserFactory
 from tests.integration.crash_harness import (  # noqa: F401 (fixtures)
     QUEUE,
@@ -32,8 +34,6 @@ from tests.integration.crash_harness import (  # noqa: F401 (fixtures)
     format_table,
     how,
 )
-from tests.integration.test_cdc_crash import POINTS, crash_a_run
-from tests.integration.test_cdc_crash import shop as shop  # fixture
 from tests.pg_logical import logical_pg  # noqa: F401 (fixture)
 
 pytestmark = pytest.mark.django_db(transaction=True)

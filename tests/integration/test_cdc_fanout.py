@@ -19,11 +19,14 @@ from portal.orchestration import services
 from portal.orchestration.models import DatasetState, ExecutionStatus, JobExecution, JobStatus
 from portal.pipeline.cdc import pg as cdc_pg
 from portal.topology import services as topology
+from tests.builders.cdc import (
+    change_log,
+    replay,
+    warehouse,  # noqa: F401 (fixture)
+)
+from tests.builders.cdc import shop as shop
+from tests.builders.stack import finished
 from tests.integration.conftest import INGEST_QUEUE
-from tests.integration.test_cdc_crash import change_log, replay
-from tests.integration.test_cdc_crash import shop as shop
-from tests.integration.test_cdc_postgres import warehouse  # noqa: F401 (fixture)
-from tests.integration.test_orchestration import finished
 from tests.pg_logical import logical_pg  # noqa: F401 (fixture)
 
 pytestmark = pytest.mark.django_db(transaction=True)

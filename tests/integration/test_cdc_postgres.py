@@ -6,7 +6,6 @@ again and applies them once; deleting the flow drops its replication slot and pu
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -19,13 +18,13 @@ from portal.orchestration import services
 from portal.orchestration.models import DatasetState, ExecutionStatus
 from portal.pipeline.cdc import pg as cdc_pg
 from portal.topology import services as topology
+from tests.builders.cdc import warehouse as warehouse  # fixture
+from tests.builders.stack import finished
 from tests.integration.conftest import INGEST_QUEUE
-from tests.integration.test_orchestration import finished
 from tests.pg_logical import logical_pg, own_database  # noqa: F401 (fixture)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-ADMIN_URL = "postgres://postgres@127.0.0.1:5432/postgres"
 COLUMNS = "id, name, balance, vip"
 
 
@@ -38,17 +37,6 @@ def shop(logical_pg: str) -> Iterator[dict[str, Any]]:  # noqa: F811
         "INSERT INTO shop.customers SELECT g, 'c' || g, g * 1.5, g % 3 = 0 FROM generate_series(1, 20) g",
     ) as found:
         yield found
-
-
-@pytest.fixture
-def warehouse() -> Iterator[dict[str, Any]]:
-    name = f"flowport_cdc_{uuid.uuid4().hex[:8]}"
-    with psycopg.connect(ADMIN_URL, autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-    with psycopg.connect(f"postgres://postgres@127.0.0.1:5432/{name}", autocommit=True) as db:
-        yield {"db": db, "url": f"jdbc:postgresql://127.0.0.1:5432/{name}"}
-    with psycopg.connect(ADMIN_URL, autocommit=True) as admin:
-        admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
 
 
 def rows(db: psycopg.Connection, table: str) -> list[tuple[Any, ...]]:

@@ -11,7 +11,7 @@ import pytest
 from django.contrib.auth import get_user_model
 
 from portal.flows import services as flow_services
-from portal.flows import trigger_services
+from portal.flows.triggers import services as trigger_services
 from portal.orchestration import services
 from portal.orchestration.models import ExecutionStatus, FlowExecution
 from tests.integration.stack import wait_until

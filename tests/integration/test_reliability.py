@@ -21,7 +21,7 @@ from portal.orchestration.models import (
     OutboxMessage,
     ScheduleCursor,
 )
-from portal.topology import services as topology
+from tests.builders.stack import crash_topology, finished, make_flow, published_ids
 from tests.factories import UserFactory
 from tests.integration.stack import (
     process_env,
@@ -31,7 +31,6 @@ from tests.integration.stack import (
     start_worker,
     wait_until,
 )
-from tests.integration.test_orchestration import finished, make_flow, published_ids
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -103,18 +102,6 @@ def test_three_schedulers_turn_every_tick_into_exactly_one_execution(stack_env, 
     assert max(ids.values()) == 1, "an execution id was used twice for one flow"
     print(
         f"\n{len(rows)} executions for {FLOWS} flows x {len(expected_ticks)}+ ticks, 0 duplicates, 0 missing"
-    )
-
-
-def crash_topology(tmp_path, queue: str) -> None:
-    for name in ("landing", "lake"):
-        (tmp_path / name).mkdir(exist_ok=True)
-        topology.create_data_node(
-            {"name": name, "kind": "files", "properties": {"path": str(tmp_path / name)}}
-        )
-    topology.create_executor(
-        {"name": "ingest", "technology": "spark-local", "spark_master": "local[2]", "queue": queue},
-        capabilities=[("landing", "lake")],
     )
 
 

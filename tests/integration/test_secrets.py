@@ -21,6 +21,7 @@ from portal.keys import services as keys
 from portal.orchestration import services
 from portal.orchestration.models import ExecutionStatus
 from portal.topology import services as topology
+from tests.builders.stack import finished
 from tests.factories import UserFactory
 from tests.integration.stack import (
     Proc,
@@ -31,7 +32,6 @@ from tests.integration.stack import (
     start_scheduler,
     start_worker,
 )
-from tests.integration.test_orchestration import finished
 from tests.pg_logical import private_server
 
 pytestmark = pytest.mark.django_db(transaction=True)

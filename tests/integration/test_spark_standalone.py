@@ -28,8 +28,8 @@ from portal.orchestration.models import ExecutionStatus, JobExecution, JobStatus
 from portal.orchestration.worker.sparkctx import NO_EXECUTORS
 from portal.topology import services as topology
 from portal.topology.models import SpecExecutor
+from tests.builders.stack import finished, make_flow, published_ids
 from tests.integration.stack import Proc, start_scheduler, start_worker, wait_until
-from tests.integration.test_orchestration import finished, make_flow, published_ids
 from tests.ports import free_port
 
 pytestmark = pytest.mark.django_db(transaction=True)

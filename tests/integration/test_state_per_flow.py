@@ -14,7 +14,7 @@ from portal.flows import services as flow_services
 from portal.flows.models import FlowGroup
 from portal.orchestration import services
 from portal.orchestration.models import DatasetState, ExecutionStatus
-from tests.integration.test_orchestration import SOURCE, finished, make_flow
+from tests.builders.stack import SOURCE, finished, make_flow
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

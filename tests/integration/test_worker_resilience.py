@@ -13,6 +13,7 @@ from django.urls import reverse
 from portal.orchestration import services
 from portal.orchestration.models import ExecutionStatus, JobExecution, JobStatus, WorkerHeartbeat
 from portal.topology.models import SpecExecutor
+from tests.builders.stack import crash_topology, finished, make_flow, published_ids
 from tests.factories import UserFactory
 from tests.integration.stack import (
     process_env,
@@ -22,8 +23,6 @@ from tests.integration.stack import (
     start_worker,
     wait_until,
 )
-from tests.integration.test_orchestration import finished, make_flow, published_ids
-from tests.integration.test_reliability import crash_topology
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -23,8 +23,8 @@ from django.urls import URLPattern, URLResolver, get_resolver
 from portal.accounts import access
 from portal.accounts.models import ApiToken
 from portal.accounts.tokens import create_token
-from portal.flows import versions
 from portal.flows.models import FlowConfig
+from portal.flows.versions import services as versions
 from portal.keys.models import CustomerKey
 from portal.monitoring.models import Subscription
 from portal.orchestration.models import FlowExecution
@@ -93,7 +93,7 @@ E = f"{F}/<int:execution_id>"
 FA = "<str:flowGroup>/<str:flowName>"
 PACK = "packs/<str:name>"
 ROUTES: dict[str, Kind] = {
-    "": SIGNED_IN,  # redirects to the dashboard
+    "": SIGNED_IN,  # redirects to the dashboard (a newcomer's: the start page)
     "login/": PUBLIC,
     "logout/": LOGOUT,
     "favicon.ico": PUBLIC,
@@ -112,6 +112,13 @@ ROUTES: dict[str, Kind] = {
     f"flows/{F}/triggers/": FLOW_CHANGE,  # data triggers, freshness goal, webhook token
     f"flows/{F}/webhook-token/": FLOW_CHANGE,
     "account/": SIGNED_IN,
+    # Users and groups: staff manage them (tests/unit/accounts/test_people_pages.py).
+    "people/": STAFF,
+    "people/new/": STAFF,
+    "people/<int:user_id>/": STAFF,
+    "people/<int:user_id>/active/": STAFF,
+    "people/groups/": STAFF,
+    "people/groups/<int:group_id>/": STAFF,
     # Each user's own notifications: nobody reads or marks another's (tests/unit/events).
     "notifications/": SIGNED_IN,
     "notifications/read/": SIGNED_IN,
@@ -142,6 +149,7 @@ ROUTES: dict[str, Kind] = {
     "topology/executors/<str:name>/delete/": TOPOLOGY_CHANGE,
     "topology/executors/<str:name>/capabilities/": TOPOLOGY_CHANGE,
     "topology/executors/<str:name>/capabilities/<int:pk>/remove/": TOPOLOGY_CHANGE,
+    "topology/datanodes/": SIGNED_IN,  # the nodes one may use, and those one may ask for
     "topology/datanodes/new/": SIGNED_IN,  # a node of one's own (topology.policy)
     "topology/datanodes/<str:name>/": NODE_PAGE,
     "topology/datanodes/<str:name>/test/": NODE_USE,
@@ -179,6 +187,7 @@ ROUTES: dict[str, Kind] = {
     "quotas/<int:pk>/delete/": STAFF_NO_ROW,
     "api/": SIGNED_IN,  # the index of the API's addresses
     "monitoring/": SIGNED_IN,
+    "monitoring/start/": SIGNED_IN,  # a newcomer's next step
     f"monitoring/flows/{F}/chart/": FLOW_VIEW,
     f"monitoring/flows/{F}/subscription/": FLOW_VIEW,
     f"monitoring/flows/{F}/slot/": FLOW_VIEW,
@@ -331,6 +340,8 @@ def world(db) -> World:
         "executor": executor.name,
         "node": own.name,
         "grant_id": str(team_grant.pk),
+        "user_id": str(outsider.pk),
+        "group_id": str(team.pk),
     }
     return World(people, values)
 

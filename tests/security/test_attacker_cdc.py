@@ -13,8 +13,9 @@ from django.db import connection
 
 from portal.orchestration.control import cdc
 from portal.topology.models import DataNode
+from tests.builders.attacker_databases import LANDED, run_the_world, spellings
+from tests.builders.attacker_databases import blind_text_check as blind_text_check  # fixture
 from tests.security.conftest import World, files_under
-from tests.security.test_attacker_databases import LANDED, _run, _spellings, blind_text_check  # noqa: F401
 
 CDC = "portal.pipeline.sources.cdc.CdcSource"
 # Slots and publications in the portal's own PostgreSQL database (SQLite has neither).
@@ -44,11 +45,11 @@ def _capturing(world: World, url: str) -> None:
 def test_a_cdc_flow_at_the_portals_database_is_refused_where_the_connection_lands(
     transactional_db,
     world: World,
-    blind_text_check,  # noqa: F811
+    blind_text_check,
 ):
     before = _publications_and_slots()
-    _capturing(world, _spellings()["a PGDBNAME parameter"])
-    job = _run(world)
+    _capturing(world, spellings()["a PGDBNAME parameter"])
+    job = run_the_world(world)
     assert job.status == "FAILED", job.message
     assert f"data node 'landing': {LANDED}" in job.message
     assert _publications_and_slots() == before
@@ -58,7 +59,7 @@ def test_a_cdc_flow_at_the_portals_database_is_refused_where_the_connection_land
 def test_deleting_a_flow_drops_no_slot_in_the_portals_database(transactional_db, world: World, caplog):
     props = {
         "source.class": CDC,
-        "source.jdbc.url": _spellings()["host= and dbname= parameters"],
+        "source.jdbc.url": spellings()["host= and dbname= parameters"],
         "source.conn.username": connection.settings_dict["USER"] or "postgres",
     }
     with caplog.at_level(logging.WARNING, logger="portal.orchestration.control.cdc"):

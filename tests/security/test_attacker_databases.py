@@ -21,33 +21,14 @@ import pytest
 from django.db import connection
 
 from portal.flows.models import FlowConfig
-from portal.topology import reach
 from portal.topology.models import DataNode
+from tests.builders.attacker_databases import LANDED, portal_db, run_the_world, spellings
+from tests.builders.attacker_databases import blind_text_check as blind_text_check  # fixture
 from tests.conftest import api_client_for
 from tests.factories import UserFactory
 from tests.security.conftest import World, files_under
 
-LANDED = "the connection landed in the portal's own database"
 OWN_ONLY = "a MySQL/MariaDB node reaches only its own database"
-
-
-def _portal_db() -> tuple[str, int, str]:
-    db = connection.settings_dict
-    return str(db["HOST"] or "127.0.0.1"), int(db["PORT"] or 5432), str(db["NAME"])
-
-
-def _spellings() -> dict[str, str]:
-    host, port, name = _portal_db()
-    escaped = "".join(f"%{ord(c):02X}" for c in name)
-    hostless_port = "" if port == 5432 else f"?PGPORT={port}"
-    return {
-        "the any-address 0.0.0.0": f"jdbc:postgresql://0.0.0.0:{port}/{name}",
-        "an IPv4-mapped IPv6 address": f"jdbc:postgresql://[::ffff:127.0.0.1]:{port}/{name}",
-        "a percent-escaped name": f"jdbc:postgresql://{host}:{port}/{escaped}",
-        "a PGDBNAME parameter": f"jdbc:postgresql://{host}:{port}/postgres?PGDBNAME={name}",
-        "host= and dbname= parameters": f"jdbc:postgresql://203.0.113.9:1/x?host={host}&port={port}&dbname={name}",
-        "no host at all": f"jdbc:postgresql:{name}{hostless_port}",
-    }
 
 
 SPELLINGS = [
@@ -58,12 +39,6 @@ SPELLINGS = [
     "host= and dbname= parameters",
     "no host at all",
 ]
-
-
-@pytest.fixture
-def blind_text_check(monkeypatch) -> None:
-    """A spelling no text check knows yet: the URL's text lets everything through."""
-    monkeypatch.setattr(reach, "jdbc_url_problem", lambda url: None)
 
 
 def _staff():
@@ -82,11 +57,6 @@ def _reading(world: World, url: str, table: str = "auth_user") -> None:
     world.mallory_flow.save(update_fields=["properties"])
 
 
-def _run(world: World):
-    execution, spec = world.bound_spec()
-    return world.run_on_worker(spec, execution)
-
-
 def _portal_has_table(name: str) -> bool:
     with connection.cursor() as cursor:
         cursor.execute("SELECT to_regclass(%s)", [name])
@@ -99,7 +69,7 @@ def _portal_has_table(name: str) -> bool:
 @pytest.mark.postgres  # the portal's PostgreSQL database, spelled every way
 @pytest.mark.parametrize("spelling", SPELLINGS)
 def test_staff_cannot_save_a_node_at_the_portals_database_under_any_spelling(world: World, spelling):
-    body = {"name": "sneaky", "kind": "jdbc", "properties": {"url": _spellings()[spelling]}}
+    body = {"name": "sneaky", "kind": "jdbc", "properties": {"url": spellings()[spelling]}}
     response = _staff().post("/api/datanodes", body, format="json")
     assert response.status_code == 400, response.content
     assert "url" in str(response.json()) and "portal's own database" in str(response.json())
@@ -111,8 +81,8 @@ def test_staff_cannot_save_a_node_at_the_portals_database_under_any_spelling(wor
 def test_a_flow_over_a_node_spelling_the_portals_database_reads_nothing(
     transactional_db, world: World, spelling
 ):
-    _reading(world, _spellings()[spelling])
-    job = _run(world)
+    _reading(world, spellings()[spelling])
+    job = run_the_world(world)
     assert job.status == "FAILED" and "portal's own database" in job.message, job.message
     assert files_under(world.lake / "mal") == [] and not (world.tmp / "work" / "mal" / "grab").exists()
 
@@ -122,8 +92,8 @@ def test_a_flow_over_a_node_spelling_the_portals_database_reads_nothing(
 def test_a_spelling_no_text_check_knows_is_refused_where_the_connection_lands(
     transactional_db, world: World, blind_text_check, spelling
 ):
-    _reading(world, _spellings()[spelling])
-    job = _run(world)
+    _reading(world, spellings()[spelling])
+    job = run_the_world(world)
     assert job.status == "FAILED", job.message
     assert f"data node 'landing': {LANDED}" in job.message
     assert "security check" not in job.message  # the connection decided, not the URL's text
@@ -136,7 +106,7 @@ def test_a_jdbc_writer_into_the_portals_database_creates_nothing_there(
     transactional_db, world: World, blind_text_check
 ):
     DataNode.objects.filter(name="lake").update(
-        kind="jdbc", properties={"url": _spellings()["a PGDBNAME parameter"]}
+        kind="jdbc", properties={"url": spellings()["a PGDBNAME parameter"]}
     )
     world.mallory_flow.properties = {
         "source.files.format": "csv",
@@ -144,7 +114,7 @@ def test_a_jdbc_writer_into_the_portals_database_creates_nothing_there(
         "writer.jdbc.username": connection.settings_dict["USER"] or "postgres",
     }
     world.mallory_flow.save(update_fields=["properties"])
-    job = _run(world)
+    job = run_the_world(world)
     assert job.status == "FAILED" and f"data node 'lake': {LANDED}" in job.message, job.message
     assert not _portal_has_table("stolen_rows") and not _portal_has_table("flowport_publish_marker")
 
@@ -155,7 +125,7 @@ def test_a_jdbc_writer_into_the_portals_database_creates_nothing_there(
 def test_test_connection_and_discovery_refuse_the_portals_database(world: World, request, spelling, blind):
     if blind:
         request.getfixturevalue("blind_text_check")
-    DataNode.objects.filter(name="landing").update(kind="jdbc", properties={"url": _spellings()[spelling]})
+    DataNode.objects.filter(name="landing").update(kind="jdbc", properties={"url": spellings()[spelling]})
     user = {"user": connection.settings_dict["USER"] or "postgres"}
     tested = world.api().post("/api/datanodes/landing/test", user, format="json").json()
     assert (
@@ -174,7 +144,7 @@ def test_test_connection_and_discovery_refuse_the_portals_database(world: World,
 
 
 def _catalog_uri() -> str:
-    _host, port, name = _portal_db()
+    _host, port, name = portal_db()
     user = connection.settings_dict["USER"] or "postgres"
     return f"postgresql+psycopg://{user}@0.0.0.0:{port}/{name}"
 
@@ -200,7 +170,7 @@ def test_an_iceberg_catalog_in_the_portals_database_is_refused_and_writes_no_cat
     world.mallory_flow.properties = {"source.files.format": "csv"}
     world.mallory_flow.save(update_fields=["properties"])
     assert not _portal_has_table("iceberg_tables")
-    job = _run(world)
+    job = run_the_world(world)
     assert job.status == "FAILED" and f"data node 'lake': {LANDED}" in job.message, job.message
     assert not _portal_has_table("iceberg_tables") and not _portal_has_table("iceberg_namespace_properties")
     assert files_under(warehouse) == []
@@ -294,7 +264,7 @@ def test_another_databases_tables_are_neither_read_nor_written_on_the_worker(
     mine, other = mariadb
     world.mallory_flow.properties = _flow_properties(_cross(other)[case])
     world.mallory_flow.save(update_fields=["properties"])
-    job = _run(world)
+    job = run_the_world(world)
     assert job.status == "FAILED" and OWN_ONLY in job.message, job.message
     assert _tables_of(other) == ["secrets"]  # nothing created there
     assert _tables_of(mine) == ["orders"]  # nor staged here: the job stopped before any write

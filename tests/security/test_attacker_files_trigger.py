@@ -11,7 +11,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from portal.flows import trigger_services
+from portal.flows.triggers import services as trigger_services
 from portal.orchestration.control import triggers
 from portal.orchestration.models import FlowExecution
 from portal.topology.models import DataNode

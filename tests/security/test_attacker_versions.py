@@ -8,7 +8,7 @@ from __future__ import annotations
 from django.test import Client
 
 from portal.flows import services as flow_services
-from portal.flows import versions
+from portal.flows.versions import services as versions
 from portal.keys import services
 from portal.orchestration.control.actions import process_actions
 from portal.orchestration.models import FlowExecution

@@ -10,7 +10,7 @@ import logging
 import pytest
 from rest_framework.test import APIClient
 
-from portal.flows.triggers import FlowTrigger
+from portal.flows.triggers.models import FlowTrigger
 from portal.orchestration.models import FlowExecution
 from tests.conftest import api_client_for
 from tests.factories import FlowConfigFactory, UserFactory

@@ -286,6 +286,28 @@ def test_the_room_check_sees_an_upward_import_even_one_hidden_in_a_function():
     ]
 
 
+# The flows app's rooms (docs/architecture.md, "The flows app's rooms"): a concept with its own
+# page, API and save path is a sub-package, not a name prefix beside the app's modules, and the
+# rooms do not import each other.
+FLOWS_ROOMS = ("triggers", "versions")
+
+
+def test_the_flows_rooms_are_packages_that_do_not_import_each_other():
+    flows = PORTAL / "flows"
+    prefixed = [path.name for path in flows.glob("*.py") if path.name.startswith(("trigger", "version"))]
+    assert prefixed == [], "loose beside flows' rooms: " + ", ".join(prefixed)
+    for room in FLOWS_ROOMS:
+        assert (flows / room / "__init__.py").read_text().startswith('"""')
+        others = tuple(f"portal.flows.{other}" for other in FLOWS_ROOMS if other != room)
+        crossing = [
+            f"{path.relative_to(PORTAL.parent)}:{line} imports {target}"
+            for path in sorted((flows / room).rglob("*.py"))
+            for line, target in _room_targets(path)
+            if target.startswith(others)
+        ]
+        assert crossing == [], f"flows.{room} imports another room:\n" + "\n".join(crossing)
+
+
 # A data node kind has one room (portal/pipeline/nodekinds/: its fields, binding and login), read
 # by the source and destination that serve it; the models name the kinds as choices. Anywhere else
 # a kind's name written as a literal is knowledge of that kind leaking out of its room. The modules

@@ -7,9 +7,9 @@ from typing import Any
 from django import template
 
 from portal.accounts import access
-from portal.flows import trigger_services
 from portal.flows.models import FlowConfig
-from portal.flows.triggers import FreshnessGoal
+from portal.flows.triggers import services as trigger_services
+from portal.flows.triggers.models import FreshnessGoal
 
 register = template.Library()
 

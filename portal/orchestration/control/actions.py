@@ -18,7 +18,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from portal.orchestration.models import Action, ActionKind
+from portal.orchestration.models import Action, ActionKind, FlowExecution
 
 logger = logging.getLogger(__name__)
 
@@ -50,7 +50,7 @@ def enqueue(
     execution_id: int,
     job_name: str = "",
     due_at: datetime | None = None,
-    payload: dict | None = None,
+    payload: dict[str, Any] | None = None,
 ) -> None:
     """Insert an action; the same request already waiting is not repeated."""
     Action.objects.bulk_create(
@@ -69,7 +69,14 @@ def enqueue(
     )
 
 
-def enqueue_for(execution, kind: str, *, job_name: str = "", due_at=None, payload=None) -> None:
+def enqueue_for(
+    execution: FlowExecution,
+    kind: str,
+    *,
+    job_name: str = "",
+    due_at: datetime | None = None,
+    payload: dict[str, Any] | None = None,
+) -> None:
     enqueue(
         kind,
         flow_group=execution.flow_group,

@@ -22,6 +22,7 @@ from portal.orchestration.models import (
     Action,
     ExecutionStatus,
     FlowExecution,
+    JobExecution,
     JobStatus,
 )
 from portal.orchestration.state.backfills import backfill_refusal
@@ -156,7 +157,7 @@ def resume(execution: FlowExecution, *, user: Any) -> None:
 RERUNNABLE_JOB_STATUSES = {JobStatus.FAILED, JobStatus.CANCELLED}
 
 
-def can_rerun_job(execution: FlowExecution, job: Any) -> bool:
+def can_rerun_job(execution: FlowExecution, job: JobExecution) -> bool:
     return execution.status in RESUMABLE_STATUSES and job.status in RERUNNABLE_JOB_STATUSES
 
 

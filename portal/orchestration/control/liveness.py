@@ -9,6 +9,7 @@ from collections.abc import Iterable
 from datetime import timedelta
 
 from django.conf import settings
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from portal.orchestration.models import WorkerHeartbeat
@@ -25,7 +26,7 @@ def worker_command(queue: str) -> str:
     return f"celery -A portal.celery worker --pool threads --loglevel INFO -Q {queue}"
 
 
-def _live_heartbeats():
+def _live_heartbeats() -> QuerySet[WorkerHeartbeat]:
     late = timezone.now() - timedelta(seconds=3 * settings.WORKER_HEARTBEAT_SECONDS)
     return WorkerHeartbeat.objects.filter(last_seen__gte=late)
 

@@ -21,7 +21,6 @@ from django.utils import timezone
 
 from portal.events import outcomes
 from portal.events.services import raise_event
-from portal.flows import versions
 from portal.flows.compiler import COMPILED, PENDING, compile_flow
 from portal.flows.compiler.record import current_plan
 from portal.flows.models import FlowConfig, FlowVersion
@@ -31,6 +30,7 @@ from portal.flows.policies import (
     retry_backoff_seconds,
     retry_count,
 )
+from portal.flows.versions import services as versions
 from portal.orchestration.control import outbox, quota_gate, triggers
 from portal.orchestration.control.actions import enqueue_for, handles
 from portal.orchestration.control.commands import execution_in_the_way, skipped_because
@@ -118,7 +118,7 @@ def _previous_outcome(execution: FlowExecution) -> bool | None:
     return None if previous is None else previous == ExecutionStatus.COMMITTED
 
 
-def _set_job(job: JobExecution, status: str, message: str | None = None, **fields) -> None:
+def _set_job(job: JobExecution, status: str, message: str | None = None, **fields: object) -> None:
     ended_a_run = job.status == JobStatus.RUNNING and status != JobStatus.RUNNING
     attempt = job.attempt
     job.status, job.status_rank = status, JOB_STATUS_RANK[status]

@@ -48,7 +48,7 @@ def tenant_of(flow_id: int | None) -> quotas.Tenant | None:
     )
 
 
-def trigger_class(trigger: str, job: Any) -> int:
+def trigger_class(trigger: str, job: JobExecution) -> int:
     """Scheduled runs first, then runs asked for now, then backfills and re-runs
     (a resumed job: a new attempt that is neither a retry nor a redelivery)."""
     if job.attempt > 1 and not job.retries and not job.redeliveries:

@@ -78,7 +78,7 @@ def create_execution(
     scheduled_at: datetime | None = None,
     *,
     requested_by: str = "",
-    backfill: dict | None = None,
+    backfill: dict[str, dict[str, str | None]] | None = None,
     pinned_version: int | None = None,
     now: datetime | None = None,
 ) -> FlowExecution | None:
@@ -288,7 +288,8 @@ def _create_ticks(due: list[_Tick], report: TickReport, now: datetime) -> None:
 
 def _next_tick(schedule: str, after: datetime) -> datetime:
     tz = timezone.get_default_timezone()
-    return croniter(schedule, after.astimezone(tz)).get_next(datetime)
+    following: datetime = croniter(schedule, after.astimezone(tz)).get_next(datetime)
+    return following
 
 
 def schedule_due_ticks(

@@ -20,8 +20,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from portal.flows.models import FlowConfig
-from portal.flows.trigger_services import read_refusal
-from portal.flows.triggers import FlowTrigger, FreshnessGoal, UpstreamDataset
+from portal.flows.triggers.models import FlowTrigger, FreshnessGoal, UpstreamDataset
+from portal.flows.triggers.services import read_refusal
 from portal.orchestration.control import quota_gate
 from portal.orchestration.control.scheduler import create_execution
 from portal.orchestration.models import DatasetStateHistory, FlowExecution

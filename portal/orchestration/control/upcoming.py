@@ -51,6 +51,7 @@ def withdraw_upcoming(flow_id: int, now: datetime | None = None) -> int:
 def _next_after(schedule: str, moment: datetime) -> datetime | None:
     tz = timezone.get_default_timezone()
     try:
-        return croniter(schedule, moment.astimezone(tz)).get_next(datetime)
+        following: datetime = croniter(schedule, moment.astimezone(tz)).get_next(datetime)
+        return following
     except (CroniterBadDateError, ValueError, KeyError):
         return None  # worked out again by the next pass

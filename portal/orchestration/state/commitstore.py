@@ -30,7 +30,7 @@ import logging
 import os
 import signal
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import Any, TypeVar
@@ -97,7 +97,7 @@ def failpoint(name: str, dataset_urn: str = "") -> None:
 
 
 @contextmanager
-def arm(*names: str, action: str = "raise"):
+def arm(*names: str, action: str = "raise") -> Iterator[None]:
     """In-process failpoints for tests: `with arm("after_step:2"): ...`."""
     for name in names:
         _armed[name] = action

@@ -29,7 +29,7 @@ from typing import Any
 from django.conf import settings
 
 from portal.keys.services import REDACTED
-from portal.orchestration.models import JobStatus
+from portal.orchestration.models import JobExecution, JobStatus
 from portal.orchestration.state import logview
 from portal.pipeline.logtag import tag_thread
 
@@ -168,7 +168,7 @@ class LogSection:
     kind: str = "worker"  # or "driver": the download link's ?log=
 
 
-def attempt_logs(job: Any, attempt: int, *, live: bool = False) -> list[LogSection]:
+def attempt_logs(job: JobExecution, attempt: int, *, live: bool = False) -> list[LogSection]:
     """The worker and driver logs of one attempt: the files when this host
     can read them (FLOWPORT_LOG_DIR on the worker host, or shared) and they
     are masked, else the masked tails the worker stored on the job (which
@@ -203,7 +203,7 @@ class LogDownload:
     text: str  # else the stored tail (masked), possibly empty
 
 
-def attempt_log_download(job: Any, attempt: int, kind: str) -> LogDownload:
+def attempt_log_download(job: JobExecution, attempt: int, kind: str) -> LogDownload:
     """One attempt's worker or driver log to download: the whole (masked)
     file when this host can read it, else the masked tail the worker stored."""
     _title, path, readable, excerpt = _sources(job, attempt)[kind]
@@ -224,7 +224,7 @@ class AttemptError:
     lines: logview.FilteredLog  # the worker log's lines at ERROR and above
 
 
-def attempt_error(job: Any, attempt: int, sections: list[LogSection]) -> AttemptError | None:
+def attempt_error(job: JobExecution, attempt: int, sections: list[LogSection]) -> AttemptError | None:
     """The failure of this attempt, or None when it did not fail."""
     if attempt == job.attempt:
         status, message = job.status, job.message

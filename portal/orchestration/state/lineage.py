@@ -44,7 +44,7 @@ from openlineage.client.facet_v2 import (
 )
 from openlineage.client.serde import Serde
 
-from portal.orchestration.models import JobExecution, JobStatus, LineageEdge
+from portal.orchestration.models import DatasetState, JobExecution, JobStatus, LineageEdge
 from portal.pipeline import columnrules
 from portal.pipeline.properties import Properties
 
@@ -377,13 +377,14 @@ def sender() -> Sender:
 
 
 def as_json(event: RunEvent) -> dict[str, Any]:
-    return json.loads(Serde.to_json(event))
+    document: dict[str, Any] = json.loads(Serde.to_json(event))
+    return document
 
 
 # --- what the dataset pages read --------------------------------------------------------
 
 
-def dataset_of_state(state: Any) -> Dataset | None:
+def dataset_of_state(state: DatasetState) -> Dataset | None:
     """The dataset a state row keeps the watermark of (the job's input), from its last run's spec."""
     job = (
         JobExecution.objects.filter(

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from django.http import QueryDict
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
@@ -30,7 +31,7 @@ class LogFilter:
     errors: list[str] = field(default_factory=list)
 
     @classmethod
-    def from_params(cls, params) -> LogFilter:
+    def from_params(cls, params: QueryDict) -> LogFilter:
         result = cls(query=params.get("q", "").strip()[:MAX_QUERY], level=params.get("level", "").upper())
         if result.level and result.level not in _RANK:
             result.errors.append(f"level must be one of {', '.join(LEVELS)}, got {result.level!r}.")
@@ -77,7 +78,7 @@ def apply(text: str, wanted: LogFilter) -> FilteredLog:
     return FilteredLog(mark_safe("\n".join(kept)), len(kept), len(lines))  # noqa: S308 - every piece escaped above
 
 
-def _mark(line: str, pattern: re.Pattern) -> str:
+def _mark(line: str, pattern: re.Pattern[str]) -> str:
     parts: list[str] = []
     last = 0
     for hit in pattern.finditer(line):

@@ -101,7 +101,7 @@ class RecoveryReport:
 
 
 def _redo_delay(tries: int) -> float:
-    return min(2.0, 0.25 * 2 ** (tries - 1))
+    return min(2.0, 0.25 * 2.0 ** (tries - 1))
 
 
 def judged_now(step: dict[str, Any], entry: dict[str, Any] | None) -> dict[str, Any]:

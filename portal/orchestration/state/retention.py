@@ -24,7 +24,7 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
-from django.db.models import OuterRef, Q, Subquery
+from django.db.models import Model, OuterRef, Q, QuerySet, Subquery
 from django.utils import timezone
 
 from portal.bulk import any_of, delete_rows
@@ -113,7 +113,7 @@ def _prune_executions(scope: Q, cutoff: datetime, limit: int, report: PruneRepor
             )
         )
         # Children first, one DELETE each, no row read into Python (see bulk.delete_rows):
-        # tests/unit/orchestration/test_retention.py checks no other table refers to them.
+        # tests/unit/orchestration/state/test_retention.py checks no other table refers to them.
         delete_rows(JobState.objects.filter(job__execution_id__in=ids))
         delete_rows(JobExecution.objects.filter(execution_id__in=ids))
         delete_rows(FlowExecution.objects.filter(pk__in=ids))
@@ -149,12 +149,12 @@ def _remove_logs(logs: list[tuple[int, str, int]], report: PruneReport) -> None:
             folder.rmdir()
 
 
-def _prune_simple(queryset, limit: int, oldest_first: str = "pk") -> int:
+def _prune_simple(queryset: QuerySet[Model], limit: int, oldest_first: str = "pk") -> int:
     """Oldest first over the index `oldest_first` leads (the table's age column)."""
     with transaction.atomic():
         ids = list(queryset.order_by(oldest_first).values_list("pk", flat=True)[:limit])
         if ids:
-            delete_rows(queryset.model.objects.filter(pk__in=any_of(ids)))
+            delete_rows(queryset.model._default_manager.filter(pk__in=any_of(ids)))
     return len(ids)
 
 

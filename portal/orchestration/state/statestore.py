@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db import transaction
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from portal.accounts import access
@@ -385,7 +386,7 @@ def reset_watermark(
 ADOPTED = "ADOPTED"
 
 
-def states_of(flow_group: str, flow_name: str):
+def states_of(flow_group: str, flow_name: str) -> QuerySet[DatasetState]:
     """The datasets a flow's pages show: the current flow's own state, or,
     once no flow has the name, what deleted flows of that name left."""
     flow_id = (
@@ -397,7 +398,7 @@ def states_of(flow_group: str, flow_name: str):
     return rows.filter(flow_id=flow_id) if flow_id is not None else rows
 
 
-def adoptable_state(flow: FlowConfig):
+def adoptable_state(flow: FlowConfig) -> QuerySet[DatasetState]:
     """State an earlier flow of the same group/name left (its flow deleted)."""
     return DatasetState.objects.filter(flow_group=flow.flow_group, flow_name=flow.flow_name).exclude(
         flow_id=flow.pk

@@ -318,7 +318,8 @@ class JobHeartbeat:
             return {}
         # Work units are named after their datasets, which the API and pages show to every user:
         # masked like the log, should a decrypted secret ever name one.
-        return masked(found, self.log.secrets)
+        progress: dict[str, Any] = masked(found, self.log.secrets)
+        return progress
 
 
 def masked(value: Any, secrets: set[str]) -> Any:

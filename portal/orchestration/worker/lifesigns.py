@@ -10,7 +10,7 @@ import logging
 import os
 import threading
 import time
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
@@ -30,7 +30,9 @@ _stop = threading.Event()
 _thread: threading.Thread | None = None
 
 
-def beat(worker: str, queues: list[str], started, state: capacity.Capacity | None = None) -> list[str]:
+def beat(
+    worker: str, queues: list[str], started: datetime, state: capacity.Capacity | None = None
+) -> list[str]:
     """One heartbeat: this worker's capacity (`state`, else assessed in this
     process), then the health of the executors it serves, from every live
     worker on their queues; returns the names of those executors."""

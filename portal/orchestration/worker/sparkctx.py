@@ -22,6 +22,7 @@ from typing import Any
 from django.conf import settings
 from pyspark.sql import SparkSession
 
+from portal.orchestration.worker.quota_spark import PoolShape
 from portal.orchestration.worker.submit import portal_zip
 from portal.pipeline.logtag import tag_thread
 from portal.pipeline.session import get_or_create_spark
@@ -141,7 +142,7 @@ def stop() -> None:
             logger.info("the SparkSession was already down at shutdown")
 
 
-def fair_pool(spark: SparkSession, shape: Any) -> str:
+def fair_pool(spark: SparkSession, shape: PoolShape | None) -> str:
     """Make the FAIR pool `shape` (a quota_spark.PoolShape) in the session unless it exists, and
     return its name ("" for none). Spark reads pools' weight and minShare only from its allocation
     file at start-up, or from the pool object when one is added later, as here."""

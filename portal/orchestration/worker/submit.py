@@ -160,4 +160,5 @@ def run_submitted(
     if not fs.exists(output_uri):
         tail = output_log.read_text(encoding="utf-8", errors="replace")[-1500:]
         raise RuntimeError(f"spark-submit exited {process.returncode} without TaskStates: {tail}")
-    return json.loads(fs.read_text(output_uri))
+    states: list[dict[str, Any]] = json.loads(fs.read_text(output_uri))
+    return states

@@ -309,6 +309,30 @@ def columns(conn: Any, table: str) -> list[tuple[str, str]]:
     return found
 
 
+def select_list(conn: Any, table: str, names: Sequence[str]) -> str:
+    """The quoted columns a snapshot selects, a ``BIT(n)`` one as its ``n`` binary digits: the
+    binlog sends a BIT as those digits (as PostgreSQL's log sends a ``bit``), the SQL client as
+    raw bytes, so a row read by the snapshot and the same row read from the binlog agree."""
+    schema, _, name = table.partition(".")
+    with conn.cursor() as cur:
+        cur.execute(
+            "SELECT column_name, numeric_precision FROM information_schema.columns"
+            " WHERE table_schema = %s AND table_name = %s AND data_type = 'bit'",
+            (schema, name),
+        )
+        bits = {str(column): int(width) for column, width in cur.fetchall()}
+    return ", ".join(
+        f"LPAD(BIN({quoted}), {bits[n]}, '0') AS {quoted}" if n in bits else quoted
+        for n in names
+        for quoted in (quote(n),)
+    )
+
+
+def quote(name: str) -> str:
+    """A MariaDB identifier, quoted."""
+    return f"`{name.replace('`', '``')}`"
+
+
 def text(value: Any) -> str | bytes | None:
     """A value in the text form Spark casts back (what PostgreSQL's log sends as text); the bytes
     of a binary column (BLOB, BINARY, VARBINARY: charset 63, which the binlog's FULL row metadata
@@ -344,8 +368,8 @@ def snapshot(
             yield in_gtids(conn, point) if gtids else point
             for table, names in tables:
                 schema, _, name = table.partition(".")
-                select = ", ".join(f"`{n.replace('`', '``')}`" for n in names)
-                cur.execute(f"SELECT {select} FROM `{schema}`.`{name}`")  # noqa: S608 - quoted, checked names
+                select = select_list(conn, table, names)
+                cur.execute(f"SELECT {select} FROM {quote(schema)}.{quote(name)}")  # noqa: S608 - quoted, checked names
                 while rows := cur.fetchmany(batch):
                     yield table, [tuple(text(v) for v in row) for row in rows]
         finally:

@@ -236,10 +236,6 @@ def pg_chunk(
 # MariaDB
 
 
-def _quote(name: str) -> str:
-    return f"`{name.replace('`', '``')}`"
-
-
 def mariadb_key(conn: Any, table: str) -> list[str]:
     """The table's primary key columns in key order; empty without one."""
     schema, _, name = table.partition(".")
@@ -276,8 +272,9 @@ def mariadb_chunk(
     and none after). The high watermark is the server's position read after the rows; a change
     between the two is newer than the chunk."""
     schema, _, name = table.partition(".")
-    order = ", ".join(_quote(k) for k in key)
-    statement = f"SELECT {', '.join(_quote(n) for n in names)} FROM {_quote(schema)}.{_quote(name)}"  # noqa: S608 - quoted, checked names
+    order = ", ".join(mysql.quote(k) for k in key)
+    select = mysql.select_list(conn, table, names)
+    statement = f"SELECT {select} FROM {mysql.quote(schema)}.{mysql.quote(name)}"  # noqa: S608 - quoted, checked names
     params: list[Any] = []
     if after is not None:
         statement += f" WHERE ({order}) > ({', '.join(['%s'] * len(key))})"

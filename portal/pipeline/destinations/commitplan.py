@@ -167,12 +167,6 @@ def _replace_step(
     }
 
 
-def _set_aside(output_file: dict[str, Any], base: str) -> bool:
-    """Whether a task-output file is the bad records' (``_errors/``, :mod:`portal.pipeline.badrows`)."""
-    relative = str(output_file["path"])[len(base) :].lstrip("/\\")
-    return relative.startswith(badrows.FOLDER + "/")
-
-
 def _set_aside_step(
     output_file: dict[str, Any], base: str, final: str, root: str, urn: str, index: int
 ) -> dict[str, Any]:
@@ -270,14 +264,14 @@ def plan_commit(
                             "size": f.get("size"),
                         }
                         for f in branch["output_files"]
-                        if not _set_aside(f, base)
+                        if not badrows.set_aside(f["path"], base)
                     )
                     # A replacing publish reads or swaps the dataset's data; the bad records' file
                     # joins the new folder after it, as in an appending one.
                     later.extend(
                         (f, base, final, root, branch["index"])
                         for f in branch["output_files"]
-                        if _set_aside(f, base)
+                        if badrows.set_aside(f["path"], base)
                     )
                     continue
                 for f in branch["output_files"]:

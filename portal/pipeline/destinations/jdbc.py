@@ -30,6 +30,8 @@ from typing import Any
 
 from psycopg import sql
 from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
 from portal.pipeline import landing, pgconn, usernode
 from portal.pipeline.destinations import jdbc_evolution, jdbc_modes, pgtypes, table_templates, write_modes
@@ -41,7 +43,7 @@ from portal.pipeline.destinations.base import (
     register_step_type,
 )
 from portal.pipeline.destinations.jdbc_targets import JdbcTarget
-from portal.pipeline.dialects import POSTGRESQL, dialect_for
+from portal.pipeline.dialects import POSTGRESQL, Dialect, dialect_for
 from portal.pipeline.errors import CommitConflictError
 from portal.pipeline.jobspec import JobSpec
 from portal.pipeline.properties import Properties
@@ -133,12 +135,15 @@ class JdbcDataWriter(DataWriter):
 
     def _stage(self, df: DataFrame, table: str) -> None:
         """Write ``df`` to a fresh staging ``table``: made by Spark's writer, or here where Spark
-        cannot make it right — SQLite (Spark cannot probe its tables) and, on PostgreSQL, columns
+        cannot make it right — SQLite (Spark cannot probe its tables), MariaDB/MySQL (Spark's types
+        drop microseconds, end in 2038 and cut blobs at 64 KiB) and, on PostgreSQL, columns
         that keep their source's type (:mod:`portal.pipeline.destinations.pgtypes`), whose text the
         server then reads as that type (``stringtype=unspecified``)."""
         mode, options = "overwrite", self._options()
         dialect = dialect_for(self.url, "writer.jdbc.url")
-        if dialect.own_ddl:  # SQLite: the table is made here, in the dialect's types
+        if dialect is not POSTGRESQL:
+            df = refuse_floats(as_json_text(df), dialect)
+        if dialect.own_ddl:  # SQLite, MariaDB/MySQL: the table is made here, in the dialect's types
             columns = [(f.name, dialect.column_type(f.dataType) or "TEXT") for f in df.schema.fields]
             self._target().create(table, columns)
             mode = "append"
@@ -465,3 +470,47 @@ class JdbcPublishCommitStep(SecretBearingStep):
                 ).format(marker_table),
                 (*self._key(), d["target_table"], total),
             )
+
+
+def as_json_text(df: DataFrame) -> DataFrame:
+    """``df`` with its arrays, maps and structs as their JSON text: MariaDB and SQLite have no such
+    column types (Spark's writer fails the run, "Can't get JDBC type for array<int>"), and JSON keeps
+    every element, a NULL one and the string 'NULL' apart (README, "Types")."""
+    nested = (T.ArrayType, T.MapType, T.StructType)
+    if not any(isinstance(f.dataType, nested) for f in df.schema.fields):
+        return df
+    return df.select(
+        *[
+            F.to_json(F.col(f"`{f.name}`")).alias(f.name)
+            if isinstance(f.dataType, nested)
+            else F.col(f"`{f.name}`")
+            for f in df.schema.fields
+        ]
+    )
+
+
+def refuse_floats(df: DataFrame, dialect: Dialect) -> DataFrame:
+    """``df`` failing, in the same pass that writes it, at the first float the database cannot hold
+    (``dialect.refused_floats``), naming the column: never a value dropped or changed on the way,
+    never the driver's "Unknown column 'NaN' in 'VALUES'"."""
+    floats = (T.FloatType, T.DoubleType)
+    if not dialect.refused_floats or not any(isinstance(f.dataType, floats) for f in df.schema.fields):
+        return df
+    what = " or ".join(", ".join(dialect.refused_floats).rsplit(", ", 1))
+    columns = []
+    for f in df.schema.fields:
+        column = F.col(f"`{f.name}`")
+        if isinstance(f.dataType, floats):
+            refused = [
+                column.isin(float(v)) if v != "NaN" else F.isnan(column) for v in dialect.refused_floats
+            ]
+            message = (
+                f"column '{f.name}' holds {what}, which {dialect.label} cannot store "
+                "(Parquet, PostgreSQL and Iceberg can): the destination was not changed"
+            )
+            bad = refused[0]
+            for more in refused[1:]:
+                bad = bad | more
+            column = F.when(bad, F.raise_error(F.lit(message))).otherwise(column).alias(f.name)
+        columns.append(column)
+    return df.select(*columns)

@@ -16,15 +16,16 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from portal.pipeline import fs
+from portal.pipeline import badrows, fs, nodekinds
 from portal.pipeline.confinement import ConfinementError, confine
 from portal.pipeline.destinations import iceberg, table_templates
-from portal.pipeline.destinations.commitplan import _set_aside, apply_commit_policy
+from portal.pipeline.destinations.commitplan import apply_commit_policy
 from portal.pipeline.errors import ConfigError
 from portal.pipeline.jobspec import JobSpec
 from portal.pipeline.taskstate import SUCCEEDED
 
-FILES, JDBC, ICEBERG = "files", "jdbc", "iceberg"
+# The kind of node a branch published into, by the node kinds' own names.
+FILES, JDBC, ICEBERG = (nodekinds.files.KIND.name, nodekinds.jdbc.KIND.name, nodekinds.iceberg.KIND.name)
 
 
 @dataclass
@@ -93,6 +94,6 @@ def published(jobspec: dict[str, Any] | JobSpec, task_states: list[dict[str, Any
             if entry.kind == FILES:
                 base = str(branch.get("output_dir") or "").rstrip("/")
                 for output in branch.get("output_files") or []:
-                    if base and not _set_aside(output, base):
+                    if base and not badrows.set_aside(output["path"], base):
                         entry.files.append(str(output["path"])[len(base) :].lstrip("/\\"))
     return [found[key] for key in sorted(found)]

@@ -57,6 +57,21 @@ def has_login(node: Mapping[str, str]) -> bool:
     return bool(node.get("user") or node.get("password") or url_has_login(node.get("url") or ""))
 
 
+# A database server (not SQLite, which has no login to borrow), and a `user=` as its driver reads
+# it in the URL: lower case, with a value.
+_SERVER_URL = re.compile(r"^jdbc:(postgresql|mysql|mariadb):", re.I)
+_URL_USER = re.compile(r"[?&;]user=[^&;]")
+
+
+def takes_flow_login(node: Mapping[str, str]) -> bool:
+    """Whether a database server's node names no user of its own (its `user`, or a `user=` its
+    driver reads in the URL). Its connections then log in as a flow says — or, a password alone
+    given, as the worker's operating-system user, which a server trusting the workers may take for
+    its superuser — so such a login is judged, never taken as given."""
+    url = str(node.get("url") or "").strip()
+    return bool(_SERVER_URL.match(url)) and not (node.get("user") or _URL_USER.search(url))
+
+
 def bind(role: str, node: Mapping[str, str], hop: Hop) -> dict[str, str]:
     """The URL and driver, for the source on a flow's first hop (a later hop reads what its parent
     published, as files) and for the writer."""

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from portal.flows import trigger_services
 from portal.flows.models import FlowConfig
+from portal.flows.triggers import services as trigger_services
 from tests.factories import FlowConfigFactory
 from tests.unit.flows.test_flow_form import new_flow
 

@@ -16,7 +16,7 @@ from portal.crypto.encrypted import WRAPPED_KEY_PROPERTY, decrypt_properties
 from portal.flows.models import FlowConfig
 from portal.keys import services
 from portal.keys.models import CustomerKey
-from tests.unit.keys.conftest import SECRET
+from tests.builders.keys import SECRET
 
 pytestmark = pytest.mark.django_db
 

@@ -22,8 +22,8 @@ from portal.keys import services
 from portal.keys.models import CustomerKey
 from portal.keys.rotation import master_keys_in_use, rotate_master_key
 from portal.monitoring.models import Subscription
+from tests.builders.keys import SECRET
 from tests.factories import FlowConfigFactory
-from tests.unit.keys.conftest import SECRET
 from tests.unit.topology.helpers import nodes
 
 pytestmark = pytest.mark.django_db

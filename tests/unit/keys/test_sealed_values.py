@@ -16,7 +16,7 @@ from portal.crypto.encrypted import (
     secret_values,
 )
 from portal.keys import services
-from tests.unit.keys.conftest import SECRET
+from tests.builders.keys import SECRET
 
 
 @pytest.mark.parametrize(

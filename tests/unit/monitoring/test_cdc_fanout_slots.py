@@ -14,15 +14,15 @@ from portal.orchestration.control import cdc as control_cdc
 from portal.orchestration.models import DatasetState
 from portal.pipeline.cdc import pg as cdc_pg
 from portal.topology import services as topology
+from tests.builders.cdc_slots import shop as shop  # fixture
 from tests.factories import UserFactory
 from tests.pg_logical import logical_pg  # noqa: F401 (fixture)
-from tests.unit.monitoring.test_cdc_slots import shop  # noqa: F401 (fixture)
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def fork(shop, settings):  # noqa: F811
+def fork(shop, settings):
     settings.CDC_SLOT_CACHE_SECONDS = 60
     cache.clear()
     owner = UserFactory(username="olga")

@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Iterator
 from datetime import timedelta
-from typing import Any
 
 import pytest
 from django.core.cache import cache
@@ -27,19 +25,12 @@ from portal.pipeline.cdc import pg as cdc_pg
 from portal.pipeline.cdc.pgoutput import parse_lsn
 from portal.pipeline.cdc.snapshot import Progress, join
 from portal.topology import services as topology
+from tests.builders.cdc_slots import shop as shop  # fixture
 from tests.factories import FlowConfigFactory, UserFactory
 from tests.pg_logical import logical_pg, own_database  # noqa: F401 (fixture)
 from tests.unit.monitoring.conftest import make_execution
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def shop(logical_pg: str) -> Iterator[dict[str, Any]]:  # noqa: F811
-    with own_database(
-        logical_pg, "CREATE SCHEMA shop", "CREATE TABLE shop.customers (id int PRIMARY KEY, name text)"
-    ) as found:
-        yield found
 
 
 @pytest.fixture

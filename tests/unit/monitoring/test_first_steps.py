@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from portal.orchestration.models import FlowExecution
 from portal.topology import services as topology
-from tests.factories import FlowConfigFactory
+from tests.factories import PASSWORD, FlowConfigFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -37,3 +38,57 @@ def test_the_refreshing_part_does_not_repeat_them(client, owner):
     assert (
         'id="first-steps"' not in client.get("/monitoring/", headers={"HX-Request": "true"}).content.decode()
     )
+
+
+def test_a_first_login_lands_on_the_start_page_with_the_next_step(client, owner):
+    signed_in = client.post("/login/", {"username": "olivia", "password": PASSWORD}, follow=True)
+    assert signed_in.redirect_chain == [("/", 302), ("/monitoring/start/", 302)]
+    page = signed_in.content.decode()
+    assert "<strong>Your next step:</strong> add a source data node" in page
+    assert '<li id="step-source" aria-current="step" class="current">' in page
+    assert 'href="/topology/datanodes/">Data nodes (sources &amp; destinations)</a>' in page
+    assert 'id="dashboard-live"' not in page  # not the operator's dashboard
+
+
+def test_with_a_node_of_their_own_the_next_step_is_the_flow_and_home_is_the_dashboard(client, owner):
+    client.force_login(owner)
+    topology.create_data_node(
+        {"name": "my-folder", "kind": "files", "properties": {"path": "users/olivia/in"}}, user=owner
+    )
+    assert client.get("/")["Location"] == "/monitoring/"
+    page = client.get("/monitoring/start/").content.decode()
+    assert "<strong>Your next step:</strong> create a flow." in page
+    assert '<li id="step-flow" aria-current="step" class="current">' in page
+    assert 'href="/topology/datanodes/my-folder/">my-folder</a> (files)' in page
+
+
+def test_an_owner_of_a_shared_node_is_no_newcomer(client, owner):
+    topology.create_data_node(
+        {
+            "name": "shop",
+            "kind": "files",
+            "properties": {"path": "var/shop"},
+            "acl": [{"role": "owner", "user": "olivia"}],
+        }
+    )
+    client.force_login(owner)
+    assert client.get("/")["Location"] == "/monitoring/"
+
+
+def test_with_a_flow_the_next_step_is_its_run_and_then_where_the_data_went(client, owner):
+    client.force_login(owner)
+    flow = FlowConfigFactory(owner=owner, flow_group="sales", flow_name="orders")
+    page = client.get("/monitoring/start/").content.decode()
+    assert "run your flow and see where its data went" in page
+    assert 'href="/flows/sales/orders/">the flow' in page
+    FlowExecution.objects.create(
+        flow=flow,
+        flow_group="sales",
+        flow_name="orders",
+        execution_id=1,
+        trigger="RUN_NOW",
+        status="COMMITTED",
+    )
+    page = client.get("/monitoring/start/").content.decode()
+    assert "<strong>You are set:</strong>" in page
+    assert 'href="/executions/sales/orders/1/">' in page

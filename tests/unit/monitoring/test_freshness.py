@@ -14,8 +14,9 @@ from django.utils import timezone
 
 from portal.events import sinks
 from portal.events.models import Event
-from portal.flows import trigger_services
-from portal.flows.triggers import FreshnessGoal, first_due, next_due, parse_goal
+from portal.flows.triggers import services as trigger_services
+from portal.flows.triggers.goals import first_due, next_due, parse_goal
+from portal.flows.triggers.models import FreshnessGoal
 from portal.monitoring.freshness import STALE, check_freshness
 from portal.monitoring.models import Subscription
 from portal.orchestration.control import triggers

@@ -15,9 +15,9 @@ from portal.pipeline import run_job
 from portal.pipeline.destinations.commitplan import plan_commit
 from portal.pipeline.errors import ConfigError
 from portal.pipeline.jobspec import JobSpec
+from tests.builders.pipeline import create_orders, insert_orders, order_rows, orders_props
 
 from .helpers import NOW, publish, read, run_and_publish, spec, write_csv
-from .test_jdbc import _insert, _orders, _props, _rows
 
 
 def _types(plan: dict[str, list[dict[str, Any]]]) -> dict[str, set[str]]:
@@ -71,10 +71,10 @@ def test_a_bad_backfill_comes_back_as_one_failed_planning_task(spark: SparkSessi
 def test_jdbc_backfill_reads_the_explicit_range_and_leaves_the_watermark_alone(
     spark: SparkSession, pg: psycopg.Connection, pg_database: dict[str, Any], tmp_path: Path
 ) -> None:
-    _orders(pg, "bf_a", _rows(1, 20))  # updated_at 00:00:01 .. 00:00:20
-    _orders(pg, "bf_b", _rows(1, 5))
+    create_orders(pg, "bf_a", order_rows(1, 20))  # updated_at 00:00:01 .. 00:00:20
+    create_orders(pg, "bf_b", order_rows(1, 5))
     # A look-back is configured: a backfill must still read exactly (low, high], no window below low.
-    props = _props(pg_database, tmp_path, "bf_a,bf_b", **{"extract.lookback": "5s"})
+    props = orders_props(pg_database, tmp_path, "bf_a,bf_b", **{"extract.lookback": "5s"})
     marks: dict[str, str] = {}
     run_and_publish(spark, spec(tmp_path, props), marks)
     stored = dict(marks)
@@ -83,7 +83,7 @@ def test_jdbc_backfill_reads_the_explicit_range_and_leaves_the_watermark_alone(
         "bf_b": "2024-01-01 00:00:05",
     }
 
-    _insert(pg, "bf_a", _rows(21, 10))  # rows up to 00:00:30 exist now
+    insert_orders(pg, "bf_a", order_rows(21, 10))  # rows up to 00:00:30 exist now
     backfill_props = {**props, "data.publisher.final.dir": str(tmp_path / "backfill")}
     job = spec(
         tmp_path,
@@ -138,7 +138,7 @@ def test_a_backfill_written_as_the_docs_show_works_on_a_timestamptz_column(
             "INSERT INTO flights_tz VALUES (%s, %s)",
             [(h, dt.datetime(2013, 3, 1, h, tzinfo=dt.UTC)) for h in range(10)],
         )
-    props = _props(pg_database, tmp_path, "flights_tz", **{"extract.delta.fields": "dep"})
+    props = orders_props(pg_database, tmp_path, "flights_tz", **{"extract.delta.fields": "dep"})
     job = spec(
         tmp_path,
         props,
@@ -162,8 +162,8 @@ def test_a_backfill_written_as_the_docs_show_works_on_a_timestamptz_column(
 def test_jdbc_backfill_errors_name_the_urn_and_write_no_watermark(
     spark: SparkSession, pg: psycopg.Connection, pg_database: dict[str, Any], tmp_path: Path
 ) -> None:
-    _orders(pg, "bf_c", _rows(1, 5))
-    props = _props(pg_database, tmp_path, "bf_c")
+    create_orders(pg, "bf_c", order_rows(1, 5))
+    props = orders_props(pg_database, tmp_path, "bf_c")
     cases = {
         "bf_c": ({"low": "2024-01-01 00:00:01", "high": "yesterday"}, "backfill ['bf_c']: high 'yesterday'"),
         "bf_c ": ({"low": "2024-01-01 00:00:04", "high": "2024-01-01 00:00:02"}, "is not below high"),

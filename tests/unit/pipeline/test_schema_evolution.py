@@ -13,10 +13,10 @@ import pytest
 from pyspark.sql import SparkSession
 
 from portal.pipeline.schemadrift import columns
+from tests.builders.pipeline import run
 
 from .conftest import mysql
 from .helpers import read, spec
-from .test_whole_schemas import run
 
 
 class Source:

@@ -19,9 +19,9 @@ from portal.orchestration.worker import quota_spark, sparkctx
 from portal.orchestration.worker.submit import sized_conf, submit_argv
 from portal.quotas.models import Quota
 from portal.topology.models import SpecExecutor
+from tests.builders.quotas import one_hop_flow, run, the_job
 from tests.factories import UserFactory
 from tests.integration.crash_harness import RecordingPipeline, World
-from tests.unit.orchestration.test_quotas import one_hop_flow, run, the_job
 from tests.unit.topology.helpers import executor, nodes
 
 pytestmark = pytest.mark.django_db

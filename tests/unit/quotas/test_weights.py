@@ -10,8 +10,8 @@ import pytest
 from portal.orchestration.models import JobExecution, JobStatus
 from portal.quotas.models import Quota
 from portal.topology.models import SpecExecutor
+from tests.builders.quotas import finish, one_hop_flow, run, the_job
 from tests.factories import UserFactory
-from tests.unit.orchestration.test_quotas import finish, one_hop_flow, run, the_job
 from tests.unit.topology.helpers import executor, nodes
 
 pytestmark = pytest.mark.django_db

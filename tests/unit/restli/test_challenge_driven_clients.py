@@ -10,8 +10,8 @@ import subprocess
 import pytest
 
 from portal.flows.models import FlowConfig
+from tests.builders.restli import flow_config
 from tests.factories import PASSWORD
-from tests.unit.restli.test_flowconfig_clients import flow_config
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("packs")]
 

@@ -13,6 +13,7 @@ from django.contrib.auth.models import Group
 
 from portal.flows.models import FlowConfig
 from portal.flows.schedules import next_run_times
+from tests.builders.restli import RUNNABLE, flow_config
 from tests.conftest import api_client_for
 from tests.factories import UserFactory
 from tests.unit.flows.test_flow_form_html import submit_as_rendered
@@ -25,25 +26,6 @@ pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("packs")]
 V2_KEY = "/flowconfigsV2/($params:(),flowGroup:team,flowName:nightly)"
 # FlowConfigV2Client.createFlowStatusId reads the execution id from the Location header so:
 LOCATION_PARAMS = re.compile(r".*params:\((?P<flowStatusIdParams>.*?)\)")
-
-
-# What the JDBC source of pg-sales reads (a save refuses a flow the pipeline would refuse).
-RUNNABLE = {"source.jdbc.tables": "orders", "extract.is.full": "true"}
-
-
-def flow_config(**overrides) -> dict:
-    record = {
-        "id": {"flowGroup": "team", "flowName": "nightly"},
-        "schedule": {"cronSchedule": "0 0 2 * * ?", "runImmediately": False},
-        "templateUris": "FS:///mytemplate.template",
-        "properties": {
-            "gobblin.flow.sourceIdentifier": "pg-sales",
-            "gobblin.flow.destinationIdentifier": "lake",
-            **RUNNABLE,
-        },
-    }
-    record.update(overrides)
-    return record
 
 
 def status_id_from_location(location: str) -> dict[str, str]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from portal.flows.models import FlowConfig
-from tests.unit.restli.test_flowconfig_clients import flow_config
+from tests.builders.restli import flow_config
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("packs")]
 

@@ -123,7 +123,7 @@ def test_a_user_asks_for_access_and_the_owner_grants_it_on_the_page(alice, bob, 
         {"role": "read", "message": "for the report"},
         follow=True,
     )
-    assert "its owners will see it on this page" in asked.content.decode()
+    assert "its owners will see it on their dashboard and this page" in asked.content.decode()
     assert "You asked to read" in asked.content.decode()
     again = browser(bob).post("/topology/datanodes/exports/request-access/", {"role": "read"}, follow=True)
     assert "You already asked to read data node exports" in again.content.decode()
