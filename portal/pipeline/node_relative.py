@@ -63,17 +63,20 @@ def problems(properties: Mapping[str, object]) -> list[str]:
                     found.append(
                         f"{key!r}: '{name.strip()}' {reason}; give folder names inside the data node"
                     )
-        elif key in SUBFOLDER_KEYS and value.strip():
-            reason = relative_name_problem(value, folders=True)
-            if reason:
-                found.append(f"{key!r}: '{value.strip()}' {reason}; give a folder inside the data node")
-        elif key in GLOB_KEYS and value.strip():
-            reason = relative_name_problem(value)
-            if reason:
-                found.append(f"{key!r}: '{value.strip()}' {reason}; the glob matches file names only")
         elif key.startswith(OPTION_PREFIX):
             found.extend(_option_problems(key, value))
+        elif value.strip():
+            found.extend(_path_problems(key, value.strip()))
     return found
+
+
+def _path_problems(key: str, value: str) -> list[str]:
+    """A folder below the node (a path) or a file-name glob (one name)."""
+    if key in SUBFOLDER_KEYS and (reason := relative_name_problem(value, folders=True)):
+        return [f"{key!r}: '{value}' {reason}; give a folder inside the data node"]
+    if key in GLOB_KEYS and (reason := relative_name_problem(value)):
+        return [f"{key!r}: '{value}' {reason}; the glob matches file names only"]
+    return []
 
 
 def _option_problems(key: str, value: str) -> list[str]:
