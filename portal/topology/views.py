@@ -319,19 +319,19 @@ def datanode_detail(request: AuthenticatedRequest, name: str) -> HttpResponse:
     return render(request, "topology/datanode_detail.html", context)
 
 
-def _to_node(node: DataNode) -> HttpResponse:
-    return redirect("topology:datanode", name=node.name)
-
-
-def _back(request: HttpRequest, node: DataNode) -> HttpResponse:
-    """Back where the form was (the data-nodes list, the dashboard) when it says so and the place
-    is this site's; the node's page otherwise."""
-    next_url = request.POST.get("next", "")
-    if next_url and url_has_allowed_host_and_scheme(
-        next_url, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+def _to_node(node: DataNode, request: HttpRequest | None = None) -> HttpResponse:
+    """The node's page; given the request, back where its form was (the data-nodes list, the
+    dashboard) when the form says so and the place is this site's."""
+    next_url = request.POST.get("next", "") if request is not None else ""
+    if (
+        request is not None
+        and next_url
+        and url_has_allowed_host_and_scheme(
+            next_url, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+        )
     ):
         return redirect(next_url)
-    return _to_node(node)
+    return redirect("topology:datanode", name=node.name)
 
 
 def _say(request: HttpRequest, error: ValidationError) -> None:
@@ -386,7 +386,7 @@ def datanode_request_access(request: AuthenticatedRequest, name: str) -> HttpRes
         messages.success(
             request, f"Asked to {role} {node.name}; its owners will see it on their dashboard and this page."
         )
-    return _back(request, node)
+    return _to_node(node, request)
 
 
 @login_required
@@ -403,7 +403,7 @@ def datanode_answer_request(request: AuthenticatedRequest, name: str, request_id
         messages.success(
             request, f"{who} may now {asked.role} {node.name}." if grant else f"Declined {who}'s request."
         )
-    return _back(request, node)
+    return _to_node(node, request)
 
 
 @login_required

@@ -309,10 +309,11 @@ def columns(conn: Any, table: str) -> list[tuple[str, str]]:
     return found
 
 
-def select_list(conn: Any, table: str, names: Sequence[str]) -> str:
-    """The quoted columns a snapshot selects, a ``BIT(n)`` one as its ``n`` binary digits: the
-    binlog sends a BIT as those digits (as PostgreSQL's log sends a ``bit``), the SQL client as
-    raw bytes, so a row read by the snapshot and the same row read from the binlog agree."""
+def select_from(conn: Any, table: str, names: Sequence[str]) -> str:
+    """``SELECT <names> FROM <table>`` as a snapshot reads it, a ``BIT(n)`` column as its ``n``
+    binary digits: the binlog sends a BIT as those digits (as PostgreSQL's log sends a ``bit``), the
+    SQL client as raw bytes, so a row read by the snapshot and the same row read from the binlog
+    agree. Names are quoted here, whatever they hold."""
     schema, _, name = table.partition(".")
     with conn.cursor() as cur:
         cur.execute(
@@ -321,16 +322,14 @@ def select_list(conn: Any, table: str, names: Sequence[str]) -> str:
             (schema, name),
         )
         bits = {str(column): int(width) for column, width in cur.fetchall()}
-    return ", ".join(
-        f"LPAD(BIN({quoted}), {bits[n]}, '0') AS {quoted}" if n in bits else quoted
-        for n in names
-        for quoted in (quote(n),)
+
+    def quote(identifier: str) -> str:
+        return f"`{identifier.replace('`', '``')}`"
+
+    select = ", ".join(
+        f"LPAD(BIN({quote(n)}), {bits[n]}, '0') AS {quote(n)}" if n in bits else quote(n) for n in names
     )
-
-
-def quote(name: str) -> str:
-    """A MariaDB identifier, quoted."""
-    return f"`{name.replace('`', '``')}`"
+    return f"SELECT {select} FROM {quote(schema)}.{quote(name)}"  # noqa: S608 - quoted names
 
 
 def text(value: Any) -> str | bytes | None:
@@ -367,9 +366,7 @@ def snapshot(
             point = begin_snapshot(cur)
             yield in_gtids(conn, point) if gtids else point
             for table, names in tables:
-                schema, _, name = table.partition(".")
-                select = select_list(conn, table, names)
-                cur.execute(f"SELECT {select} FROM {quote(schema)}.{quote(name)}")  # noqa: S608 - quoted, checked names
+                cur.execute(select_from(conn, table, names))
                 while rows := cur.fetchmany(batch):
                     yield table, [tuple(text(v) for v in row) for row in rows]
         finally:

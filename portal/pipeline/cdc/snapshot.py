@@ -236,6 +236,10 @@ def pg_chunk(
 # MariaDB
 
 
+def _quote(name: str) -> str:
+    return f"`{name.replace('`', '``')}`"
+
+
 def mariadb_key(conn: Any, table: str) -> list[str]:
     """The table's primary key columns in key order; empty without one."""
     schema, _, name = table.partition(".")
@@ -271,10 +275,8 @@ def mariadb_chunk(
     the binlog position MariaDB says that snapshot matches (exactly: it sees every change up to it
     and none after). The high watermark is the server's position read after the rows; a change
     between the two is newer than the chunk."""
-    schema, _, name = table.partition(".")
-    order = ", ".join(mysql.quote(k) for k in key)
-    select = mysql.select_list(conn, table, names)
-    statement = f"SELECT {select} FROM {mysql.quote(schema)}.{mysql.quote(name)}"  # noqa: S608 - quoted, checked names
+    order = ", ".join(_quote(k) for k in key)
+    statement = mysql.select_from(conn, table, names)
     params: list[Any] = []
     if after is not None:
         statement += f" WHERE ({order}) > ({', '.join(['%s'] * len(key))})"

@@ -18,8 +18,8 @@ import pytest
 
 from tests.values import COLUMNS, ROWS, create_sql, texts
 
-from .conftest import MYSQL_HOST, MYSQL_PORT
-from .helpers import run_and_publish, spec
+from ..conftest import MYSQL_HOST, MYSQL_PORT
+from ..helpers import run_and_publish, spec
 
 JDBC = "portal.pipeline.sources.jdbc.JdbcSource"
 BIG_BLOB = bytes(range(256)) * 1024  # 256 KiB: over a MariaDB BLOB's 64 KiB
