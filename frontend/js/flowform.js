@@ -98,6 +98,39 @@
     });
   }
 
+  /* The picker's key ticks and the "Primary key" box are one key: a tick writes the box, typing
+   * in the box ticks its columns, and a picker shown afresh (a table chosen) fills the box with the
+   * key it ticked (picker.key_for: the box's own key when it names the table's columns). */
+  function keyBox() { return document.getElementById("id_primary_key"); }
+  function keyTicks() { return document.querySelectorAll("#source-picker input[name='pick_primary_key']"); }
+
+  function ticksToBox() {
+    var box = keyBox();
+    if (!box) return;
+    var names = [];
+    keyTicks().forEach(function (tick) { if (tick.checked) names.push(tick.value); });
+    box.value = names.join(",");
+  }
+
+  function boxToTicks() {
+    var box = keyBox();
+    if (!box) return;
+    var names = box.value.split(",").map(function (name) { return name.trim(); });
+    keyTicks().forEach(function (tick) { tick.checked = names.indexOf(tick.value) >= 0; });
+  }
+
+  document.addEventListener("change", function (event) {
+    if (event.target.matches && event.target.matches("#source-picker input[name='pick_primary_key']")) ticksToBox();
+  });
+  document.addEventListener("input", function (event) {
+    if (event.target === keyBox()) boxToTicks();
+  });
+  document.addEventListener("htmx:afterSwap", function (event) {
+    var target = event.detail && event.detail.target;
+    if (!target || target.id !== "source-picker") return;
+    if (keyTicks().length) ticksToBox();  // the server ticked the box's key if it fits the table
+  });
+
   document.addEventListener("click", function (event) {
     var add = event.target.closest("[data-add-row]");
     if (add) { event.preventDefault(); addRow(add); return; }

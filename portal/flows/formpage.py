@@ -59,11 +59,24 @@ class FlowFormPage:
     @cached_property
     def picker(self) -> dict[str, object] | None:
         """The source picker as the user left it, when the form comes back with its picks (a
-        refused save): shown again with every choice, not reset to its button."""
+        refused save): shown again with every choice, not reset to its button; on Edit, as the
+        flow's properties say it was left (`picker.restored`)."""
         form = self.form
-        if not form.is_bound or not form.data.get("pick_dataset"):
+        if not form.is_bound:
+            return self._restored_picks
+        if not form.data.get("pick_dataset"):
             return None
         return picker.shown(form.user, form.data)
+
+    @cached_property
+    def _restored_picks(self) -> dict[str, object] | None:
+        """An edited flow's picks, unless a template attribute input shows one of their keys."""
+        form = self.form
+        if not form.editing or not form.instance.source:
+            return None
+        if picker.PICKED_KEYS & set(form.template_attributes().names):
+            return None
+        return picker.restored(form.user, form.instance.source, form.stored)
 
     @property
     def destination_table_fields(self) -> list[Any]:
@@ -128,6 +141,8 @@ class FlowFormPage:
         else:
             shown = {*form.template_attributes().names, WRAPPED_KEY_PROPERTY, WRITE_MODE_KEY, PRIMARY_KEY}
             shown |= {MAX_COUNT, MAX_FRACTION}  # their fields
+            if self._restored_picks:  # the picker shows them
+                shown |= picker.PICKED_KEYS
             shown |= {scoped.scoped_key(WRITE_MODE_KEY, node.name) for node in form.nodes}  # their selects
             shown |= {
                 scoped.scoped_key(TABLE_KEY, n.name) for n in form.nodes if n.kind == "jdbc"

@@ -1,6 +1,7 @@
 """Properties a flow sets that name something inside its source data node.
 
-The node gives the root (``source.files.path``); a flow narrows it with folder names, a file-name
+The node gives the root (``source.files.path``); a flow narrows it with a folder below it
+(``source.files.folder``: an upstream flow's output, ``<flowGroup>/<flowName>``), folder names, a file-name
 glob and Spark reader options. Each is refused at save when it is not a plain relative name
 (``schema.user_property_problems``) and again on the worker (``orchestration.worker.guard``), and the
 files source resolves what they reach to real paths inside the node before Spark sees them
@@ -16,6 +17,8 @@ from collections.abc import Mapping
 from portal.pipeline.confinement import ConfinementError, real_inside, relative_name_problem
 
 FOLDER_LIST_KEYS = frozenset({"source.files.datasets"})
+# A folder below the node's root read instead of the root: an upstream flow's own output.
+SUBFOLDER_KEYS = frozenset({"source.files.folder"})
 GLOB_KEYS = frozenset({"source.files.glob"})
 OPTION_PREFIX = "source.files.option."
 
@@ -60,13 +63,20 @@ def problems(properties: Mapping[str, object]) -> list[str]:
                     found.append(
                         f"{key!r}: '{name.strip()}' {reason}; give folder names inside the data node"
                     )
-        elif key in GLOB_KEYS and value.strip():
-            reason = relative_name_problem(value)
-            if reason:
-                found.append(f"{key!r}: '{value.strip()}' {reason}; the glob matches file names only")
         elif key.startswith(OPTION_PREFIX):
             found.extend(_option_problems(key, value))
+        elif value.strip():
+            found.extend(_path_problems(key, value.strip()))
     return found
+
+
+def _path_problems(key: str, value: str) -> list[str]:
+    """A folder below the node (a path) or a file-name glob (one name)."""
+    if key in SUBFOLDER_KEYS and (reason := relative_name_problem(value, folders=True)):
+        return [f"{key!r}: '{value}' {reason}; give a folder inside the data node"]
+    if key in GLOB_KEYS and (reason := relative_name_problem(value)):
+        return [f"{key!r}: '{value}' {reason}; the glob matches file names only"]
+    return []
 
 
 def _option_problems(key: str, value: str) -> list[str]:

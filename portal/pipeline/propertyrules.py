@@ -294,6 +294,9 @@ SPECS: tuple[PropertySpec, ...] = (
        default="1"),
     _s("source.files.datasets", LIST, "Only these sub-folders (level 1); all by default. Plain folder "
        "names: no '/', '..', '%' or absolute paths."),
+    _s("source.files.folder", STRING, "Read this folder below the source node's root instead of the root "
+       "(its sub-folders are the datasets): an upstream flow's own output, <flowGroup>/<flowName>. A "
+       "relative path: no '..', '%' or absolute paths."),
     _s("source.files.glob", STRING, "Only files whose names match this glob (a later hop reads branch 0 "
        "of a forked first hop with it; set by the compiler). A name pattern: no '/', '..' or '%'."),
     _s("source.files.option.<name>", STRING, "A Spark reader option from the allowed list (docs/pipeline.md); "

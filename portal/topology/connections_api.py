@@ -45,7 +45,9 @@ class ColumnSerializer(serializers.Serializer):
         "timestamp, string, array<...>, struct<...>)."
     )
     watermarkSuitable = serializers.BooleanField(
-        source="watermark_suitable", help_text="Of an ordered type (numbers, dates, timestamps)."
+        source="watermark_suitable",
+        help_text="Of a type a watermark can follow as a cursor: an integer, a date or a "
+        "timestamp (not a numeric/decimal amount nor a float).",
     )
     watermarkCandidate = serializers.BooleanField(
         source="watermark_candidate",

@@ -17,18 +17,16 @@ import ipaddress
 import re
 import socket
 from pathlib import Path
-from urllib.parse import urlparse
 
 from django.conf import settings
 from django.db import connections
 
-from portal.pipeline import landing, pgconn
+from portal.pipeline import landing
 from portal.pipeline.confinement import contains, has_parent_segment
+from portal.pipeline.jdbcurls import DEFAULT_PORTS as _DEFAULT_PORTS
+from portal.pipeline.jdbcurls import jdbc_target as _jdbc_target
 from portal.pipeline.nodekinds import iceberg as iceberg_kind
 from portal.pipeline.nodekinds.kind import rooted
-
-_JDBC = re.compile(r"^jdbc:(?P<sub>[a-z0-9]+):(?P<rest>.*)\Z", re.I | re.S)
-_DEFAULT_PORTS = {"postgresql": 5432, "mysql": 3306, "mariadb": 3306}
 
 
 def node_root(path: str) -> str:
@@ -127,37 +125,6 @@ def _same_server(a: str, b: str) -> bool:
         )
 
     return is_local(left) and is_local(right)
-
-
-def _jdbc_target(url: str) -> tuple[str, list[tuple[str, int]], str | None] | None:
-    """(subprotocol, [(host, port)], database) of a JDBC URL, or None when not parseable. A
-    PostgreSQL URL is read as pgJDBC reads it (`pgconn.parse_url`: parameters over the path,
-    host-less URLs, percent-escapes); its database is None when it names none (the user's name)."""
-    match = _JDBC.match(url.strip())
-    if not match:
-        return None
-    sub = match["sub"].lower()
-    if sub == "sqlite":
-        return sub, [], match["rest"]
-    if sub == "postgresql":
-        target = pgconn.parse_url(url)
-        if target is None:
-            return None
-        return sub, list(target.hosts), target.database
-    rest = match["rest"]
-    if not rest.startswith("//"):
-        return None
-    hosts_part, _, tail = rest[2:].partition("/")
-    database = re.split(r"[?;]", tail, maxsplit=1)[0]
-    hosts = []
-    for item in hosts_part.split(","):
-        parsed = urlparse(f"//{item}")
-        try:
-            port = parsed.port or _DEFAULT_PORTS.get(sub, 0)
-        except ValueError:
-            port = 0
-        hosts.append((parsed.hostname or "localhost", port))
-    return sub, hosts, database
 
 
 def _portal_databases() -> list[tuple[str, str, int, str]]:

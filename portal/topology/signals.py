@@ -32,3 +32,10 @@ user_routing_changed = Signal()
 # `executor_name`; each receiver returns a count. The flows app answers with one COUNT query
 # (portal.flows.compiler.usernodes); the executor's disable confirmation says it before asking.
 executor_usage = Signal()
+
+# The flows a user may see that publish into a data node (each into its own folder,
+# `<flowGroup>/<flowName>` under a files node's root): sent with `user` and `node_name`; each
+# receiver returns a list of (flowGroup, flowName). The flows app answers
+# (portal.flows.compiler.usernodes); the source picker offers their outputs, so a flow chains on
+# another without a second node.
+upstream_flows = Signal()

@@ -9,6 +9,8 @@ compiler.record is imported at start-up):
   (`FlowRefresh`, portal.flows.refresh), and no other flow is touched;
 * `user_routing_changed` — an executor serving user-made nodes of some kinds appeared, went or
   changed its policy, cost or health: the flows over user-made nodes of those kinds are queued;
+* `upstream_flows` — the flows a user may see that publish into a node: the source picker offers
+  their outputs;
 * `executor_usage` — how many flows are routed through an executor: its disable confirmation
   says so before the change recompiles them.
 """
@@ -22,11 +24,18 @@ from django.db import connection
 from django.db.models import Q, QuerySet
 from django.dispatch import receiver
 
+from portal.accounts.access import VIEW
 from portal.bulk import any_of
 from portal.flows.models import CompiledHop, FlowConfig, FlowRefresh
 from portal.topology.models import DataNode
 from portal.topology.services import current_revision_number
-from portal.topology.signals import data_node_usage, executor_usage, user_node_changed, user_routing_changed
+from portal.topology.signals import (
+    data_node_usage,
+    executor_usage,
+    upstream_flows,
+    user_node_changed,
+    user_routing_changed,
+)
 
 
 def flows_over(names: Sequence[str]) -> QuerySet[FlowConfig]:
@@ -62,6 +71,25 @@ def usage(sender: Any, node_name: str, limit: int = 50, **kwargs: Any) -> tuple[
     flows = flows_naming(node_name)
     shown = [f"{group}/{name}" for group, name in flows.values_list("flow_group", "flow_name")[:limit]]
     return shown, len(shown) if len(shown) < limit else flows.count()
+
+
+UPSTREAM_LIMIT = 50
+
+
+@receiver(upstream_flows, dispatch_uid="flows.upstream_flows")
+def publishing_into(sender: Any, user: Any, node_name: str, **kwargs: Any) -> list[tuple[str, str]]:
+    """The flows `user` may VIEW that publish into the node (a destination of theirs, or a hop's),
+    by group and name, at most `UPSTREAM_LIMIT`: only those a user may see are offered."""
+    hops = CompiledHop.objects.filter(destination=node_name).values_list("flow_id", flat=True)
+    if connection.features.supports_json_field_contains:
+        destined = Q(destinations__contains=[node_name])
+    else:  # the embedded portal: read the lists of the flows this user may see
+        rows = FlowConfig.objects.restrict(user, VIEW).values_list("pk", "destinations")
+        destined = Q(pk__in=[pk for pk, destinations in rows if node_name in (destinations or ())])
+    flows = FlowConfig.objects.restrict(user, VIEW).filter(destined | Q(pk__in=hops))
+    return list(
+        flows.order_by("flow_group", "flow_name").values_list("flow_group", "flow_name")[:UPSTREAM_LIMIT]
+    )
 
 
 @receiver(executor_usage, dispatch_uid="flows.executor_usage")

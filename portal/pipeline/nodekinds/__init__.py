@@ -4,7 +4,8 @@ bound to a node of it (`bind`) and the login it gives its source or destination 
 Every reader asks here: the launch (`orchestration.control.jobspecs.bind_hop`), the worker's guard
 (`orchestration.worker.guard`), the JobSpec (`pipeline.jobspec.with_node_credentials`) and the node
 form (`topology.nodefields`), so what is bound, what the worker expects and what the form says a
-field sets are one declaration. A kind that is not here (hive, kafka, other) binds nothing.
+field sets are one declaration; the portal's Test connection and discovery find each kind's probe
+by the kind's name (`pipeline.discovery.probes`). A kind that is not here (hive, kafka, other) binds nothing.
 """
 
 from __future__ import annotations

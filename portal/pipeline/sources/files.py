@@ -1,9 +1,10 @@
 """Files source: CSV, JSON lines, Parquet, ORC or Avro on a local path or any Hadoop URI.
 
-Datasets: each top-level folder under ``source.files.path`` is a dataset whose ``dataset.urn`` is the
-folder name (``source.files.dataset.level=1``, the default; restrict with ``source.files.datasets``),
-or the root itself is one dataset (``source.files.dataset.level=0``, urn = ``dataset.urn`` or the
-root's base name).
+Datasets: each top-level folder under ``source.files.path`` (or under the folder below
+it that ``source.files.folder`` names: an upstream flow's own output, ``<flowGroup>/<flowName>``)
+is a dataset whose ``dataset.urn`` is the folder name (``source.files.dataset.level=1``, the
+default; restrict with ``source.files.datasets``), or the root itself is one dataset
+(``source.files.dataset.level=0``, urn = ``dataset.urn`` or the root's base name).
 
 Watermark: ``<mtime ms, 15 digits>:<path relative to the dataset folder>``.  Files are ordered by
 modification time, then name, so several files sharing a timestamp are all read exactly once.  A
@@ -111,13 +112,24 @@ class FileSource(Source):
             return path
         return real_inside(fs.local_path(path), fs.local_path(root), f"source.files.path: {what}")
 
-    def get_work_units(self) -> list[WorkUnit]:
+    def _root(self) -> str:
+        """The folder whose sub-folders are the datasets: the node's root, or the folder below it
+        the flow names (``source.files.folder``, an upstream flow's own output), resolved inside
+        the root before anything under it is listed."""
         root = self.props.require("source.files.path")
+        folder = (self.props.get("source.files.folder") or "").strip().strip("/")
+        if not folder:
+            return root
+        return self._inside(fs.join(root, folder), root, f"source.files.folder '{folder}'")
+
+    def get_work_units(self) -> list[WorkUnit]:
+        self.props.require("source.files.path")
         self._format()  # fail early on an unknown format
         refused = node_relative.problems(self.props)
         if refused:  # the worker's guard refuses these first; the pipeline trusts no caller
             raise ConfinementError("; ".join(refused))
-        node_relative.reader_options(self.props, root)  # a file option leading out: before any read
+        node_relative.reader_options(self.props, self.props.require("source.files.path"))
+        root = self._root()  # a file option leading out, a folder out: refused before any read
         settle_ms = int((self.props.get_float("source.files.settle.seconds", 0.0) or 0.0) * 1000)
         max_bytes = self.props.get_int("source.files.workunit.max.bytes", 1 << 30) or (1 << 30)
         max_files = self.props.get_int("source.files.workunit.max.files", 0) or 0

@@ -92,6 +92,8 @@ def test_a_granted_user_tests_a_files_node_and_discovers_its_files(client, grant
         ("updated", "timestamp[ms]"),
     ]
     assert [c.name for c in datasets["snapshot.parquet"].watermark_columns] == ["id", "updated"]
+    snapshot = {c.name: c.watermark_verdict for c in datasets["snapshot.parquet"].columns}
+    assert snapshot == {"id": "no", "updated": "timestamp: files follow their modification time"}
     assert "hunter2" not in found.content.decode() and "leak.csv" not in found.content.decode()
 
 
@@ -197,11 +199,20 @@ def test_a_jdbc_node_lists_its_schemas_and_its_tables_with_columns_and_types(
         ("batch", "identity column"),
         ("booked", "date"),
     ]
-    assert [c.name for c in ledger.watermark_columns] == ["seq", "batch", "booked", "entry", "amount"]
+    assert [c.name for c in ledger.watermark_columns] == ["seq", "batch", "booked", "entry"]  # no money
+    assert {c.name: c.watermark_verdict for c in ledger.columns} == {
+        "region": "no",
+        "entry": "no",  # an integer, but no id: nothing says it grows
+        "seq": "yes: identity column",
+        "batch": "yes: identity column",
+        "booked": "yes: date",
+        "amount": "no",
+    }
     assert tables["public.points"].watermark_columns == []  # point, interval: not ordered
     page = response.content.decode()
     assert "Primary key: <code>region</code>, <code>entry</code>" in page
-    assert "candidate (identity column)" in page
+    assert '<td data-label="Watermark?">yes: identity column</td>' in page
+    assert "suitable" not in page and "candidate (" not in page
 
 
 def test_a_wrong_user_or_a_dead_port_answers_in_seconds_with_the_drivers_message(
@@ -240,19 +251,19 @@ def test_a_sqlite_node_is_discovered_read_only(client, granted, node, tmp_path):
 
 
 def test_discovery_of_a_big_tree_stops_early_and_says_so(client, granted, node, tmp_path, monkeypatch):
-    from portal.topology import connections
+    from portal.pipeline.discovery import shapes
 
     root = tmp_path / "big"
     for index in range(6):
         (root / f"part-{index}").mkdir(parents=True)
         (root / f"part-{index}" / "data.csv").write_text("id\n1\n")
     node("big", "files", path=str(root))
-    monkeypatch.setattr(connections, "DISCOVERY_MAX_FILES", 3)
+    monkeypatch.setattr(shapes, "DISCOVERY_MAX_FILES", 3)
     client.force_login(granted)
     response = client.post("/topology/datanodes/big/discover/")
     assert [d.name for d in response.context["found"].datasets] == [f"part-{i}/data.csv" for i in range(3)]
     assert "Only the first ones are shown." in response.content.decode()
-    monkeypatch.setattr(connections, "DISCOVERY_MAX_ENTRIES", 4)
+    monkeypatch.setattr(shapes, "DISCOVERY_MAX_ENTRIES", 4)
     assert client.post("/topology/datanodes/big/discover/").context["found"].truncated
 
 

@@ -13,9 +13,10 @@ from collections.abc import Iterator
 import pytest
 from pyspark.sql import SparkSession
 
+from portal.pipeline.discovery import sniffing
+from portal.pipeline.discovery.files import file_dataset
 from portal.pipeline.session import get_or_create_spark
 from portal.pipeline.sources.files import _widened
-from portal.topology import connections
 
 # py4j logs "closing connection" from __del__ after pytest closed its streams; keep it quiet.
 logging.getLogger("py4j").setLevel(logging.WARNING)
@@ -77,7 +78,7 @@ def test_csv_columns_carry_the_types_the_run_reads(spark, tmp_path):
         writer.writerow([first for first, _ in CSV_CASES.values()])
         writer.writerow([second for _, second in CSV_CASES.values()])
 
-    shown = {c.name: c.type for c in connections._file_dataset(str(path), "cases.csv", "csv").columns}
+    shown = {c.name: c.type for c in file_dataset(str(path), "cases.csv", "csv").columns}
     inferred = spark.read.option("header", "true").option("inferSchema", "true").csv(str(path))
     read = _widened(inferred.schema)  # the run reads the files again with integers widened
     assert shown == {f.name: f.dataType.simpleString() for f in read.fields}
@@ -88,13 +89,13 @@ def test_json_lines_columns_carry_the_types_the_run_reads(spark, tmp_path):
     path = tmp_path / "events.jsonl"
     path.write_text("\n".join(json.dumps(line) for line in JSON_LINES) + "\n\n")
 
-    shown = [(c.name, c.type) for c in connections._file_dataset(str(path), "e.jsonl", "json").columns]
+    shown = [(c.name, c.type) for c in file_dataset(str(path), "e.jsonl", "json").columns]
     read = spark.read.json(str(path))
     assert shown == [(f.name, f.dataType.simpleString()) for f in read.schema.fields]
     assert ("o", "struct<x:string,y:double>") in shown and ("list", "array<bigint>") in shown
 
     path.write_text(json.dumps({"id": 1}) + "\nnot json\n")
-    shown = [(c.name, c.type) for c in connections._file_dataset(str(path), "e.jsonl", "json").columns]
+    shown = [(c.name, c.type) for c in file_dataset(str(path), "e.jsonl", "json").columns]
     assert shown == [(f.name, f.dataType.simpleString()) for f in spark.read.json(str(path)).schema.fields]
     assert shown == [("_corrupt_record", "string"), ("id", "bigint")]
 
@@ -106,7 +107,7 @@ def test_a_big_file_is_typed_from_its_first_rows_in_a_moment(tmp_path):
         handle.writelines(f"{index},{index}.5\n" for index in range(300_000))
         handle.write("late,text\n")  # beyond the sample: the note says what was read
     started = time.monotonic()
-    dataset = connections._file_dataset(str(path), "big.csv", "csv")
+    dataset = file_dataset(str(path), "big.csv", "csv")
     assert time.monotonic() - started < 1
     assert [(c.name, c.type) for c in dataset.columns] == [("id", "bigint"), ("amount", "double")]
-    assert dataset.note == f"CSV, types from the first {connections.SAMPLE_ROWS} row(s)"
+    assert dataset.note == f"CSV, types from the first {sniffing.SAMPLE_ROWS} row(s)"
