@@ -178,12 +178,6 @@ def identify(connection: Any, engine: str | None = None) -> Landing:
     if kind not in _ASK:
         raise LandingRefused(f"cannot tell which database a {type(connection).__name__} connection is")
 
-    return _ASK[kind](dbapi_rows(connection))
-
-
-def dbapi_rows(connection: Any) -> Rows:
-    """Questions asked of an open DB-API connection, each on a cursor of its own."""
-
     def rows(sql: str) -> list[tuple[Any, ...]]:
         cursor = connection.cursor()
         try:
@@ -192,7 +186,7 @@ def dbapi_rows(connection: Any) -> Rows:
         finally:
             cursor.close()
 
-    return rows
+    return _ASK[kind](rows)
 
 
 def jdbc_engine(product: str) -> str:

@@ -38,21 +38,12 @@ from __future__ import annotations
 
 import fnmatch
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 from portal.pipeline.jobspec import url_has_login
-from portal.pipeline.landing import (
-    MYSQL,
-    POSTGRESQL,
-    SQLITE,
-    Landing,
-    LandingRefused,
-    Rows,
-    check,
-    dbapi_rows,
-)
+from portal.pipeline.landing import MYSQL, POSTGRESQL, SQLITE, Landing, LandingRefused, check
 
 SPEC_KEY = "user_nodes"  # the JobSpec field (kept in JobSpec.extra): {role: Bounds.to_dict()}
 REFUSED = (
@@ -87,6 +78,8 @@ PG_WIDE_ROLES = (
 )
 # MariaDB/MySQL global privileges a change-data-capture source needs to read the binary log.
 MY_REPLICATION = ("REPLICATION SLAVE", "REPLICATION CLIENT", "BINLOG MONITOR", "REPLICATION SLAVE ADMIN")
+
+Rows = Callable[[str], list[tuple[Any, ...]]]
 
 
 @dataclass(frozen=True)
@@ -232,6 +225,18 @@ def judge(rows: Rows, found: Landing, bounds: Bounds, what: str, *, used_passwor
         ok = False
     if not ok:
         raise bounds.refusal(what)
+
+
+def dbapi_rows(connection: Any) -> Rows:
+    def rows(sql: str) -> list[tuple[Any, ...]]:
+        cursor = connection.cursor()
+        try:
+            cursor.execute(sql)
+            return [tuple(row) for row in cursor.fetchall()]
+        finally:
+            cursor.close()
+
+    return rows
 
 
 def used_password(connection: Any) -> bool | None:

@@ -50,7 +50,9 @@ def test_the_owner_sets_triggers_and_both_pages_show_them(api, client, owner, fl
 
     client.force_login(owner)
     upstream_page = client.get("/flows/sales/orders/").content.decode()
-    assert '<dt>Feeds</dt><dd data-test="feeds"><a href="/flows/sales/report/">sales/report</a>' in upstream_page
+    assert (
+        '<dt>Feeds</dt><dd data-test="feeds"><a href="/flows/sales/report/">sales/report</a>' in upstream_page
+    )
     downstream_page = client.get("/flows/sales/report/").content.decode()
     assert "<dt>Runs when</dt>" in downstream_page and "<li>sales/orders commits" in downstream_page
     assert (
