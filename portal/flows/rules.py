@@ -29,15 +29,19 @@ def flow_for(
     action: str = access.VIEW,
     *,
     queryset: QuerySet[FlowConfig] | None = None,
+    denied: str = CHANGE_DENIED,
+    missing: str = "",
 ) -> FlowConfig:
-    """The flow at (group, name) that ``user`` may ``action``: a 404 when they may not see it, a 403
-    saying who may change it when they see it but may not ``action`` it. Every page and endpoint
-    addressed by a flow's key asks here (``queryset``: the related rows it reads besides)."""
+    """The flow at (group, name) that ``user`` may ``action``: a 404 (``missing``) when they may not
+    see it, a 403 (``denied``: who may) when they see it but may not ``action`` it. Every page and
+    endpoint addressed by a flow's key asks here (``queryset``: the related rows it reads besides;
+    the executions' pages word a denial as who may run it)."""
     return access.get_allowed(
         FlowConfig.objects.select_related("owner") if queryset is None else queryset,
         user,
         action,
-        denied=CHANGE_DENIED,
+        denied=denied,
+        missing=missing,
         flow_group=flow_group,
         flow_name=flow_name,
     )

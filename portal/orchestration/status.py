@@ -24,6 +24,7 @@ from django.urls import reverse
 
 from portal.accounts import access
 from portal.flows.models import FlowConfig
+from portal.flows.rules import flow_for
 from portal.flows.validators import NAME_PATTERN
 from portal.orchestration import sparkui
 from portal.orchestration.control.liveness import unconsumed
@@ -122,15 +123,8 @@ def visible_flow(user, flow_group: str, flow_name: str, action: str = access.VIE
     missing = f"No flow {flow_group}/{flow_name}."
     if not (_is_name(flow_group) and _is_name(flow_name)):
         raise Http404(missing)
-    return access.get_allowed(
-        FlowConfig.objects.select_related("owner"),
-        user,
-        access.VIEW if action == access.VIEW else access.CHANGE,
-        denied=ACT_DENIED,
-        missing=missing,
-        flow_group=flow_group,
-        flow_name=flow_name,
-    )
+    action = access.VIEW if action == access.VIEW else access.CHANGE
+    return flow_for(user, flow_group, flow_name, action, denied=ACT_DENIED, missing=missing)
 
 
 # --- finding executions -----------------------------------------------------------------
