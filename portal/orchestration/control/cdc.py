@@ -39,29 +39,28 @@ CDC_SOURCE = "portal.pipeline.sources.cdc.CdcSource"
 
 
 def capture_of(flow: Any) -> tuple[str, dict[str, str]] | None:
-    """The flow's slot name and its first hop's bound properties, when that hop captures changes."""
-    dag = getattr(getattr(flow, "compiled_dag", None), "dag", None) or {}
-    for plan in dag.get("jobs", []):
-        if plan.get("parents"):
-            continue
-        props = bind_hop(plan, [], final=True)
-        url = props.get("source.jdbc.url") or ""
-        # A MariaDB binlog has no slot: nothing is made on the server, nothing to drop.
-        if props.get("source.class") == CDC_SOURCE and url.startswith("jdbc:postgresql:"):
-            return cdc_pg.slot_name(flow.pk, flow.flow_group, flow.flow_name), props
-    return None
+    """The flow's slot name and its first hop's properties, when that hop captures changes from
+    PostgreSQL."""
+    return _first_capture(flow, ("jdbc:postgresql:",))
 
 
 def binlog_capture_of(flow: Any) -> tuple[str, dict[str, str]] | None:
     """Like :func:`capture_of` for a flow whose first hop reads a MariaDB binlog (no slot: the name
     is the one its stream announces itself by)."""
+    return _first_capture(flow, ("jdbc:mariadb:", "jdbc:mysql:"))
+
+
+def _first_capture(flow: Any, schemes: tuple[str, ...]) -> tuple[str, dict[str, str]] | None:
+    """The first hop bound to its nodes with the login the worker's JobSpec gives it (the node's
+    user and password, still encrypted, over the flow's own): whoever reads these properties — the
+    slot card, the lag monitor, the slot's drop — reads the login the runs use."""
     dag = getattr(getattr(flow, "compiled_dag", None), "dag", None) or {}
     for plan in dag.get("jobs", []):
         if plan.get("parents"):
             continue
-        props = bind_hop(plan, [], final=True)
+        props = with_node_credentials(bind_hop(plan, [], final=True))
         url = props.get("source.jdbc.url") or ""
-        if props.get("source.class") == CDC_SOURCE and url.startswith(("jdbc:mariadb:", "jdbc:mysql:")):
+        if props.get("source.class") == CDC_SOURCE and url.startswith(schemes):
             return cdc_pg.slot_name(flow.pk, flow.flow_group, flow.flow_name), props
     return None
 
@@ -108,9 +107,8 @@ def resnapshot(flow: Any, *, user: Any) -> list[str]:
 
 
 def _as_the_worker_reads(props: dict[str, str]) -> dict[str, str]:
-    """The hop's properties decrypted, with its JDBC node's user and password where the flow names
-    none — as the worker's JobSpec reads them, so the slot card, the lag monitor and the slot's drop
-    log in as the flow's runs do."""
+    """The hop's properties decrypted, with its JDBC node's login (:func:`_first_capture` gives
+    it already; a caller's own properties get it here) — as the worker's JobSpec reads them."""
     return with_node_credentials(decrypt_properties(props))
 
 

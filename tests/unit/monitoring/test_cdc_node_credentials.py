@@ -72,6 +72,7 @@ def test_the_slot_is_watched_and_dropped_as_the_nodes_user(flow, reader):
     found = capture_of(flow)
     assert found is not None
     slot, props = found
+    assert props.get("source.conn.username") == reader["role"]  # whoever reads them, the runs' login
     with source_connection(props, str(flow)) as conn:
         assert conn.info.user == reader["role"]
         cdc_pg.ensure(conn, slot, ["shop.customers"], "shopdb")
