@@ -32,7 +32,7 @@ class EntryProblem:
         )
 
 
-def parse_principal_grants(
+def parse_principal_grants(  # noqa: C901
     entries: Any, model: type[Grant], *, roles: Iterable[str], field: str
 ) -> list[Grant]:
     """Validated, unsaved rows (a repeated entry once); ValidationError({field: [...]})

@@ -84,7 +84,7 @@ def new_ring() -> MasterKeyRing:
     return MasterKeyRing(key_id, {key_id: client.generate_key()})
 
 
-def parse_ring(text: str, source: str) -> MasterKeyRing:
+def parse_ring(text: str, source: str) -> MasterKeyRing:  # noqa: C901
     """A ring from a key file's or FLOWPORT_MASTER_KEY's text; errors name
     `source` and what is wrong, never key material."""
     text = text.strip()

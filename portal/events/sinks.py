@@ -135,7 +135,7 @@ def _mail_server() -> str:
     return f"the mail server {settings.EMAIL_HOST}:{settings.EMAIL_PORT} (EMAIL_HOST, EMAIL_PORT)"
 
 
-def describe_failure(exc: BaseException) -> str:
+def describe_failure(exc: BaseException) -> str:  # noqa: C901
     """Why a delivery failed, in words a subscriber can act on (shown on their pages): never
     a bare exception. The server's log keeps the exception itself."""
     if isinstance(exc, outbound.WebhookRefused | urllib.error.HTTPError):

@@ -293,7 +293,7 @@ class FlowConfigForm(forms.ModelForm):
     def _stored_destinations(self) -> list[str]:
         return list(self.instance.destinations) if self.editing else []
 
-    def clean(self) -> dict:
+    def clean(self) -> dict:  # noqa: C901
         super().clean()  # fills self.cleaned_data (and returns it)
         cleaned = self.cleaned_data
         properties: dict[str, str] = {}
@@ -389,7 +389,7 @@ class FlowConfigForm(forms.ModelForm):
         encrypted something, else the one the flow has."""
         return self._encrypter._wrapped_key or self.stored.get(WRAPPED_KEY_PROPERTY)
 
-    def _secret_values(self, rows: list[Row], field: str, *, required: bool = True) -> dict[str, str]:
+    def _secret_values(self, rows: list[Row], field: str, *, required: bool = True) -> dict[str, str]:  # noqa: C901
         """key → ENC(...) for secret inputs: typed values are encrypted (when
         saving; a placeholder otherwise), a blank one keeps the ciphertext
         stored under its original key."""

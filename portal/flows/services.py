@@ -106,7 +106,7 @@ class ValidatedFlow:
     compiled: CompiledFlow
 
 
-def validate_flow(flow: FlowConfig, *, loader: Any = None) -> ValidatedFlow:
+def validate_flow(flow: FlowConfig, *, loader: Any = None) -> ValidatedFlow:  # noqa: C901
     """Everything a save refuses, checked before anything is written, for the form, the API
     and Rest.li alike: the model's field rules, the data nodes, the templates (readable by the
     owner, their required attributes set), the secrets (keys app) and every property value and

@@ -85,7 +85,7 @@ class _TriggersRefused(Exception):
     """The flow's triggers were refused: the flow's save is rolled back with them."""
 
 
-def _save(
+def _save(  # noqa: C901
     request: AuthenticatedRequest,
     form: FlowConfigForm,
     flow: FlowConfig | None,

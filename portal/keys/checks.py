@@ -15,7 +15,7 @@ from portal.crypto.master import ALLOWED_MODE_BITS, check_mode, key_source, pars
 
 
 @register(Tags.security)
-def check_master_key(app_configs=None, **kwargs) -> list:
+def check_master_key(app_configs=None, **kwargs) -> list:  # noqa: C901
     try:
         source = key_source()
     except MasterKeyError as error:

@@ -209,7 +209,7 @@ def owner_problems(
     return problems
 
 
-def wrapped_key_problems(owner: Any, properties: dict[str, str]) -> list[str]:
+def wrapped_key_problems(owner: Any, properties: dict[str, str]) -> list[str]:  # noqa: C901
     """The wrapped-key half of a flow's secret checks (flows.secrets has the
     rest): `encrypt.wrapped.key` unwraps with this portal's master key, is one
     of the owner's (or their groups') customer keys, and is the key every

@@ -44,7 +44,7 @@ class PgTarget:
         return self.params.get("password") or None
 
 
-def parse_url(url: str) -> PgTarget | None:
+def parse_url(url: str) -> PgTarget | None:  # noqa: C901
     """A ``jdbc:postgresql:`` URL as pgJDBC's ``Driver.parseURL`` reads it (None where pgJDBC would
     not take it): ``//host[:port][,host[:port]...]/[database]`` or a host-less ``database``, the
     database percent-decoded, and URL parameters over both — ``PGHOST``, ``PGPORT``, ``PGDBNAME`` and

@@ -462,7 +462,7 @@ def spec_for(key: str) -> PropertySpec | None:
     return spec
 
 
-def parse_value(spec: PropertySpec | None, value: str, named: str) -> object:
+def parse_value(spec: PropertySpec | None, value: str, named: str) -> object:  # noqa: C901
     """The typed value, or ValueError with the message the pipeline and the save both give.
     ``named`` is how the key is named in the message (``'writer.codec.1' for branch 1 (…)``)."""
     kind = spec.type if spec else STRING

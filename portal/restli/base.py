@@ -65,7 +65,7 @@ class RestLiResource(APIView):
             )
         super().initial(request, *args, **kwargs)
 
-    def _dispatch(self, request: Request, key: str | None = None) -> HttpResponse:
+    def _dispatch(self, request: Request, key: str | None = None) -> HttpResponse:  # noqa: C901
         has_key = key is not None
         allowed = _METHODS.get((request.method or "", has_key))
         if allowed is None:

@@ -320,7 +320,7 @@ class FlowConfigsV2Resource(FlowConfigsResource):
     def restli_get_all(self, request: Request) -> HttpResponse:
         return self._page(FlowConfig.objects.restrict(request.user))
 
-    def finder_filterFlows(self, request: Request, query: dict[str, Any]) -> HttpResponse:
+    def finder_filterFlows(self, request: Request, query: dict[str, Any]) -> HttpResponse:  # noqa: C901
         """Gobblin's FlowSpecSearchObject: every given parameter must match."""
         flows = FlowConfig.objects.restrict(request.user)
         for name in ("flowGroup", "flowName"):

@@ -14,7 +14,7 @@ def apply_patch(record: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]
     return result
 
 
-def _apply(target: dict[str, Any], patch: Any, path: str) -> None:
+def _apply(target: dict[str, Any], patch: Any, path: str) -> None:  # noqa: C901
     if not isinstance(patch, dict):
         raise ValueError(f"the patch at {path or '/'} must be an object")
     for name, operation in patch.items():

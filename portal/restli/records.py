@@ -119,7 +119,7 @@ def _is_cron(expression: str) -> bool:
     return True
 
 
-def parse_flow_config(body: Any, *, partial: bool = False) -> dict[str, Any]:
+def parse_flow_config(body: Any, *, partial: bool = False) -> dict[str, Any]:  # noqa: C901, PLR0915
     """A FlowConfig record, or the design document's flat form (`flowGroup`,
     `flowName`, `schedule` as a string, `templateNames`…), as the fields
     that were given: `flowGroup`, `flowName`, `schedule` (a string or None),

@@ -485,7 +485,7 @@ def plain_leaves(tree: ConfigTree) -> dict[str, str]:
     return found
 
 
-def check_expansion(tree: ConfigTree) -> None:
+def check_expansion(tree: ConfigTree) -> None:  # noqa: C901
     """ExpansionLimit naming the limit when the merged, unresolved tree would expand past
     MAX_SUBSTITUTION_DEPTH levels, MAX_EXPANDED_VALUE characters in one value or
     MAX_EXPANDED_TOTAL in all: sizes are summed over the substitution graph, nothing is expanded.

@@ -321,7 +321,7 @@ def database_problem(url: str, user: Any, group: Any = None, policy: Policy | No
 # --- the whole check ---------------------------------------------------------------------
 
 
-def problems(
+def problems(  # noqa: C901
     user: Any, kind: str, properties: dict[str, Any], policy: Policy | None = None
 ) -> dict[str, str]:
     """Field (`kind`) or property (`url`, `path`, …) → why a node `user` makes or changes may not

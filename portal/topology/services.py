@@ -216,7 +216,7 @@ def create_user_node(user: Any, data: dict[str, Any], *, request: Any = None) ->
     return node
 
 
-def update_data_node(
+def update_data_node(  # noqa: C901
     node: DataNode, data: dict[str, Any], *, user: Any = None, request: Any = None
 ) -> DataNode:
     """All fields but the name, which capabilities and flows refer to. A user who is not staff

@@ -237,7 +237,7 @@ def _length(edge: Edge) -> float:
     return sum(((bu - au) ** 2 + (bv - av) ** 2) ** 0.5 for (au, av), (bu, bv) in edge.segments)
 
 
-def layout(nodes: list[str], capabilities: list[tuple[str, str, str, bool]], across: bool) -> Layout:
+def layout(nodes: list[str], capabilities: list[tuple[str, str, str, bool]], across: bool) -> Layout:  # noqa: C901, PLR0915
     """The picture's geometry. `capabilities` are (source, destination,
     executor, usable) with both ends among `nodes`."""
     style = NARROW if across else WIDE

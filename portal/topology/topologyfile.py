@@ -150,7 +150,7 @@ def _entries(data: dict, key: str, problems: list, text: str) -> list:
     return entries
 
 
-def parse_topology_file(path: Path) -> tuple[list[dict], list[tuple[dict, list[tuple[str, str]]]]]:
+def parse_topology_file(path: Path) -> tuple[list[dict], list[tuple[dict, list[tuple[str, str]]]]]:  # noqa: C901
     """Validated (data node fields, [(executor fields, capabilities)]) or TopologyFileError."""
     data, text = _parse(path)
     problems: list[tuple[int | None, str]] = []

@@ -30,7 +30,7 @@ class SearchResult:
     pending: dict[str, str]  # unreachable destination → short reason
 
 
-def search(snapshot: TopologySnapshot, source: str, destinations: list[str]) -> SearchResult:
+def search(snapshot: TopologySnapshot, source: str, destinations: list[str]) -> SearchResult:  # noqa: C901
     if source not in snapshot.nodes:
         reason = f"source {source!r} is not a data node in the topology"
         return SearchResult({}, {d: f"{source} → {d}: {reason}" for d in destinations})

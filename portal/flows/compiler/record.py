@@ -150,7 +150,7 @@ def current_plan(flow: FlowConfig) -> CompiledFlow | None:
     return compiled if compiled.status == COMPILED else None
 
 
-def record_batch(flows: Iterable[FlowConfig], snapshot: TopologySnapshot) -> dict[str, int]:
+def record_batch(flows: Iterable[FlowConfig], snapshot: TopologySnapshot) -> dict[str, int]:  # noqa: C901, PLR0915
     """Recompile flows against `snapshot` and store what changed; call in a
     transaction with the flow rows locked. Idempotent: a flow whose verdict
     and DAG come out the same is not written (only its revision moves, so an

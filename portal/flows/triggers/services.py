@@ -91,7 +91,7 @@ def read_refusal(owner: Any, upstream: FlowConfig) -> str | None:
     return None
 
 
-def _upstream_flows(
+def _upstream_flows(  # noqa: C901
     flow: FlowConfig, names: list[str], errors: dict[str, list[str]]
 ) -> list[tuple[FlowConfig, str]]:
     found: list[tuple[FlowConfig, str]] = []
@@ -161,7 +161,7 @@ def _files_source_refusal(flow: FlowConfig) -> str | None:
     return None
 
 
-def validate(
+def validate(  # noqa: C901, PLR0915
     flow: FlowConfig, data: dict[str, Any]
 ) -> tuple[TriggerSettings, list[tuple[FlowConfig, str]], dict[str, tuple[int | None, time | None]]]:
     """The settings as sent (missing keys keep the flow's own), checked; ValidationError names

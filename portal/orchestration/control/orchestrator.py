@@ -207,7 +207,7 @@ def _wait_for(execution: FlowExecution, running: FlowExecution) -> None:
 
 
 @handles(ActionKind.LAUNCH)
-def launch(action: Action) -> None:
+def launch(action: Action) -> None:  # noqa: C901
     execution = _locked_execution(action)
     if execution is None or execution.status != ExecutionStatus.PENDING:
         return  # already launched (a retaken action) or gone

@@ -292,7 +292,7 @@ def _next_tick(schedule: str, after: datetime) -> datetime:
     return following
 
 
-def schedule_due_ticks(
+def schedule_due_ticks(  # noqa: C901
     now: datetime | None = None, *, reconcile: bool | int = True, lookahead: float | None = None
 ) -> TickReport:
     """One pass over the due cursors; safe to run from many processes.

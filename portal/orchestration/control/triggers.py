@@ -80,7 +80,7 @@ def _committed_datasets(flow_id: int, execution_id: int) -> set[str]:
     )
 
 
-def execution_committed(execution: FlowExecution) -> list[FlowExecution]:
+def execution_committed(execution: FlowExecution) -> list[FlowExecution]:  # noqa: C901
     """The upstream side of a commit (inside the transaction that records it): move the flow's
     freshness goal, mark the upstream rows naming it, and start the downstream flows whose
     condition now holds (or set their debounce). Returns the executions started."""

@@ -215,7 +215,7 @@ def _cleanup_recovered_runs(
         remove_task_output(row.work_dir, row.job_name, row.execution_id)
 
 
-def exclude_datasets(spec: JobSpec, skipped: set[str]) -> JobSpec | None:
+def exclude_datasets(spec: JobSpec, skipped: set[str]) -> JobSpec | None:  # noqa: C901
     """The JobSpec without the `skipped` datasets (skipped by recovery, or already delivered by an
     earlier attempt of the execution), or None when nothing is left to pull. Files and JDBC
     sources get a narrowed dataset list; other sources run unchanged (the worker drops the

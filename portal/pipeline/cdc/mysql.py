@@ -407,7 +407,7 @@ def server_id(name: str) -> int:
     return 1_000_000 + int(hashlib.sha256(name.encode()).hexdigest()[:7], 16)
 
 
-def changes(
+def changes(  # noqa: C901, PLR0915
     server: Server,
     name: str,
     start: Position,

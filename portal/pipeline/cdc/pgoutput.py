@@ -167,7 +167,7 @@ class Decoder:
             index = changes[-1].index + 1 if changes else 0
         self.current.changes.append(Change(op, relation, values, index))
 
-    def feed(self, message: bytes) -> Transaction | None:
+    def feed(self, message: bytes) -> Transaction | None:  # noqa: C901
         """Take one message; the transaction it finished (a Commit), else None."""
         r = _Reader(bytes(message))
         kind = r.byte()

@@ -145,7 +145,7 @@ class BatchDecoder:
             columns.append(Column(name, type_oid, bool(flags & 1)))
         self.relations[oid] = Relation(oid, names[0], names[1], tuple(columns))
 
-    def _segment(
+    def _segment(  # noqa: C901, PLR0915
         self,
         buf: bytes,
         d: np.ndarray,

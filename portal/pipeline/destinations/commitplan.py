@@ -181,7 +181,7 @@ def _set_aside_step(
     }
 
 
-def plan_commit(
+def plan_commit(  # noqa: C901, PLR0915
     jobspec: dict[str, Any] | JobSpec, task_states: list[dict[str, Any]]
 ) -> dict[str, list[dict[str, Any]]]:
     """Commit steps per dataset URN (see the module docstring)."""

@@ -482,7 +482,7 @@ class IcebergCommitStep(SecretBearingStep):
                 )
                 time.sleep(0.1 * attempt)
 
-    def _commit_once(self) -> None:
+    def _commit_once(self) -> None:  # noqa: C901
         import pyarrow.parquet as pq
 
         catalog = self.catalog()
@@ -644,7 +644,7 @@ def _latest_per_key(tables: list[Any], keys: list[str], order: str | None) -> An
     return rows.filter(pc.is_in(rows["__fp_pos"], value_set=last)).drop_columns(["__fp_pos"])
 
 
-def committed_watermarks(
+def committed_watermarks(  # noqa: C901
     properties: Mapping[str, str], job_name: str, flow: str, bounds: usernode.Bounds | None = None
 ) -> dict[str, tuple[int, str]]:
     """Per dataset, (execution id, watermark) of the last Iceberg commit of this job of ``flow``

@@ -190,7 +190,7 @@ class JdbcTarget:
             return [statement] if statement else []
         return []
 
-    def publish(
+    def publish(  # noqa: C901, PLR0915
         self,
         marker_table: str,
         target: str,

@@ -56,7 +56,7 @@ def _files_place(bprops: Any, branch: dict[str, Any], urn: str) -> tuple[str, st
     return final, root
 
 
-def published(jobspec: dict[str, Any] | JobSpec, task_states: list[dict[str, Any]]) -> list[Published]:
+def published(jobspec: dict[str, Any] | JobSpec, task_states: list[dict[str, Any]]) -> list[Published]:  # noqa: C901
     """What the job's commit published, per dataset and branch, in dataset then branch order. A
     branch whose place cannot be told (a bad property, a path out of its root) is left out, and
     so is everything of a job whose spec or states are not a job's (one that never ran)."""

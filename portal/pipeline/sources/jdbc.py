@@ -297,7 +297,7 @@ class JdbcSource(Source):
         catalog = [jdbc_tables.Table(r["s"] or "", r["t"], bool(r["d"])) for r in rows]
         return jdbc_tables.resolve(entries, catalog, exclude)
 
-    def _plan_table(self, table: str, s: dict[str, Any]) -> list[WorkUnit]:
+    def _plan_table(self, table: str, s: dict[str, Any]) -> list[WorkUnit]:  # noqa: C901
         schema = self._table_schema(table)
         fields = {f.name: f.dataType for f in schema.fields}
         low = self.previous_watermark(table)
