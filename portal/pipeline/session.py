@@ -118,6 +118,9 @@ def get_or_create_spark(
         # Standard Parquet timestamps (INT64 microseconds, isAdjustedToUTC) instead of legacy INT96,
         # so pyarrow, DuckDB or Trino read the instants with their UTC marker.
         "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
+        # A value read as it left: Spark would pad a JDBC CHAR(n) (a MariaDB SET or ENUM among
+        # them) with spaces the server did not send ('' arrived as '   ').
+        "spark.sql.readSideCharPadding": "false",
         "spark.ui.showConsoleProgress": "false",
         "spark.ui.enabled": "true" if ui_enabled() else "false",
     }

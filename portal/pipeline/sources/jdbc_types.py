@@ -5,7 +5,9 @@ change values: a ``timestamp without time zone`` (MariaDB ``DATETIME``) becomes 
 JVM's zone, and a ``time`` becomes a timestamp on 1970-01-01 cut to milliseconds. Spark 4 keeps the
 driver's own type name in each field's metadata (``jdbcClientType``), so the reader is told
 (``customSchema``) to read the first as a wall time (``TIMESTAMP_NTZ``) and the second as the
-server's text, every microsecond kept.
+server's text, every microsecond kept. MariaDB's driver builds a date before 1582 in the Julian
+calendar (1000-01-01 arrived as 1000-01-06), so its ``DATE`` and ``DATETIME`` are read as the
+server's text and cast in Spark, whose calendar is the proleptic Gregorian one the server's is.
 
 An unconstrained PostgreSQL ``numeric`` (Spark would round it to ``decimal(38,18)``) is read as the
 server's text too, unless the flow compares or splits on it (its watermark, key or partition column).
@@ -24,6 +26,7 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 
 from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from portal.pipeline.dialects import POSTGRESQL, Dialect
@@ -33,6 +36,8 @@ CLIENT_TYPE = "jdbcClientType"  # the driver's type name, as Spark 4's JDBC read
 # Timestamps without a zone, by dialect (MariaDB's TIMESTAMP is an instant, its DATETIME is not).
 _WALL_TIMES = {"postgresql": {"timestamp"}, "mysql": {"datetime"}}
 _TIMES = {"time", "timetz"}
+# MariaDB's dates and wall times: read as text, cast back to these Spark types.
+_MARIADB_DATES = {"mysql": {"date": "date", "datetime": "timestamp_ntz"}}
 # PostgreSQL types read as text that a PostgreSQL destination keeps (each has an equality operator).
 _PG_KEPT = {"jsonb", "uuid", "interval", "inet", "cidr", "macaddr", "macaddr8", "time", "timetz"}
 
@@ -44,9 +49,14 @@ class Reading:
 
     custom_schema: str | None = None
     kept: dict[str, str] = field(default_factory=dict)
+    # Columns read as text to be cast back to their Spark type (MariaDB's dates), by column.
+    casts: dict[str, str] = field(default_factory=dict)
 
     def keep(self, df: DataFrame) -> DataFrame:
-        """``df`` with the kept source types in its fields' metadata."""
+        """``df`` with the text-read dates cast back and the kept source types in its fields'
+        metadata."""
+        for name, spark_type in self.casts.items():
+            df = df.withColumn(name, F.col(f"`{name.replace('`', '``')}`").cast(spark_type))
         for name, sql_type in self.kept.items():
             df = df.withMetadata(name, {**_metadata(df, name), SQL_TYPE: sql_type})
         return df
@@ -67,6 +77,7 @@ def reading(
     dataset's schema as an earlier run recorded it (its columns keep the types they had)."""
     custom: list[tuple[str, str]] = []
     kept: dict[str, str] = {}
+    casts: dict[str, str] = {}
     earlier = {f.name: f.dataType for f in recorded.fields} if recorded else {}
     for column in schema.fields:
         client = str((column.metadata or {}).get(CLIENT_TYPE, "")).lower()
@@ -75,12 +86,14 @@ def reading(
             continue  # recorded in Spark's own mapping: the dataset keeps it
         if read_as:
             custom.append((column.name, read_as))
+        if read_as == "STRING" and client in _MARIADB_DATES.get(dialect.name, {}):
+            casts[column.name] = _MARIADB_DATES[dialect.name][client]
         if dialect is POSTGRESQL and client in _PG_KEPT:
             kept[column.name] = client
         elif read_as == "STRING" and client == "numeric":
             kept[column.name] = "numeric"
     text = ", ".join(f"`{name.replace('`', '``')}` {kind}" for name, kind in custom)
-    return Reading(text or None, kept)
+    return Reading(text or None, kept, casts)
 
 
 def _read_as(column: T.StructField, client: str, dialect: Dialect, compared: Collection[str]) -> str | None:
@@ -90,6 +103,8 @@ def _read_as(column: T.StructField, client: str, dialect: Dialect, compared: Col
         return wider
     if isinstance(column.dataType, T.TimestampType) and client in _TIMES:
         return "STRING"
+    if client in _MARIADB_DATES.get(dialect.name, {}):
+        return "STRING"  # cast back in Spark (:meth:`Reading.keep`)
     if type(column.dataType) is T.TimestampType and client in _WALL_TIMES.get(dialect.name, ()):
         return "TIMESTAMP_NTZ"
     unconstrained = (
