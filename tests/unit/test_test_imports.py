@@ -10,31 +10,6 @@ from pathlib import Path
 
 TESTS = Path(__file__).resolve().parents[1]
 
-# Today's imports of one test module by another in tests/unit/flows (another room's work
-# in progress) and of flows' test modules from restli: a baseline that may only shrink.
-# Each entry is (importer, imported module); an entry no longer found fails, so it is removed.
-BASELINE: set[tuple[str, str]] = {
-    ("tests.unit.flows.conftest", "tests.unit.flows.test_flow_form_html"),
-    ("tests.unit.flows.test_cdc_flow_save", "tests.unit.flows.test_flowconfig_api"),
-    ("tests.unit.flows.test_column_rules_api", "tests.unit.flows.test_flowconfig_api"),
-    ("tests.unit.flows.test_destination_write_modes", "tests.unit.flows.test_flow_form"),
-    ("tests.unit.flows.test_destination_write_modes", "tests.unit.flows.test_flow_form_html"),
-    ("tests.unit.flows.test_destination_write_modes_api", "tests.unit.flows.test_flowconfig_api"),
-    ("tests.unit.flows.test_flow_form", "tests.unit.flows.test_flow_form_html"),
-    ("tests.unit.flows.test_flow_form_parts", "tests.unit.flows.test_flow_form_html"),
-    ("tests.unit.flows.test_flow_form_source_picker", "tests.unit.flows.test_flow_form"),
-    ("tests.unit.flows.test_flow_form_triggers", "tests.unit.flows.test_flow_form"),
-    ("tests.unit.flows.test_flow_messages", "tests.unit.flows.test_flow_form"),
-    ("tests.unit.flows.test_save_path", "tests.unit.flows.test_flow_form"),
-    ("tests.unit.flows.test_save_path", "tests.unit.flows.test_flow_form_html"),
-    ("tests.unit.flows.test_save_path", "tests.unit.flows.test_validate_flow"),
-    ("tests.unit.flows.test_write_mode_api", "tests.unit.flows.test_flowconfig_api"),
-    ("tests.unit.flows.test_write_mode_fields", "tests.unit.flows.test_flow_form"),
-    ("tests.unit.flows.test_write_mode_fields", "tests.unit.flows.test_flow_form_html"),
-    ("tests.unit.restli.conftest", "tests.unit.flows.test_flow_form_html"),
-    ("tests.unit.restli.test_flowconfig_clients", "tests.unit.flows.test_flow_form_html"),
-}
-
 
 def module_of(path: Path) -> str:
     return ".".join(path.relative_to(TESTS.parent).with_suffix("").parts)
@@ -68,10 +43,8 @@ def pairs_found() -> set[tuple[str, str]]:
     }
 
 
-def test_no_test_module_imports_another_beyond_the_baseline():
-    found = pairs_found()
-    assert found - BASELINE == set(), "move what they share into tests/builders/"
-    assert BASELINE - found == set(), "no longer imported: remove these from BASELINE"
+def test_no_test_module_imports_another():
+    assert pairs_found() == set(), "move what they share into tests/builders/"
 
 
 def test_the_check_sees_an_absolute_a_relative_and_a_hidden_import():

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.unit.flows.test_flow_form_html import make_sales_pack, make_topology_nodes
+from tests.builders.flows import make_sales_pack, make_topology_nodes
 
 
 @pytest.fixture

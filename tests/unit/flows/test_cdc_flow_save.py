@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from portal.flows.models import FlowConfig
-from tests.unit.flows.test_flowconfig_api import flow_body, nodes, packs  # noqa: F401 - autouse fixtures
+from tests.builders.flows import flow_body, nodes, packs  # noqa: F401 - autouse fixtures
 
 pytestmark = pytest.mark.django_db
 

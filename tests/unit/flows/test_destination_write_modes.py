@@ -9,8 +9,8 @@ import pytest
 from portal.flows.compiler import compile_flow
 from portal.flows.compiler.scoped import for_destination
 from portal.flows.models import FlowConfig
-from tests.unit.flows.test_flow_form import new_flow
-from tests.unit.flows.test_flow_form_html import read_form, submit_as_rendered
+from tests.builders.flows import new_flow
+from tests.builders.forms import read_form, submit_as_rendered
 
 pytestmark = pytest.mark.django_db
 

@@ -10,45 +10,12 @@ from portal.flows import services
 from portal.flows.models import FlowConfig
 from portal.templatepacks import services as packs
 from portal.topology import services as topology
+from tests.builders.flows import JDBC, new_flow, without_template
+from tests.builders.forms import as_post, read_form, submit_as_rendered
 from tests.factories import FlowConfigFactory, UserFactory
-from tests.unit.flows.test_flow_form_html import (
-    as_post,
-    read_form,
-    submit_as_rendered,
-)
 from tests.unit.templatepacks.factories import make_pack
 
 pytestmark = pytest.mark.django_db
-
-
-JDBC = "pack://sales-pack/ingest/jdbc.template"
-
-
-def new_flow(**changes) -> dict:
-    form = {
-        "flow_group": "sales",
-        "flow_name": "orders",
-        "description": "Orders into the lake, then the archive",
-        "source": "pg-sales",
-        "destinations": ["lake", "archive"],
-        "template_uris": JDBC,
-        "attr:source.jdbc.schema": "jdbc:postgresql://db/sales",
-        "attr:source.jdbc.tables": "orders",
-        "schedule": "*/10 * * * *",
-        "run_immediately": "on",
-        "prop-0-key": "extract.delta.fields",
-        "prop-0-value": "updated_at",
-        "prop-1-key": "",
-        "prop-1-value": "",
-    }
-    form.update(changes)
-    return {k: v for k, v in form.items() if v is not None}
-
-
-def without_template(**changes) -> dict:
-    """No template: the flow's own properties say what the JDBC source reads."""
-    plain = new_flow(template_uris="", **{"properties_text": "source.jdbc.tables=orders", **changes})
-    return {k: v for k, v in plain.items() if not k.startswith("attr:")}
 
 
 # --- choices ------------------------------------------------------------------

@@ -9,8 +9,8 @@ import re
 import pytest
 
 from portal.flows.models import FlowConfig
+from tests.builders.forms import htmx
 from tests.factories import FlowConfigFactory, UserFactory
-from tests.unit.flows.test_flow_form_html import htmx
 from tests.unit.templatepacks.factories import make_pack
 
 pytestmark = pytest.mark.django_db

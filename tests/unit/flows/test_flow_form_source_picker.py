@@ -11,9 +11,9 @@ import pytest
 from portal.flows.models import FlowConfig
 from portal.pipeline.usernode import FLOW_LOGIN_REFUSED
 from portal.topology import services
+from tests.builders.flows import without_template
 from tests.factories import UserFactory
 from tests.pg_server import scratch_database
-from tests.unit.flows.test_flow_form import without_template
 
 pytestmark = pytest.mark.django_db
 

@@ -9,8 +9,8 @@ import pytest
 
 from portal.flows.models import FlowConfig
 from portal.flows.triggers import services as trigger_services
+from tests.builders.flows import new_flow
 from tests.factories import FlowConfigFactory
-from tests.unit.flows.test_flow_form import new_flow
 
 pytestmark = pytest.mark.django_db
 

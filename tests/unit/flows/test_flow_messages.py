@@ -9,8 +9,8 @@ from html import unescape
 import pytest
 
 from portal.flows.models import FlowConfig
+from tests.builders.flows import new_flow
 from tests.conftest import api_client_for
-from tests.unit.flows.test_flow_form import new_flow
 from tests.unit.templatepacks.factories import make_pack
 
 pytestmark = pytest.mark.django_db

@@ -8,48 +8,12 @@ import pytest
 
 from portal.flows.models import FlowConfig
 from portal.flows.signals import flow_catalog_changed
-from portal.topology import services as topology
+from tests.builders.flows import RUNNABLE, flow_body, nodes, packs  # noqa: F401 - autouse fixtures
 from tests.conftest import api_client_for
 from tests.factories import FlowConfigFactory
 from tests.unit.templatepacks.factories import make_pack
 
 pytestmark = pytest.mark.django_db
-
-
-RUNNABLE = {"source.jdbc.tables": "orders", "source.jdbc.schema": "public", "extract.is.full": "true"}
-
-
-@pytest.fixture(autouse=True)
-def nodes(db):
-    """The data nodes the flows name (a save refuses a name that is no data node)."""
-    for name, kind, props in (
-        ("pg-orders", "jdbc", {"url": "jdbc:postgresql://db/sales"}),
-        ("lake", "files", {"path": "var/data/lake"}),
-        ("archive", "files", {"path": "var/data/archive"}),
-    ):
-        topology.create_data_node({"name": name, "kind": kind, "properties": props})
-
-
-@pytest.fixture(autouse=True)
-def packs(owner):
-    """The packs the owner's flows use: the team's and GaaS's example's."""
-    make_pack(owner)
-    make_pack(owner, "seed", {"mytemplate.template": "a = 1"})
-
-
-def flow_body(**overrides) -> dict:
-    body = {
-        "flowGroup": "sales",
-        "flowName": "orders",
-        "schedule": "*/15 * * * *",
-        "runImmediately": False,
-        "templateUris": "pack://sales-pack/ingest/jdbc.template",
-        "properties": dict(RUNNABLE),
-        "source": "pg-orders",
-        "destinations": ["lake"],
-    }
-    body.update(overrides)
-    return body
 
 
 def test_owner_creates_a_flow_and_reads_it_back(api, owner):

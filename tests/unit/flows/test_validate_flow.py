@@ -10,15 +10,12 @@ from portal.flows.models import CompiledJobDag, FlowConfig
 from portal.flows.signals import flow_catalog_changed
 from portal.pipeline.errors import ConfigError
 from portal.pipeline.properties import Properties
+from tests.builders.flows import DEMO_TEMPLATE, readme_body
 from tests.unit.templatepacks.factories import make_pack
 from tests.unit.topology.helpers import executor, nodes
 
 pytestmark = pytest.mark.django_db
 
-DEMO_TEMPLATE = """\
-gobblin.template.required_attributes = "source.files.format"
-writer.output.format = parquet
-"""
 XML_REFUSAL = "unknown value 'xml' in 'source.files.format' (supported: avro, csv, json, jsonl, orc, parquet)"
 
 
@@ -42,20 +39,6 @@ def heard():
     flow_catalog_changed.connect(listener)
     yield events
     flow_catalog_changed.disconnect(listener)
-
-
-def readme_body(**changes) -> dict:
-    """The README's curl example."""
-    body = {
-        "flowGroup": "mygroup",
-        "flowName": "myflow1",
-        "schedule": "0 */6 * * *",
-        "templateUris": "pack://demo-pack/ingest/files.template",
-        "source": "landing",
-        "destinations": ["archive"],
-        "properties": {"source.files.format": "csv"},
-    }
-    return {**body, **changes}
 
 
 def assert_refused(response, expected: dict, heard: list[str]) -> None:

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from portal.flows.models import FlowConfig
-from tests.unit.flows.test_flow_form import new_flow
-from tests.unit.flows.test_flow_form_html import read_form, submit_as_rendered
+from tests.builders.flows import new_flow
+from tests.builders.forms import read_form, submit_as_rendered
 
 pytestmark = pytest.mark.django_db
 

@@ -8,8 +8,8 @@ import json
 import pytest
 from django.test import Client
 
+from tests.builders.flows import make_topology_nodes
 from tests.factories import PASSWORD
-from tests.unit.flows.test_flow_form_html import make_topology_nodes
 from tests.unit.templatepacks.factories import make_pack
 
 RESTLI_2 = {"HTTP_X_RESTLI_PROTOCOL_VERSION": "2.0.0"}
