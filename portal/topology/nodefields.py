@@ -172,7 +172,9 @@ def without_root(user: Any, node: DataNode, text: str) -> str:
     "the node's root" for anyone but staff."""
     key = ROOT_KEYS.get(node.kind)
     root = (node.properties or {}).get(key) if key else None
-    if getattr(user, "is_staff", False) or not _on_the_server(root):
+    # A relative root is on the server too: under FLOWPORT_DATA_DIR, which messages spell out.
+    relative = isinstance(root, str) and bool(root) and "://" not in root and not _on_the_server(root)
+    if getattr(user, "is_staff", False) or not (_on_the_server(root) or relative):
         return text
     local = reach.node_root(str(root))
     for spelling in sorted({local.rstrip("/"), os.path.realpath(local).rstrip("/")}, key=len, reverse=True):

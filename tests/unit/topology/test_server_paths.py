@@ -56,3 +56,22 @@ def test_the_api_says_the_nodes_root_too(landing, owner):
         and answer["message"].startswith("The node's root exists")
         and str(landing) not in str(answer)
     )
+
+
+def test_a_root_relative_to_the_data_folder_is_not_spelt_out_either(tmp_path, owner, settings):
+    """A user's own folder is stored relative to FLOWPORT_DATA_DIR; the messages resolve it."""
+    settings.FLOWPORT_DATA_DIR = str(tmp_path / "data")
+    root = tmp_path / "data" / "users" / owner.username / "shop"
+    (root / "orders").mkdir(parents=True)
+    (root / "orders" / "2026-01.csv").write_text("id\n1\n")
+    relative = f"users/{owner.username}/shop"
+    node = services.create_data_node({"name": "shop", "kind": "files", "properties": {"path": relative}})
+    grants.set_grants(node, [{"role": "read", "user": owner.username}])
+
+    browser = signed_in(owner)
+    verdict = browser.post("/topology/datanodes/shop/test/").content.decode()
+    found = browser.post("/topology/datanodes/shop/discover/").content.decode()
+    answer = api_client_for(owner).post("/api/datanodes/shop/test", {}, format="json").json()
+    for said in (verdict, found, answer["message"]):
+        assert str(tmp_path) not in said
+    assert "the node&#x27;s root" in found.lower() and answer["message"].startswith("The node's root")
