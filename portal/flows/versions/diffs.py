@@ -19,7 +19,7 @@ def redacted_spec(spec: dict[str, Any]) -> dict[str, Any]:
 
 # The fields as a diff names them (a person reads it, not the model).
 LABELS = {
-    "schedule_given": "schedule as written (Quartz)",
+    "schedule_given": "schedule as written",
     "run_immediately": "run immediately",
     "template_uris": "templates",
     "owning_group": "owning group",

@@ -371,6 +371,20 @@ class JobRun:
         except Exception as error:  # the next run's start releases it
             self.log.write(f"the source's log was not released now: {type(error).__name__}: {error}")
 
+    def earlier_states(self, states: list[dict[str, Any]], finished: set[str]) -> list[dict[str, Any]]:
+        """The task states an earlier attempt of this execution recorded for the datasets this one
+        did not pull but saw finished (delivered before, or their commit finished now): the rows,
+        files and figures are theirs, so the execution still says what it delivered and where."""
+        pulled = {s.get("dataset_urn") for s in states}
+        stored = JobExecution.objects.filter(pk=self.job.pk).values_list("task_states", flat=True).first()
+        return [
+            s
+            for s in stored or []
+            if s.get("dataset_urn") in finished
+            and s.get("dataset_urn") not in pulled
+            and s.get("status") == SUCCEEDED
+        ]
+
     def conclude(
         self,
         spec: JobSpec,
@@ -384,6 +398,8 @@ class JobRun:
         because its earlier commit could not be finished, nothing run), else as COMMITTED, with the
         delivered figures and what recovery did. A run never says COMMITTED while a dataset of it
         was left behind."""
+        pulled = states
+        states = self.earlier_states(states, {*delivered, *recovery.recovered}) + states
         summary = {**progress, **summarise(spec, states, committed=[u for u, c in commits.items() if c.done])}
         skipped = recovery.skipped
         notes = []
@@ -397,7 +413,7 @@ class JobRun:
                 f"not pulled again: {', '.join(sorted(delivered))}."
             )
         unfinished = sorted(urn for urn, c in commits.items() if not c.done)
-        failed = [s for s in states if s["status"] != SUCCEEDED]
+        failed = [s for s in pulled if s["status"] != SUCCEEDED]
         problem = ""
         if unfinished:
             problem = commits[unfinished[0]].error
@@ -420,5 +436,5 @@ class JobRun:
                 "Nothing to read: the source listed no dataset (a files node reads each sub-folder of its "
                 "root as one dataset, source.files.dataset.level)."
             )
-        message = " ".join([f"{len(states)} task(s), {in_words(summary)}.", *notes])
+        message = " ".join([f"{len(pulled)} task(s), {in_words(summary)}.", *notes])
         return self.finish(JobStatus.COMMITTED, message, task_states=states, **summary)
