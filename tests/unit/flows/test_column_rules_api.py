@@ -10,7 +10,7 @@ from portal.crypto.master import create_ring_file
 from portal.flows.models import FlowConfig
 from portal.keys import services as keys
 from tests.builders.flows import RUNNABLE, flow_body, nodes, packs  # noqa: F401 - autouse fixtures
-from tests.unit.restli.conftest import Wire
+from tests.builders.restli import Wire
 
 pytestmark = pytest.mark.django_db
 

@@ -19,8 +19,8 @@ from portal.topology import services as topology
 from portal.topology.graph import current_snapshot
 from tests.builders.flows import DEMO_TEMPLATE, new_flow, readme_body
 from tests.builders.forms import submit_as_rendered
+from tests.builders.restli import Wire
 from tests.conftest import api_client_for
-from tests.unit.restli.conftest import Wire
 from tests.unit.templatepacks.factories import SALES_TEMPLATES, make_pack
 from tests.unit.topology.helpers import executor, nodes
 

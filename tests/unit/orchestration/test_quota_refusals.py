@@ -9,9 +9,9 @@ import pytest
 from portal.flows.models import FlowConfig
 from portal.orchestration.models import FlowExecution
 from portal.quotas.models import Quota
+from tests.builders.restli import Wire
 from tests.conftest import api_client_for
 from tests.factories import FlowConfigFactory, UserFactory
-from tests.unit.restli.conftest import Wire
 from tests.unit.topology.helpers import executor, nodes
 
 pytestmark = pytest.mark.django_db

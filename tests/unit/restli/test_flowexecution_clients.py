@@ -11,9 +11,9 @@ import pytest
 
 from portal.orchestration.models import Action, ActionKind, ExecutionStatus, JobStatus
 from portal.restli.records import GOBBLIN_STATUSES, gobblin_status
+from tests.builders.restli import Wire
 from tests.factories import FlowConfigFactory, UserFactory
 from tests.unit.orchestration.factories import FlowExecutionFactory, JobExecutionFactory
-from tests.unit.restli.conftest import Wire
 from tests.unit.restli.pegasus import problems
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("packs")]
