@@ -66,7 +66,7 @@ def _timeout() -> int:
 def _refusal(node: DataNode) -> str | None:
     problems = reach.node_problems(node.kind, dict(node.properties or {}))
     if node.user_made and set(problems) & {"url", "catalog.uri"}:  # said as every such refusal is
-        return f"Refused: data node '{node.name}': {usernode.REFUSED}"
+        return f"data node '{node.name}': {usernode.REFUSED}"  # REFUSED says "refused:" itself
     if problems:
         return "Refused: " + "; ".join(f"{key}: {reason}" for key, reason in sorted(problems.items()))
     return None

@@ -167,8 +167,9 @@ class Unsupported(Exception):
 
 def failure(error: BaseException) -> str:
     """A refusal or the driver's own message, whatever the driver, at most 1,000 characters."""
-    if isinstance(error, landing.LandingRefused):
-        return f"Refused: {error}"
+    if isinstance(error, landing.LandingRefused):  # its message says "refused" itself
+        text = str(error)
+        return text if "refused" in text.lower() else f"Refused: {text}"
     if isinstance(error, Unsupported):
         return str(error)
     return f"{type(error).__name__}: {str(error).strip()}"[:1000]
