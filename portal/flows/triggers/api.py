@@ -30,6 +30,7 @@ API_NAMES = {
     "upstream": "upstream",
     "upstream_mode": "upstreamMode",
     "debounce_seconds": "debounceSeconds",
+    "skip_empty": "skipEmpty",
     "on_files": "onFiles",
     "freshness": "freshness",
     "dataset_freshness": "datasetFreshness",
@@ -54,6 +55,10 @@ class TriggersSerializer(serializers.Serializer):
         max_value=MAX_DEBOUNCE_SECONDS,
         required=False,
         help_text="Start this long after the last upstream commit (a burst of commits starts one run).",
+    )
+    skipEmpty = serializers.BooleanField(
+        required=False,
+        help_text="An upstream commit that delivered no record does not start the flow (default: it does).",
     )
     onFiles = serializers.BooleanField(
         required=False, help_text="Run when new files arrive in the source folder (a files data node)."
@@ -87,6 +92,7 @@ def _answer(flow: FlowConfig) -> dict[str, Any]:
         "upstream": found.upstream,
         "upstreamMode": found.upstream_mode,
         "debounceSeconds": found.debounce_seconds,
+        "skipEmpty": found.skip_empty,
         "onFiles": found.on_files,
         "freshness": found.freshness,
         "datasetFreshness": found.dataset_freshness,

@@ -34,6 +34,11 @@ class TriggersForm(ServiceErrorsMixin, forms.Form):
         label="Debounce (seconds)",
         help_text="Start this long after the last upstream commit, so a burst of commits starts one run.",
     )
+    skip_empty = forms.BooleanField(
+        required=False,
+        label="Not when the upstream commit delivered no record",
+        help_text="Unticked, every upstream commit counts, an empty one too.",
+    )
     on_files = forms.BooleanField(
         required=False, label="Run when new files arrive in the source folder (files source)"
     )
@@ -65,6 +70,7 @@ def initial_of(current: TriggerSettings) -> dict[str, Any]:
         "upstream": "\n".join(current.upstream),
         "upstream_mode": current.upstream_mode,
         "debounce_seconds": current.debounce_seconds,
+        "skip_empty": current.skip_empty,
         "on_files": current.on_files,
         "freshness": current.freshness,
         "dataset_freshness": "\n".join(f"{k}: {v}" for k, v in current.dataset_freshness.items()),

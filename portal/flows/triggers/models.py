@@ -42,6 +42,9 @@ class FlowTrigger(models.Model):
     debounce_seconds = models.PositiveIntegerField(
         default=0, help_text="Wait this long after the last upstream commit before starting."
     )
+    skip_empty = models.BooleanField(
+        default=False, help_text="An upstream commit that delivered no record does not start the flow."
+    )
     # Set when the upstream condition holds and a debounce is due; the loop fires it then.
     fire_at = models.DateTimeField(null=True, blank=True)
     on_files = models.BooleanField(default=False, help_text="Run when new files arrive in the source folder.")

@@ -39,6 +39,7 @@ class TriggerSettings:
     upstream: list[str] = field(default_factory=list)
     upstream_mode: str = FlowTrigger.Mode.ANY
     debounce_seconds: int = 0
+    skip_empty: bool = False  # an upstream commit of no record does not count
     on_files: bool = False
     freshness: str = ""
     # Goals of single datasets (dataset.urn → goal text), beside `freshness` (the whole flow's).
@@ -56,6 +57,7 @@ def settings_of(flow: FlowConfig) -> TriggerSettings:
         ]
         found.upstream_mode = trigger.upstream_mode
         found.debounce_seconds = trigger.debounce_seconds
+        found.skip_empty = trigger.skip_empty
         found.on_files = trigger.on_files
         found.webhook = trigger.has_webhook
         found.webhook_hint = trigger.webhook_token_hint
@@ -185,6 +187,10 @@ def validate(  # noqa: C901, PLR0915
     ):
         errors["debounce_seconds"] = [f"A whole number of seconds from 0 to {MAX_DEBOUNCE_SECONDS}."]
         debounce = 0
+    skip_empty = data.get("skip_empty", current.skip_empty)
+    if not isinstance(skip_empty, bool):
+        errors["skip_empty"] = ["true or false."]
+        skip_empty = False
     on_files = data.get("on_files", current.on_files)
     if not isinstance(on_files, bool):
         errors["on_files"] = ["true or false."]
@@ -228,6 +234,7 @@ def validate(  # noqa: C901, PLR0915
         upstream=upstream,
         upstream_mode=mode,
         debounce_seconds=debounce,
+        skip_empty=skip_empty,
         on_files=on_files,
         freshness=freshness,
         dataset_freshness={k: v for k, v in per_dataset.items() if k},
@@ -275,6 +282,7 @@ def _store_triggers(
 ) -> None:
     trigger.upstream_mode = chosen.upstream_mode
     trigger.debounce_seconds = chosen.debounce_seconds
+    trigger.skip_empty = chosen.skip_empty
     if chosen.on_files and not trigger.on_files:
         # Files already there when the watch starts are not "arrivals".
         trigger.files_mark_ms, trigger.files_check_at = -1, now
@@ -349,6 +357,8 @@ def runs_when(flow: FlowConfig) -> list[str]:
             lines.append(f"all of {names} have committed since its last such run")
         else:
             lines.append(f"any of {names} commits")
+        if found.skip_empty:
+            lines[-1] += " with at least one record (an empty commit does not count)"
         if found.debounce_seconds:
             lines[-1] += f", {found.debounce_seconds} s after the last commit (debounce)"
     if found.on_files:

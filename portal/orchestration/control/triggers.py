@@ -80,6 +80,11 @@ def _committed_datasets(flow_id: int, execution_id: int) -> set[str]:
     )
 
 
+def _delivered_nothing(execution: FlowExecution) -> bool:
+    """Whether the commit delivered no record at all (for triggers that skip empty commits)."""
+    return not execution.jobs.filter(processed_count__gt=0).exists()
+
+
 def execution_committed(execution: FlowExecution) -> list[FlowExecution]:  # noqa: C901
     """The upstream side of a commit (inside the transaction that records it): move the flow's
     freshness goal, mark the upstream rows naming it, and start the downstream flows whose
@@ -91,9 +96,11 @@ def execution_committed(execution: FlowExecution) -> list[FlowExecution]:  # noq
     committed: set[str] | None = None  # read once, only when a named dataset asks
     goals = list(FreshnessGoal.objects.select_for_update().filter(flow_id=flow_id))
     rows = list(
-        UpstreamDataset.objects.filter(upstream_id=flow_id).values_list("pk", "trigger_id", "dataset")
+        UpstreamDataset.objects.filter(upstream_id=flow_id).values_list(
+            "pk", "trigger_id", "dataset", "trigger__skip_empty"
+        )
     )
-    if any(goal.dataset for goal in goals) or any(dataset for _, _, dataset in rows):
+    if any(goal.dataset for goal in goals) or any(dataset for _, _, dataset, _ in rows):
         committed = _committed_datasets(flow_id, execution.execution_id)
     for goal in goals:
         if goal.dataset and goal.dataset not in (committed or set()):
@@ -104,7 +111,10 @@ def execution_committed(execution: FlowExecution) -> list[FlowExecution]:  # noq
     if not rows:
         return []
     committed = committed or set()
-    marked = [pk for pk, _, dataset in rows if not dataset or dataset in committed]
+    empty = any(skip for *_, skip in rows) and _delivered_nothing(execution)
+    marked = [
+        pk for pk, _, dataset, skip in rows if (not dataset or dataset in committed) and not (skip and empty)
+    ]
     if not marked:
         return []
     UpstreamDataset.objects.filter(pk__in=marked).update(committed_execution=execution.execution_id)
@@ -112,7 +122,7 @@ def execution_committed(execution: FlowExecution) -> list[FlowExecution]:  # noq
     why = f"data: {execution.flow_group}/{execution.flow_name}#{execution.execution_id} committed"
     triggers = (
         FlowTrigger.objects.select_for_update()
-        .filter(pk__in={trigger_id for pk, trigger_id, _ in rows if pk in marked})
+        .filter(pk__in={trigger_id for pk, trigger_id, *_ in rows if pk in marked})
         .select_related("flow", "flow__owner")
         .order_by("pk")
     )

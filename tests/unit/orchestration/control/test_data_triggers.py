@@ -41,7 +41,7 @@ def flow(owner, name: str, source: str = "a", destination: str = "lake", **field
     return FlowConfigFactory(owner=owner, schedule="", **{**defaults, **fields})
 
 
-def commit(upstream, user, datasets: tuple[str, ...] = ()) -> FlowExecution:
+def commit(upstream, user, datasets: tuple[str, ...] = (), records: int = 1) -> FlowExecution:
     """Run the upstream flow through the orchestrator to COMMITTED, its worker checking in `datasets`."""
     execution = services.run_now(upstream, user=user)
     process_actions()
@@ -59,7 +59,7 @@ def commit(upstream, user, datasets: tuple[str, ...] = ()) -> FlowExecution:
             )
         claimed = executor.claim(job.pk, job.attempt, "test-worker")
         assert claimed is not None
-        executor.report(claimed, job.attempt, JobStatus.COMMITTED, processed_count=1)
+        executor.report(claimed, job.attempt, JobStatus.COMMITTED, processed_count=records)
         process_actions()
     execution.refresh_from_db()
     assert execution.status == ExecutionStatus.COMMITTED
@@ -248,3 +248,18 @@ def test_the_settings_refuse_bad_input_field_by_field(owner, lake):
     assert "'pg' is not a files data node" in errors["on_files"][0]
     assert errors["freshness"][0].startswith("Not a freshness goal: 'soonish'")
     assert not FlowTrigger.objects.filter(flow=report).exists()
+
+
+def test_an_empty_upstream_commit_starts_the_flow_unless_it_asked_otherwise(owner, lake):
+    orders = flow(owner, "orders")
+    report = flow(owner, "report", source="lake", destination="mart")
+    trigger_services.save_settings(report, {"upstream": ["sales/orders"]})
+    commit(orders, owner, records=0)
+    assert len(data_runs(report)) == 1  # by default every commit counts, an empty one too
+
+    saved = trigger_services.save_settings(report, {"skip_empty": True})
+    assert saved.skip_empty and "an empty commit does not count" in trigger_services.runs_when(report)[0]
+    commit(orders, owner, records=0)
+    assert len(data_runs(report)) == 1  # nothing delivered: not started
+    commit(orders, owner, records=5)
+    assert len(data_runs(report)) == 2
