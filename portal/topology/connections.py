@@ -40,6 +40,7 @@ from portal.pipeline.discovery.shapes import (
     failure,
     mark_candidates,
 )
+from portal.pipeline.nodekinds import jdbc
 from portal.topology import policy, reach
 from portal.topology.models import DataNode
 
@@ -135,9 +136,10 @@ def _credentials(node: DataNode, url: str, user: str, password: str) -> tuple[st
     stored = _stored_credentials(node)
     if stored[0] or stored[1]:
         return stored
-    query = parse_qs(url.partition("?")[2].replace(";", "&"))
-    in_url = (query.get("user") or [""])[0], (query.get("password") or [""])[0]
-    if in_url[0] or in_url[1]:  # the node's account, kept in its URL: no typed one replaces it
+    query = {k.lower(): v for k, v in parse_qs(url.partition("?")[2].replace(";", "&")).items()}
+    in_url = (query.get("user") or query.get("username") or [""])[0], (query.get("password") or [""])[0]
+    if in_url[0] or in_url[1] or jdbc.url_has_login(url):  # the node's account, kept in its URL (any
+        # spelling its driver reads): no typed one replaces it
         return in_url
     return user, password
 

@@ -188,7 +188,7 @@ class Server:
 def server_of(url: str, user: str | None, password: str | None) -> Server:
     parsed = urlparse(url[len("jdbc:") :])
     params = {k: v[-1] for k, v in parse_qs(parsed.query).items()}
-    database = (parsed.path or "/").lstrip("/")
+    database = landing.url_database(url) or ""  # as the driver reads it (not ";a=b")
     if not database:
         raise ConfigError("source.jdbc.url: change data capture needs the node's database in its URL")
     return Server(

@@ -68,7 +68,7 @@ class JdbcTarget:
             conn = pymysql.connect(
                 host=parsed.hostname or "localhost",
                 port=parsed.port or 3306,
-                database=(parsed.path or "/").lstrip("/") or None,
+                database=landing.url_database(self.url),  # as the driver reads it (not ";a=b")
                 user=self.user or params.get("user") or "",
                 password=self.password or params.get("password") or "",
                 autocommit=True,
