@@ -12,12 +12,13 @@ import json
 import re
 from typing import Any
 
+from django.core.exceptions import PermissionDenied
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import transaction
 from django.db.models import Q, TextField
 from django.db.models.fields.json import KeyTextTransform
 from django.db.models.functions import Cast
-from django.http import HttpResponse, JsonResponse
+from django.http import Http404, HttpResponse, JsonResponse
 from rest_framework.request import Request
 
 from portal.accounts import access
@@ -25,6 +26,7 @@ from portal.accounts.requests import api_user
 from portal.flows import services as flow_services
 from portal.flows.compiler import compile_flow
 from portal.flows.models import DESTINATION_PROPERTY, SOURCE_PROPERTY, FlowConfig
+from portal.flows.rules import flow_for
 from portal.flows.schedules import to_unix_cron
 from portal.flows.validators import NAME_PATTERN
 from portal.orchestration import services as run_services
@@ -111,22 +113,28 @@ def _flow_key(resource: RestLiResource, text: str) -> tuple[str, str]:
 
 
 def _visible(user, flow_group: str, flow_name: str) -> FlowConfig:
-    flow = (
-        FlowConfig.objects.restrict(user)
-        .select_related("owner", "owning_group")
-        .filter(flow_group=flow_group, flow_name=flow_name)
-        .first()
-    )
-    if flow is None:
-        raise RestLiError(404, f"Flow requested does not exist: {flow_group}/{flow_name}")
-    return flow
+    return _allowed(user, flow_group, flow_name, access.VIEW)
 
 
 def _changeable(user, flow_group: str, flow_name: str) -> FlowConfig:
-    flow = _visible(user, flow_group, flow_name)
-    if not access.can(user, access.CHANGE, flow):
-        raise RestLiError(403, CHANGE_DENIED)
-    return flow
+    return _allowed(user, flow_group, flow_name, access.CHANGE)
+
+
+def _allowed(user, flow_group: str, flow_name: str, action: str) -> FlowConfig:
+    """The flows app's one lookup (:func:`portal.flows.rules.flow_for`), its answers in Rest.li's
+    error envelope, as Gobblin's clients read them."""
+    try:
+        return flow_for(
+            user,
+            flow_group,
+            flow_name,
+            action,
+            queryset=FlowConfig.objects.select_related("owner", "owning_group"),
+        )
+    except Http404:
+        raise RestLiError(404, f"Flow requested does not exist: {flow_group}/{flow_name}") from None
+    except PermissionDenied:
+        raise RestLiError(403, CHANGE_DENIED) from None
 
 
 def _refuse_execution_id(given: dict[str, Any]) -> None:
