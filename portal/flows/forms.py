@@ -161,6 +161,10 @@ class FlowConfigForm(forms.ModelForm):
                 "Unix cron, 5 fields (*/15 * * * *), or Gobblin's Quartz form (0 0/15 * * * ?). "
                 "Empty runs the flow once, as soon as it is saved."
             ),
+            "run_immediately": (
+                "For a scheduled flow: run once now as well as at its ticks. A flow without a "
+                "schedule runs once on save either way."
+            ),
         }
         widgets = {
             "description": forms.Textarea(attrs={"rows": 2}),
