@@ -8,14 +8,9 @@ import csv
 import json
 import logging
 import time
-from collections.abc import Iterator
-
-import pytest
-from pyspark.sql import SparkSession
 
 from portal.pipeline.discovery import sniffing
 from portal.pipeline.discovery.files import file_dataset
-from portal.pipeline.session import get_or_create_spark
 from portal.pipeline.sources.files import _widened
 
 # py4j logs "closing connection" from __del__ after pytest closed its streams; keep it quiet.
@@ -60,14 +55,6 @@ JSON_LINES = [
     {"z": 2, "a": 2, "o": {"y": 2.5}, "list": [], "n": None, "m": 1, "t": True},
     {"list": [1, 2], "m": "x", "nested": [{"k": 1}, {"k": None, "j": "s"}]},
 ]
-
-
-@pytest.fixture(scope="module")
-def spark() -> Iterator[SparkSession]:
-    session = get_or_create_spark("local[1]", "flowport-discovery-tests", {"spark.ui.enabled": "false"})
-    session.sparkContext.setLogLevel("ERROR")
-    yield session
-    session.stop()
 
 
 def test_csv_columns_carry_the_types_the_run_reads(spark, tmp_path):
