@@ -40,6 +40,8 @@ OUT_OF_THE_NODE = {
     "source.files.option.basePath": ["/etc"],
     "source.files.option.path": ["/etc/passwd"],
     "source.files.option.badRecordsPath": ["/tmp/x"],
+    # the folder the picker sets to chain flows (an upstream flow's output below the node's root)
+    "source.files.folder": ["../portal-secrets", "orders/../../x", "/etc", "file:/etc"],
 }
 VECTORS = [(key, value) for key, values in OUT_OF_THE_NODE.items() for value in values]
 
@@ -68,6 +70,7 @@ def test_a_name_leading_out_of_the_source_node_is_refused_at_save_naming_the_key
         ("source.files.glob", "../*"),
         ("source.files.option.avroSchemaUrl", "/etc/passwd"),
         ("source.files.option.basePath", "/"),
+        ("source.files.folder", "../portal-secrets"),
     ],
 )
 def test_a_tampered_name_is_refused_on_the_worker_and_nothing_is_read(world: World, key, value):
@@ -97,6 +100,18 @@ def test_a_symlinked_dataset_folder_out_of_the_node_is_not_read(transactional_db
     assert "source.files.datasets" not in spec_props  # every folder: the link is among them
     job = world.run_on_worker(spec, execution)
     assert job.status == "FAILED" and "dataset folder 'secrets'" in job.message
+    assert str(world.master_key.parent) not in job.message
+    _nothing_left(world)
+
+
+def test_a_chained_folder_linked_out_of_the_node_is_not_read(transactional_db, world: World):
+    """The folder a downstream flow reads (an upstream flow's output) is resolved inside the node
+    first: a link named like a flow's folder that leads to the portal's secrets reads nothing."""
+    (world.landing / "upstream").symlink_to(world.master_key.parent)
+    execution, spec = world.bound_spec()
+    spec["properties"]["source.files.folder"] = "upstream"
+    job = world.run_on_worker(spec, execution)
+    assert job.status == "FAILED" and "leads outside its data node" in job.message, job.message
     assert str(world.master_key.parent) not in job.message
     _nothing_left(world)
 
