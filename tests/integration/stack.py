@@ -160,7 +160,10 @@ class Proc:
             assert self.alive() or text in self.log(), f"{self.name} exited early:\n{self.log()[-3000:]}"
             return text in self.log()
 
-        wait_until(seen, timeout, f"{self.name} to log {text!r}")
+        try:
+            wait_until(seen, timeout, f"{self.name} to log {text!r}")
+        except AssertionError as timed_out:  # what it did log instead tells why
+            raise AssertionError(f"{timed_out}; its log ends:\n{self.log()[-4000:]}") from None
 
     def kill9(self) -> None:
         os.killpg(self.popen.pid, signal.SIGKILL)

@@ -64,7 +64,7 @@ def test_a_worker_rides_out_a_broker_outage_and_the_same_process_runs_the_next_j
         )
         time.sleep(2)
         redis_proc.kill9()
-        worker.wait_for_log("Connection to broker lost", timeout=30)
+        worker.wait_for_log("Connection to broker lost", timeout=45)
         # Within a few heartbeats (1 s here) the executor says why it cannot start jobs.
         wait_until(lambda: _health("ingest")[0] == "DEGRADED", 15, "the executor to be degraded")
         assert "not consuming: no broker connection" in _health("ingest")[1], _health("ingest")
