@@ -1,5 +1,7 @@
 """The mutable TopologyCatalog: the only way data nodes, executors and
-capabilities change, for pages, API and the topology file alike.
+capabilities change, for pages, API and the topology file alike. Data nodes are
+here; executors and capabilities are in topology.executors and the revision in
+topology.revisions, both re-exported below so callers have one front door.
 
 Every change validates first (model rules, then references), saves in one
 transaction, moves the topology revision token and sends
@@ -19,10 +21,7 @@ nodes rebuild nothing; a change to one recompiles only the flows over it
 from __future__ import annotations
 
 import logging
-import threading
-import uuid
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -31,8 +30,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import IntegrityError, transaction
-from django.db.models import F, ProtectedError, Q
-from django.utils import timezone
+from django.db.models import ProtectedError, Q
 
 from portal.accounts import access as account_access
 from portal.crypto.encrypted import WRAPPED_KEY_PROPERTY, looks_encrypted
@@ -40,95 +38,30 @@ from portal.crypto.errors import EncryptionError, MasterKeyError
 from portal.crypto.secretnames import names_secret
 from portal.keys.models import CustomerKey
 from portal.keys.services import binding_for, encrypt_value, holds_key, owner_problems, wrap_customer_key
-from portal.topology import grants, nodefields, policy, sharing
-from portal.topology.models import (
-    Capability,
-    DataNode,
-    DataNodeAuditEvent,
-    DataNodeGrant,
-    SpecExecutor,
-    TopologyRevision,
-)
+from portal.topology import grants, nodefields, policy, revisions, sharing
+from portal.topology.executors import EXECUTOR_FIELDS as EXECUTOR_FIELDS
+from portal.topology.executors import add_capability as add_capability
+from portal.topology.executors import create_executor as create_executor
+from portal.topology.executors import delete_executor as delete_executor
+from portal.topology.executors import flows_routed_through as flows_routed_through
+from portal.topology.executors import record_health as record_health
+from portal.topology.executors import remove_capability as remove_capability
+from portal.topology.executors import set_enabled as set_enabled
+from portal.topology.executors import update_executor as update_executor
+from portal.topology.models import Capability, DataNode, DataNodeAuditEvent, DataNodeGrant
 from portal.topology.reach import node_root
-from portal.topology.signals import (
-    executor_usage,
-    topology_catalog_changed,
-    user_node_changed,
-    user_routing_changed,
-)
+from portal.topology.revisions import batched_changes as batched_changes
+from portal.topology.revisions import current_revision as current_revision
+from portal.topology.revisions import current_revision_number as current_revision_number
+from portal.topology.signals import user_node_changed
 from portal.topology.topologyfile import sync_topology_file
+from portal.topology.validators import unique_error
 
 logger = logging.getLogger(__name__)
 
 DATA_NODE_FIELDS = ("name", "kind", "description", "properties")
-EXECUTOR_FIELDS = (
-    "name",
-    "uri",
-    "technology",
-    "location",
-    "queue",
-    "spark_master",
-    "spark_conf",
-    "description",
-    "enabled",
-    "cost",
-    "user_sources",
-    "user_destinations",
-)
 # The label of the customer key the portal makes for a node owner who has none.
 NODE_KEY_LABEL = "data node credentials"
-
-
-_batch = threading.local()
-
-
-@contextmanager
-def batched_changes() -> Iterator[None]:
-    """Many changes, one event: the topology file sync (and anything else
-    that changes several entries at once) notifies listeners once at the end
-    instead of recompiling every flow per entry. Use inside a transaction."""
-    if getattr(_batch, "depth", 0):
-        yield
-        return
-    _batch.depth, _batch.dirty = 1, False
-    try:
-        yield
-        dirty = _batch.dirty
-    finally:
-        _batch.depth = 0
-    if dirty:
-        _changed("topology", "update", None)
-
-
-def _changed(kind: str, action: str, instance: Any) -> None:
-    """Move the revision token and tell listeners; call inside the transaction."""
-    if getattr(_batch, "depth", 0):
-        _batch.dirty = True
-        return
-    updated = TopologyRevision.objects.filter(pk=1).update(
-        token=uuid.uuid4(), number=F("number") + 1, changed=timezone.now()
-    )
-    if not updated:
-        TopologyRevision.objects.get_or_create(pk=1, defaults={"number": 1})
-    sender = type(instance) if instance is not None else TopologyRevision
-    topology_catalog_changed.send(sender=sender, action=action, kind=kind, instance=instance)
-
-
-def current_revision() -> uuid.UUID | None:
-    return TopologyRevision.objects.filter(pk=1).values_list("token", flat=True).first()
-
-
-def current_revision_number() -> int:
-    """The order of topology revisions (0 before the first change)."""
-    return TopologyRevision.objects.filter(pk=1).values_list("number", flat=True).first() or 0
-
-
-def _unique_error(
-    model: type[DataNode | SpecExecutor], field: str, value: str, noun: str
-) -> ValidationError | None:
-    if model._default_manager.filter(**{field: value}).exists():
-        return ValidationError({field: f"A {noun} with {field} {value!r} already exists."})
-    return None
 
 
 # --- data nodes ---------------------------------------------------------------
@@ -157,11 +90,11 @@ def create_data_node(
             node.save()
             if "acl" in data:
                 grants.set_grants(node, data["acl"])
-            _changed("datanode", "add", node)
+            revisions.changed("datanode", "add", node)
             if user is not None:
                 _audit(node, DataNodeAuditEvent.Action.CREATE, user, request, "created")
     except IntegrityError:
-        raise _unique_error(DataNode, "name", node.name, "data node") or ValidationError(
+        raise unique_error(DataNode, "name", node.name, "data node") or ValidationError(
             "The data node could not be saved."
         ) from None
     logger.info("data node %s created", node)
@@ -208,7 +141,7 @@ def create_user_node(user: Any, data: dict[str, Any], *, request: Any = None) ->
                 f"created, owned by {_principal(owner)}",
             )
     except IntegrityError:
-        raise _unique_error(DataNode, "name", node.name, "data node") or ValidationError(
+        raise unique_error(DataNode, "name", node.name, "data node") or ValidationError(
             "The data node could not be saved."
         ) from None
     _make_folder(node)
@@ -259,7 +192,7 @@ def update_data_node(  # noqa: C901
             if connection_changed:
                 user_node_changed.send(sender=DataNode, node=node, action="update")
         else:
-            _changed("datanode", "update", node)
+            revisions.changed("datanode", "update", node)
         if user is not None:
             if connection_changed or node.description != description:
                 _audit(node, DataNodeAuditEvent.Action.UPDATE, user, request, _change_summary(before, node))
@@ -300,7 +233,7 @@ def delete_data_node(node: DataNode, *, user: Any = None, request: Any = None) -
         with transaction.atomic():
             node.delete()
             if not node.user_made:
-                _changed("datanode", "delete", node)
+                revisions.changed("datanode", "delete", node)
             if user is not None:
                 _audit(node, DataNodeAuditEvent.Action.DELETE, user, request, "deleted")
     except ProtectedError:
@@ -456,193 +389,6 @@ def _make_folder(node: DataNode) -> None:
         Path(node_root(path)).mkdir(parents=True, exist_ok=True)
     except OSError as error:
         logger.warning("could not make the folder of data node %s: %s", node.name, error)
-
-
-# --- executors ----------------------------------------------------------------
-
-
-def _resolve_pairs(
-    pairs: Iterable[tuple[str, str]], extra_nodes: Iterable[str] = ()
-) -> list[tuple[str, str]]:
-    """Check that every capability names existing data nodes; one message per problem."""
-    pairs = list(pairs)
-    rows = DataNode.objects.filter(name__in={n for pair in pairs for n in pair}).values_list(
-        "name", "user_made"
-    )
-    known = {name for name, user_made in rows if not user_made}
-    user_made = {name for name, made in rows if made}
-    known.update(extra_nodes)
-    problems = []
-    seen = set()
-    for source, destination in pairs:
-        for role, name in (("source", source), ("destination", destination)):
-            if name in user_made:
-                problems.append(
-                    f"{source} → {destination}: {name!r} is a user-made data node, routed by the executors' "
-                    "user_sources / user_destinations, not by capabilities"
-                )
-            elif name not in known:
-                problems.append(f"{source} → {destination}: unknown {role} data node {name!r}")
-        if source == destination:
-            problems.append(f"{source} → {destination}: source and destination are the same node")
-        if (source, destination) in seen:
-            problems.append(f"{source} → {destination}: listed twice")
-        seen.add((source, destination))
-    if problems:
-        raise ValidationError({"capabilities": problems})
-    return pairs
-
-
-def _write_capabilities(executor: SpecExecutor, pairs: list[tuple[str, str]]) -> bool:
-    """Make the executor's capabilities exactly `pairs`; True when anything changed."""
-    wanted = set(pairs)
-    current = {
-        (c.source.name, c.destination.name): c
-        for c in executor.capabilities.select_related("source", "destination")
-    }
-    stale = [c.pk for key, c in current.items() if key not in wanted]
-    missing = [pair for pair in pairs if pair not in current]
-    if stale:
-        Capability.objects.filter(pk__in=stale).delete()
-    if missing:
-        nodes = DataNode.objects.in_bulk({n for pair in missing for n in pair}, field_name="name")
-        for source, destination in missing:
-            Capability.objects.create(executor=executor, source=nodes[source], destination=nodes[destination])
-    return bool(stale or missing)
-
-
-def create_executor(
-    data: dict[str, Any], *, capabilities: Iterable[tuple[str, str]] = (), origin: str = ""
-) -> SpecExecutor:
-    executor = SpecExecutor(origin=origin, **{k: v for k, v in data.items() if k in EXECUTOR_FIELDS})
-    executor.full_clean()
-    pairs = _resolve_pairs(capabilities)
-    try:
-        with transaction.atomic():
-            executor.save()
-            _write_capabilities(executor, pairs)
-            _changed("executor", "add", executor)
-            _user_routing_changed(_served_kinds(executor))
-    except IntegrityError:
-        raise (
-            _unique_error(SpecExecutor, "name", executor.name, "executor")
-            or _unique_error(SpecExecutor, "uri", executor.uri, "executor")
-            or ValidationError("The executor could not be saved.")
-        ) from None
-    logger.info("executor %s created with %d capabilities", executor, len(pairs))
-    return executor
-
-
-def update_executor(
-    executor: SpecExecutor, data: dict[str, Any], *, capabilities: Iterable[tuple[str, str]] | None = None
-) -> SpecExecutor:
-    if "name" in data and data["name"] != executor.name:
-        raise ValidationError({"name": "An executor's name cannot change; create a new executor instead."})
-    before = (_served(executor), executor.enabled, executor.cost)
-    served_before = _served_kinds(executor)
-    for field in EXECUTOR_FIELDS:
-        if field in data:
-            setattr(executor, field, data[field])
-    executor.full_clean()
-    pairs = _resolve_pairs(capabilities) if capabilities is not None else None
-    try:
-        with transaction.atomic():
-            executor.save()
-            if pairs is not None:
-                _write_capabilities(executor, pairs)
-            _changed("executor", "update", executor)
-            if pairs is not None or before != (_served(executor), executor.enabled, executor.cost):
-                _user_routing_changed(served_before | _served_kinds(executor))
-    except IntegrityError:
-        raise _unique_error(SpecExecutor, "uri", executor.uri, "executor") or ValidationError(
-            "The executor could not be saved."
-        ) from None
-    return executor
-
-
-def _served(executor: SpecExecutor) -> tuple[list[str], list[str]]:
-    return executor.serves_users("source"), executor.serves_users("destination")
-
-
-def _served_kinds(executor: SpecExecutor) -> set[str]:
-    sources, destinations = _served(executor)
-    return {*sources, *destinations}
-
-
-def _user_routing_changed(kinds: set[str]) -> None:
-    """User-made nodes are outside the snapshot the refresh planner diffs: the flows over those
-    of the kinds an executor serves are recompiled when its serving may have changed."""
-    if kinds:
-        user_routing_changed.send(sender=SpecExecutor, kinds=sorted(kinds))
-
-
-def set_enabled(executor: SpecExecutor, enabled: bool) -> SpecExecutor:
-    """Disable (or re-enable) an executor: the compiler stops routing through it, so the flows
-    routed through it are recompiled in the background and each goes to pending unless another
-    enabled executor can carry its hops (`flows_routed_through` says how many before asking)."""
-    return update_executor(executor, {"enabled": enabled})
-
-
-def flows_routed_through(executor: SpecExecutor) -> int:
-    """How many flows a hop of their stored DAG runs on the executor (the flows app answers from
-    its hop index: topology may not read flows)."""
-    answers = executor_usage.send(sender=SpecExecutor, executor_name=executor.name)
-    return sum(int(count or 0) for _receiver, count in answers)
-
-
-def delete_executor(executor: SpecExecutor) -> None:
-    with transaction.atomic():
-        served = _served_kinds(executor)
-        executor.delete()
-        _changed("executor", "delete", executor)
-        _user_routing_changed(served)
-    logger.info("executor %s deleted", executor)
-
-
-def add_capability(executor: SpecExecutor, source: str, destination: str) -> Capability:
-    existing = [
-        (c.source.name, c.destination.name)
-        for c in executor.capabilities.select_related("source", "destination")
-    ]
-    if (source, destination) in existing:
-        raise ValidationError({"capabilities": f"{executor.name} already has {source} → {destination}."})
-    _resolve_pairs([*existing, (source, destination)])
-    with transaction.atomic():
-        capability = Capability.objects.create(
-            executor=executor,
-            source=DataNode.objects.get(name=source),
-            destination=DataNode.objects.get(name=destination),
-        )
-        _changed("capability", "add", capability)
-    return capability
-
-
-def remove_capability(capability: Capability) -> None:
-    with transaction.atomic():
-        capability.delete()
-        _changed("capability", "delete", capability)
-
-
-def record_health(name: str, status: str, message: str = "", *, heartbeat: bool = True) -> SpecExecutor:
-    """A worker heartbeat or a health monitor verdict. Only a change of the
-    health the compiler sees is a topology change (it can change routing);
-    heartbeats alone are not, nor is HEALTHY ↔ BUSY (both route alike)."""
-    if status not in SpecExecutor.Health.values:
-        raise ValidationError(
-            {"health_status": f"{status!r} is not one of {', '.join(SpecExecutor.Health.values)}."}
-        )
-    with transaction.atomic():
-        executor = SpecExecutor.objects.select_for_update().get(name=name)
-        routing = SpecExecutor.routing_health
-        changed = routing(executor.health_status) != routing(status)
-        executor.health_status, executor.health_message = status, message
-        if heartbeat:
-            executor.last_heartbeat = timezone.now()
-        executor.save(update_fields=["health_status", "health_message", "last_heartbeat", "updated"])
-        if changed:
-            _changed("executor", "update", executor)
-            _user_routing_changed(_served_kinds(executor))
-    return executor
 
 
 def load_topology_file(path: str | Path) -> dict[str, int]:

@@ -7,6 +7,7 @@ import re
 
 from django.core.exceptions import ValidationError
 from django.core.validators import RegexValidator
+from django.db.models import Model
 
 from portal.crypto.secretnames import names_secret
 from portal.pipeline import nodekinds
@@ -138,3 +139,10 @@ def validate_spark_conf(value: object) -> None:
     bad = [key for key in value if not key.startswith("spark.")]
     if bad:
         raise ValidationError(f"Spark conf keys start with 'spark.': {', '.join(sorted(bad)[:5])}")
+
+
+def unique_error(model: type[Model], field: str, value: str, noun: str) -> ValidationError | None:
+    """The error for a unique field already taken (an IntegrityError says only that one was)."""
+    if model._default_manager.filter(**{field: value}).exists():
+        return ValidationError({field: f"A {noun} with {field} {value!r} already exists."})
+    return None

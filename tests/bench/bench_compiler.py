@@ -45,7 +45,7 @@ def generate() -> None:
     needs many hops and the search has to look at most of the graph."""
     from django.db import transaction
 
-    from portal.topology import services
+    from portal.topology import revisions
     from portal.topology.models import Capability, DataNode, SpecExecutor
 
     rng = random.Random(42)
@@ -76,7 +76,7 @@ def generate() -> None:
             Capability(executor=executors[e], source=nodes[s], destination=nodes[d])
             for e, s, d in sorted(edges)
         )
-        services._changed("topology", "update", None)  # one revision for the generated topology
+        revisions.changed("topology", "update", None)  # one revision for the generated topology
 
 
 def percentile(samples: list[float], fraction: float) -> float:
