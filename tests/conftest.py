@@ -18,6 +18,7 @@ from django.conf import settings as django_settings
 from rest_framework.test import APIClient
 
 from portal.templatepacks import resolution
+from tests.builders.api import api_client_for
 from tests.factories import UserFactory
 
 # The test suite's own sources and operators (tests.integration.sources.CountingSource, …) are
@@ -92,13 +93,6 @@ def outsider(db):
 @pytest.fixture
 def staff(db):
     return UserFactory(username="stella", is_staff=True)
-
-
-def api_client_for(user) -> APIClient:
-    client = APIClient()
-    if user is not None:
-        client.force_authenticate(user)
-    return client
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ import pytest
 from django.db import connection
 
 from portal.topology import reach
-from tests.security.conftest import World
+from tests.builders.world import World
 
 LANDED = "the connection landed in the portal's own database"
 

@@ -22,6 +22,8 @@ from playwright.sync_api import sync_playwright
 
 from portal.topology import services as topology
 from tests import ldap_server
+from tests.builders.queues import E2E_INGEST_QUEUE as INGEST_QUEUE
+from tests.builders.queues import IDLE_QUEUE, LATE_QUEUE
 from tests.e2e import ui
 from tests.integration.stack import (
     VENV_BIN,
@@ -38,9 +40,6 @@ from tests.ports import free_port
 
 CHROMIUM = os.environ.get("FLOWPORT_E2E_CHROMIUM", "/usr/bin/chromium")
 AXE_SCRIPT = Path(__file__).resolve().parent / "node_modules" / "axe-core" / "axe.min.js"
-INGEST_QUEUE = "e2e.ingest"  # the "ingest" executor: landing → lake
-LATE_QUEUE = "e2e.late"  # the executor an admin adds during a test: lake → archive
-IDLE_QUEUE = "e2e.idle"  # the "idle" executor (landing → cold): no worker consumes it
 
 
 retry_flush_on_deadlock()

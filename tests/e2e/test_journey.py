@@ -13,8 +13,8 @@ from playwright.sync_api import expect
 from portal.flows.models import FlowConfig
 from portal.orchestration.models import FlowExecution
 from tests import ldap_server
+from tests.builders.queues import E2E_INGEST_QUEUE as INGEST_QUEUE
 from tests.e2e import ui
-from tests.e2e.conftest import INGEST_QUEUE
 from tests.unit.templatepacks.factories import make_pack
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -14,8 +14,8 @@ from portal.flows.management.commands.load_demo import DEMO_FLOW, load_pack, wri
 from portal.orchestration.models import FINISHED_STATUSES, FlowExecution
 from portal.topology import services as topology
 from tests import ldap_server
+from tests.builders.queues import LATE_QUEUE
 from tests.e2e import ui
-from tests.e2e.conftest import LATE_QUEUE
 from tests.integration.stack import wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)

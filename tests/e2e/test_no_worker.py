@@ -12,8 +12,8 @@ from playwright.sync_api import expect
 
 from portal.orchestration.control.liveness import worker_command
 from portal.orchestration.models import FlowExecution
+from tests.builders.queues import IDLE_QUEUE
 from tests.e2e import ui
-from tests.e2e.conftest import IDLE_QUEUE
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

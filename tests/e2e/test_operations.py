@@ -13,8 +13,8 @@ from portal.events.models import Event
 from portal.flows.models import FlowConfig
 from portal.orchestration.models import FlowExecution, JobStatus
 from portal.topology.models import SpecExecutor
+from tests.builders.queues import IDLE_QUEUE, LATE_QUEUE
 from tests.e2e import ui
-from tests.e2e.conftest import IDLE_QUEUE, LATE_QUEUE
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -24,8 +24,8 @@ from psycopg import sql
 from portal.orchestration.models import FlowExecution
 from portal.topology import services as topology
 from portal.topology.models import DataNode
+from tests.builders.queues import E2E_INGEST_QUEUE as INGEST_QUEUE
 from tests.e2e import ui
-from tests.e2e.conftest import INGEST_QUEUE
 from tests.integration.stack import ROOT, VENV_BIN
 from tests.pg_logical import private_server
 

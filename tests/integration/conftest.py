@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from portal.topology import services as topology
+from tests.builders.queues import INGEST_QUEUE, REPLICATE_QUEUE
 from tests.integration.stack import (
     process_env,
     relay_through,
@@ -18,9 +19,6 @@ from tests.integration.stack import (
 )
 
 retry_flush_on_deadlock()
-
-INGEST_QUEUE = "it.ingest"
-REPLICATE_QUEUE = "it.replicate"
 
 
 @pytest.fixture(scope="module")

@@ -47,9 +47,9 @@ from portal.pipeline.destinations.iceberg import load_catalog
 from portal.pipeline.jobspec import JobSpec
 from portal.pipeline.sources.files import file_watermark
 from portal.topology import services as topology
+from tests.builders.servers import MYSQL_HOST, MYSQL_PORT, mysql
 from tests.integration.stack import VENV_BIN, Proc, process_env, relay_through, start_scheduler, wait_until
 from tests.ports import own_redis_url
-from tests.unit.pipeline.conftest import MYSQL_HOST, MYSQL_PORT, mysql
 
 CRASH_BROKER_URL = own_redis_url("TEST_REDIS_DB_CRASH", 11)
 MTIME_BASE = 1_700_000_000

@@ -25,8 +25,8 @@ from tests.builders.cdc import (
     warehouse,  # noqa: F401 (fixture)
 )
 from tests.builders.cdc import shop as shop
+from tests.builders.queues import INGEST_QUEUE
 from tests.builders.stack import finished
-from tests.integration.conftest import INGEST_QUEUE
 from tests.pg_logical import logical_pg  # noqa: F401 (fixture)
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -22,8 +22,8 @@ from portal.orchestration.models import DatasetState, ExecutionStatus
 from portal.pipeline.cdc import pg as cdc_pg
 from portal.pipeline.destinations.iceberg import load_catalog
 from portal.topology import services as topology
+from tests.builders.queues import INGEST_QUEUE
 from tests.builders.stack import finished
-from tests.integration.conftest import INGEST_QUEUE
 from tests.pg_logical import logical_pg, own_database  # noqa: F401 (fixture)
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -31,9 +31,9 @@ from portal.orchestration.state.commitstore import FailpointCrash, arm
 from portal.orchestration.worker import executor
 from portal.pipeline.destinations.iceberg import load_catalog
 from portal.topology import services as topology
+from tests.builders.queues import INGEST_QUEUE
 from tests.builders.stack import finished
 from tests.factories import UserFactory
-from tests.integration.conftest import INGEST_QUEUE
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

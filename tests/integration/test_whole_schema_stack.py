@@ -17,10 +17,10 @@ from portal.flows.models import FlowConfig
 from portal.orchestration import services
 from portal.orchestration.models import DatasetState, ExecutionStatus
 from portal.topology import services as topology
+from tests.builders.api import api_client_for
+from tests.builders.queues import INGEST_QUEUE
 from tests.builders.stack import finished
-from tests.conftest import api_client_for
 from tests.factories import UserFactory
-from tests.integration.conftest import INGEST_QUEUE
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -15,7 +15,7 @@ from portal.orchestration.control import cdc
 from portal.topology.models import DataNode
 from tests.builders.attacker_databases import LANDED, run_the_world, spellings
 from tests.builders.attacker_databases import blind_text_check as blind_text_check  # fixture
-from tests.security.conftest import World, files_under
+from tests.builders.world import World, files_under
 
 CDC = "portal.pipeline.sources.cdc.CdcSource"
 # Slots and publications in the portal's own PostgreSQL database (SQLite has neither).

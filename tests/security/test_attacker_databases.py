@@ -22,11 +22,11 @@ from django.db import connection
 
 from portal.flows.models import FlowConfig
 from portal.topology.models import DataNode
+from tests.builders.api import api_client_for
 from tests.builders.attacker_databases import LANDED, portal_db, run_the_world, spellings
 from tests.builders.attacker_databases import blind_text_check as blind_text_check  # fixture
-from tests.conftest import api_client_for
+from tests.builders.world import World, files_under
 from tests.factories import UserFactory
-from tests.security.conftest import World, files_under
 
 OWN_ONLY = "a MySQL/MariaDB node reaches only its own database"
 

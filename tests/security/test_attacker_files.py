@@ -15,9 +15,9 @@ import pytest
 from portal.crypto.master import create_ring_file
 from portal.flows.models import FlowConfig
 from portal.keys.checks import check_master_key
-from tests.conftest import api_client_for
+from tests.builders.api import api_client_for
+from tests.builders.world import World, files_under
 from tests.factories import UserFactory
-from tests.security.conftest import World, files_under
 
 OUT_OF_THE_NODE = {
     "source.files.datasets": [

@@ -19,9 +19,9 @@ from portal.keys import services
 from portal.orchestration.state.commitstore import CommitStepStore, store_name_for
 from portal.topology import services as topology
 from portal.topology.models import DataNode
+from tests.builders.world import World, files_under
 from tests.factories import UserFactory
 from tests.pg_logical import private_server
-from tests.security.conftest import World, files_under
 
 VICTIM_DB = "secdb_atk_victim"
 PG_ADMIN = "host=127.0.0.1 port=5432 user=postgres dbname=postgres"

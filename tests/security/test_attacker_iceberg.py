@@ -9,7 +9,7 @@ import pytest
 
 from portal.flows.models import FlowConfig
 from portal.topology import services as topology
-from tests.security.conftest import World, files_under
+from tests.builders.world import World, files_under
 from tests.unit.topology.helpers import executor as make_executor
 
 ESCAPES = ["../team-v", "a/b", "..", "/etc", "%2e%2e", "a\\b", "x y"]

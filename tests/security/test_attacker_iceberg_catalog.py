@@ -18,7 +18,7 @@ from portal.flows.models import FlowConfig
 from portal.orchestration.state import joblogs
 from portal.topology import services as topology
 from portal.topology.models import SpecExecutor
-from tests.security.conftest import World, files_under
+from tests.builders.world import World, files_under
 
 ADMIN_PASSWORD = "flowport-demo-admin-Pa55"
 

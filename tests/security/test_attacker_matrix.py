@@ -18,9 +18,9 @@ from portal.orchestration.worker import guard
 from portal.pipeline.classloading import PACKAGES_ENV, ClassLoadError, load_class
 from portal.pipeline.propertyrules import NODE_KEYS
 from portal.topology.models import DataNode
-from tests.conftest import api_client_for
+from tests.builders.api import api_client_for
+from tests.builders.world import SECRET, World, files_under
 from tests.factories import UserFactory
-from tests.security.conftest import SECRET, World, files_under
 from tests.unit.templatepacks.factories import make_pack
 
 REFUSED = "Refused by the worker's security check"

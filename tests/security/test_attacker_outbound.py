@@ -21,7 +21,7 @@ from portal.events import outbound, sinks
 from portal.events.models import Event
 from portal.events.services import raise_event
 from portal.monitoring.models import Subscription
-from tests.conftest import api_client_for
+from tests.builders.api import api_client_for
 from tests.factories import FlowConfigFactory, UserFactory
 
 pytestmark = pytest.mark.django_db

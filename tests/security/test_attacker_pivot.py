@@ -31,7 +31,7 @@ from portal.keys import services
 from portal.pipeline.usernode import FLOW_LOGIN_REFUSED, REFUSED
 from portal.topology import services as topology
 from portal.topology.models import DataNode, SpecExecutor
-from tests.security.conftest import World, files_under
+from tests.builders.world import World, files_under
 
 ALICE_DB = "secdb_alice_shop"
 ALICE = "secdb_alice"  # her role and account on both servers

@@ -15,7 +15,7 @@ from django.test import Client
 from portal.orchestration.models import JobExecution
 from portal.topology import grants, services
 from portal.topology.models import DestinationTable
-from tests.conftest import api_client_for
+from tests.builders.api import api_client_for
 from tests.deliveries import files_delivery, files_node, jdbc_delivery
 from tests.factories import UserFactory
 

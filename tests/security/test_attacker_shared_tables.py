@@ -20,7 +20,7 @@ from portal.flows.models import FlowConfig
 from portal.topology import services as topology
 from portal.topology import tables
 from portal.topology.models import DataNode, DestinationTable
-from tests.security.conftest import World
+from tests.builders.world import World
 from tests.unit.topology.helpers import executor as make_executor
 
 ADMIN_URL = "postgres://postgres@127.0.0.1:5432/postgres"

@@ -35,7 +35,7 @@ from portal.monitoring.models import Subscription
 from portal.orchestration.models import FlowExecution, JobExecution
 from portal.orchestration.state import joblogs
 from portal.topology.models import Capability, DataNode, SpecExecutor
-from tests.conftest import api_client_for
+from tests.builders.api import api_client_for
 from tests.factories import FlowConfigFactory, UserFactory
 from tests.unit.orchestration.factories import FlowExecutionFactory, JobExecutionFactory
 from tests.unit.templatepacks.factories import make_pack

@@ -25,7 +25,7 @@ from portal.flows.models import FlowConfig
 from portal.keys import services as keys
 from portal.orchestration.state.joblogs import log_path
 from portal.templatepacks.models import PackVersion
-from tests.security.conftest import World, files_under
+from tests.builders.world import World, files_under
 from tests.unit.templatepacks.factories import make_pack, stored_pack
 
 VALUE_LIMIT = "65536 characters (the limit)"

@@ -18,9 +18,9 @@ from django.test import Client
 from portal.quotas.models import Quota
 from portal.topology import sharing
 from portal.topology.models import DataNode
-from tests.conftest import api_client_for
+from tests.builders.api import api_client_for
+from tests.builders.world import World
 from tests.factories import UserFactory
-from tests.security.conftest import World
 
 VICTORS_LOGIN = "victors_db_login"
 

@@ -21,7 +21,7 @@ from django.contrib.auth.models import Group
 from portal.topology import services
 from portal.topology.models import DataNode, DataNodeGrant, SpecExecutor
 from portal.topology.topologyfile import TopologyFileError
-from tests.conftest import api_client_for
+from tests.builders.api import api_client_for
 from tests.factories import UserFactory
 from tests.unit.topology.helpers import executor, nodes
 

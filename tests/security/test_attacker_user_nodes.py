@@ -27,8 +27,8 @@ from portal.pipeline.usernode import REFUSED
 from portal.topology import services as topology
 from portal.topology import sharing
 from portal.topology.models import DataNode, SpecExecutor
+from tests.builders.world import World
 from tests.factories import UserFactory
-from tests.security.conftest import World
 
 VICTORS_PASSWORD = "victors-own-db-password"
 

@@ -14,7 +14,7 @@ from portal.orchestration.control.actions import process_actions
 from portal.orchestration.models import FlowExecution
 from portal.orchestration.services import run_now
 from portal.orchestration.state import lineage
-from tests.security.conftest import SECRET
+from tests.builders.world import SECRET
 
 
 def browser_of(user) -> Client:

@@ -16,7 +16,7 @@ from portal.crypto import client
 from portal.flows.secrets import validate_flow_secrets
 from portal.keys import services
 from portal.keys.rotation import rotate_master_key
-from tests.security.conftest import SECRET, World, files_under
+from tests.builders.world import SECRET, World, files_under
 
 TEAM_SECRET = "team-shared-password"
 

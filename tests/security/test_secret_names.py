@@ -19,8 +19,7 @@ from portal.pipeline.propertyrules import clear_secret_keys
 from portal.pipeline.task import describe_exception, describe_traceback
 from portal.topology.credentials import secrets_in
 from portal.topology.validators import validate_connection_properties
-
-from .conftest import World
+from tests.builders.world import World
 
 VALUE = "AKIA-clear-value-42"
 

@@ -1,6 +1,7 @@
-"""No test module imports another test module: what two tests share is a builder in a
-package (tests/builders/, tests/factories.py), so a test module can be moved, renamed or
-deleted on its own, and pytest never collects one module's tests through another.
+"""No test module imports another test module, and no module imports a conftest: what two
+tests share is a builder in a package (tests/builders/, tests/factories.py), so a test module
+can be moved, renamed or deleted on its own, pytest never collects one module's tests through
+another, and a conftest holds only its directory's fixtures.
 Read from the source with `ast`, so an import in a function counts too."""
 
 from __future__ import annotations
@@ -29,8 +30,12 @@ def imported_test_modules(source: str, module: str) -> set[str]:
                 parent = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
                 base = f"{parent}.{base}" if base else parent
             names = [base] + [f"{base}.{alias.name}" for alias in node.names]
-        found |= {name for name in names if name.rsplit(".", 1)[-1].startswith("test_")}
+        found |= {name for name in names if name.rsplit(".", 1)[-1].startswith("test_") or _is_conftest(name)}
     return found
+
+
+def _is_conftest(name: str) -> bool:
+    return "conftest" in name.split(".")
 
 
 def pairs_found() -> set[tuple[str, str]]:
@@ -52,10 +57,16 @@ def test_the_check_sees_an_absolute_a_relative_and_a_hidden_import():
         "from tests.unit.flows.test_flow_form import new_flow\n"
         "from .test_bulk import x\n"
         "from ..builders import keys\n"
+        "from tests.security.conftest import World\n"
+        "from .conftest import mysql\n"
         "def f():\n    import tests.builders.keys\n    from tests.unit import test_lock_files\n"
     )
     assert imported_test_modules(source, "tests.unit.test_probe") == {
         "tests.unit.flows.test_flow_form",
         "tests.unit.test_bulk",
         "tests.unit.test_lock_files",
+        "tests.security.conftest",
+        "tests.security.conftest.World",
+        "tests.unit.conftest",
+        "tests.unit.conftest.mysql",
     }

@@ -7,9 +7,9 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.urls import reverse
 
+from tests.builders.ldap import apply_ldap
 from tests.ldap_server import BIND_PASSWORD, GROUPS_DN
 from tests.ports import free_port
-from tests.unit.accounts.conftest import apply_ldap
 
 User = get_user_model()
 

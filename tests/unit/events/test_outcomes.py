@@ -15,10 +15,15 @@ from portal.orchestration import services
 from portal.orchestration.control.actions import process_actions
 from portal.orchestration.control.orchestrator import reevaluate_execution
 from portal.orchestration.models import FlowExecution, JobExecution
-from tests.factories import UserFactory
-from tests.unit.monitoring.conftest import flow, make_execution  # noqa: F401 - the flow fixture
+from tests.builders.executions import make_execution
+from tests.factories import FlowConfigFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def flow(owner):
+    return FlowConfigFactory(flow_group="sales", flow_name="orders", owner=owner, properties={})
 
 
 def _end(execution: FlowExecution, job_status: str) -> FlowExecution:
@@ -30,7 +35,7 @@ def _end(execution: FlowExecution, job_status: str) -> FlowExecution:
     return execution
 
 
-def _run(flow, job_status: str) -> FlowExecution:  # noqa: F811
+def _run(flow, job_status: str) -> FlowExecution:
     execution = make_execution(
         flow, status="RUNNING", jobs=[{"status": "RUNNING", "spec": {"properties": {}}}]
     )
@@ -41,7 +46,7 @@ def _kinds() -> list[tuple[str, int | None]]:
     return list(Event.objects.order_by("id").values_list("kind", "execution_id"))
 
 
-def test_a_failure_is_alerted_as_the_execution_ends_and_the_monitor_does_not_repeat_it(flow):  # noqa: F811
+def test_a_failure_is_alerted_as_the_execution_ends_and_the_monitor_does_not_repeat_it(flow):
     failed = _run(flow, "FAILED")
     assert failed.status == "FAILED"
     event = Event.objects.get()
@@ -55,7 +60,7 @@ def test_a_failure_is_alerted_as_the_execution_ends_and_the_monitor_does_not_rep
     assert FlowOutcome.objects.get().good is False
 
 
-def test_recovery_is_the_latest_outcome_turning_good_not_every_success(flow):  # noqa: F811
+def test_recovery_is_the_latest_outcome_turning_good_not_every_success(flow):
     first = _run(flow, "COMMITTED")
     failed = _run(flow, "FAILED")
     recovered = _run(flow, "COMMITTED")
@@ -69,7 +74,7 @@ def test_recovery_is_the_latest_outcome_turning_good_not_every_success(flow):  #
     assert event.severity == "INFO" and "last outcome was a failure" in event.message
 
 
-def test_a_re_run_job_that_commits_the_failed_execution_is_a_recovery(flow, owner):  # noqa: F811
+def test_a_re_run_job_that_commits_the_failed_execution_is_a_recovery(flow, owner):
     _run(flow, "COMMITTED")  # the flow's previous execution is a success: the old rule saw no failure
     failed = _run(flow, "FAILED")
     job = failed.jobs.get()
@@ -87,7 +92,7 @@ def test_a_re_run_job_that_commits_the_failed_execution_is_a_recovery(flow, owne
     ]
 
 
-def test_a_re_run_that_fails_again_is_a_second_failure(flow, owner):  # noqa: F811
+def test_a_re_run_that_fails_again_is_a_second_failure(flow, owner):
     failed = _run(flow, "FAILED")
     services.rerun_job(failed, failed.jobs.get().job_name, user=owner)
     process_actions()
@@ -97,14 +102,14 @@ def test_a_re_run_that_fails_again_is_a_second_failure(flow, owner):  # noqa: F8
     assert check_failed_executions() == 0
 
 
-def test_a_flow_that_last_failed_before_outcomes_were_kept_still_recovers(flow):  # noqa: F811
+def test_a_flow_that_last_failed_before_outcomes_were_kept_still_recovers(flow):
     before = make_execution(flow, status="FAILED")  # ended before this table existed: no outcome row
     assert not FlowOutcome.objects.exists() and before.status == "FAILED"
     recovered = _run(flow, "COMMITTED")
     assert _kinds() == [("execution.recovered", recovered.execution_id)]
 
 
-def test_a_success_is_an_event_only_when_a_subscriber_asked_for_it(flow):  # noqa: F811
+def test_a_success_is_an_event_only_when_a_subscriber_asked_for_it(flow):
     _run(flow, "COMMITTED")
     assert _kinds() == []  # nobody asked: the dashboard's list stays quiet
     reader = UserFactory(username="sam")

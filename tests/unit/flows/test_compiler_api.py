@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from portal.flows.models import FlowConfig
-from tests.conftest import api_client_for
+from tests.builders.api import api_client_for
 from tests.unit.topology.helpers import executor, nodes
 
 pytestmark = pytest.mark.django_db

@@ -11,7 +11,7 @@ from django.utils import timezone
 from portal.flows import deletion
 from portal.flows.models import FlowConfig
 from portal.orchestration.models import DatasetState, LineageEdge
-from tests.conftest import api_client_for
+from tests.builders.api import api_client_for
 from tests.factories import FlowConfigFactory
 
 pytestmark = pytest.mark.django_db

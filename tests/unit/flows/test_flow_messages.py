@@ -9,8 +9,8 @@ from html import unescape
 import pytest
 
 from portal.flows.models import FlowConfig
+from tests.builders.api import api_client_for
 from tests.builders.flows import new_flow
-from tests.conftest import api_client_for
 from tests.unit.templatepacks.factories import make_pack
 
 pytestmark = pytest.mark.django_db

@@ -10,7 +10,7 @@ from django.test import Client
 from portal.flows.models import FlowConfig
 from portal.orchestration.control.scheduler import schedule_due_ticks
 from portal.orchestration.models import FlowExecution
-from tests.conftest import api_client_for
+from tests.builders.api import api_client_for
 from tests.factories import FlowConfigFactory, UserFactory
 from tests.unit.topology.helpers import nodes
 

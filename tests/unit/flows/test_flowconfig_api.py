@@ -8,8 +8,8 @@ import pytest
 
 from portal.flows.models import FlowConfig
 from portal.flows.signals import flow_catalog_changed
+from tests.builders.api import api_client_for
 from tests.builders.flows import RUNNABLE, flow_body, nodes, packs  # noqa: F401 - autouse fixtures
-from tests.conftest import api_client_for
 from tests.factories import FlowConfigFactory
 from tests.unit.templatepacks.factories import make_pack
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 
-from tests.conftest import api_client_for
+from tests.builders.api import api_client_for
 from tests.factories import FlowConfigFactory
 
 pytestmark = pytest.mark.django_db

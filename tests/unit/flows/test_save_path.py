@@ -17,10 +17,10 @@ from portal.templatepacks import services as packs
 from portal.templatepacks.models import TemplatePack
 from portal.topology import services as topology
 from portal.topology.graph import current_snapshot
+from tests.builders.api import api_client_for
 from tests.builders.flows import DEMO_TEMPLATE, new_flow, readme_body
 from tests.builders.forms import submit_as_rendered
 from tests.builders.restli import Wire
-from tests.conftest import api_client_for
 from tests.unit.templatepacks.factories import SALES_TEMPLATES, make_pack
 from tests.unit.topology.helpers import executor, nodes
 

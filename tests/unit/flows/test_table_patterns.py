@@ -9,7 +9,7 @@ import pytest
 
 from portal.flows.models import FlowConfig
 from portal.topology import services as topology
-from tests.unit.pipeline.conftest import MYSQL_HOST, MYSQL_PORT, mysql
+from tests.builders.servers import MYSQL_HOST, MYSQL_PORT, mysql
 
 pytestmark = pytest.mark.django_db
 

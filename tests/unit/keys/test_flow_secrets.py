@@ -15,8 +15,8 @@ from portal.flows.compiler import compile_flow
 from portal.flows.models import FlowConfig
 from portal.keys import services
 from portal.templatepacks import services as packs
+from tests.builders.api import api_client_for
 from tests.builders.keys import SECRET, flip_byte
-from tests.conftest import api_client_for
 from tests.factories import FlowConfigFactory
 from tests.unit.templatepacks.factories import make_pack
 from tests.unit.topology.helpers import executor, nodes

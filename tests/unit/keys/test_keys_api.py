@@ -12,8 +12,8 @@ from portal.crypto import client, wrapping
 from portal.crypto.encrypted import WRAPPED_KEY_PROPERTY, decrypt_properties
 from portal.crypto.master import get_ring, new_ring
 from portal.keys.models import CustomerKey
+from tests.builders.api import api_client_for
 from tests.builders.keys import SECRET
-from tests.conftest import api_client_for
 from tests.factories import UserFactory
 
 pytestmark = pytest.mark.django_db

@@ -23,9 +23,9 @@ from portal.orchestration.models import DatasetState
 from portal.pipeline.cdc import mysql as cdc_mysql
 from portal.pipeline.cdc.snapshot import Progress, join
 from portal.topology import services as topology
+from tests.builders.executions import make_execution
 from tests.factories import UserFactory
 from tests.mariadb_binlog import binlog_mariadb, own_schema  # noqa: F401 (fixture)
-from tests.unit.monitoring.conftest import make_execution
 
 pytestmark = pytest.mark.django_db
 

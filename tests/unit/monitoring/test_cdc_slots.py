@@ -26,9 +26,9 @@ from portal.pipeline.cdc.pgoutput import parse_lsn
 from portal.pipeline.cdc.snapshot import Progress, join
 from portal.topology import services as topology
 from tests.builders.cdc_slots import shop as shop  # fixture
+from tests.builders.executions import make_execution
 from tests.factories import FlowConfigFactory, UserFactory
 from tests.pg_logical import logical_pg, own_database  # noqa: F401 (fixture)
-from tests.unit.monitoring.conftest import make_execution
 
 pytestmark = pytest.mark.django_db
 

@@ -13,7 +13,7 @@ from django.utils import timezone
 from portal.events.services import raise_event
 from portal.orchestration.models import Action, OutboxMessage, WorkerHeartbeat
 from portal.topology.models import SpecExecutor
-from tests.unit.monitoring.conftest import make_execution
+from tests.builders.executions import make_execution
 from tests.unit.tables import assert_cells_name_their_columns, cells_by_label
 
 pytestmark = pytest.mark.django_db

@@ -10,7 +10,7 @@ import pytest
 
 from portal.monitoring import history_counts
 from portal.orchestration.models import FlowExecution
-from tests.unit.monitoring.conftest import make_execution
+from tests.builders.executions import make_execution
 
 pytestmark = pytest.mark.django_db
 

@@ -22,7 +22,7 @@ from portal.monitoring.charts import (
 from portal.monitoring.history import watermark_point
 from portal.orchestration.models import DatasetStateHistory
 from portal.orchestration.state import statestore
-from tests.unit.monitoring.conftest import finished_run, make_execution
+from tests.builders.executions import finished_run, make_execution
 from tests.unit.tables import assert_cells_name_their_columns
 
 pytestmark = pytest.mark.django_db

@@ -14,7 +14,7 @@ from portal.events.services import raise_event
 from portal.monitoring.models import HealthCheck
 from portal.orchestration.models import Action, OutboxMessage, WorkerHeartbeat
 from portal.topology.models import SpecExecutor
-from tests.unit.monitoring.conftest import make_execution
+from tests.builders.executions import make_execution
 
 pytestmark = pytest.mark.django_db
 URL = reverse("monitoring:metrics")

@@ -13,8 +13,8 @@ from portal.events.services import raise_event
 from portal.monitoring import monitors
 from portal.monitoring.monitors import check_failed_executions, check_flow_slas, expectation, run_monitors
 from portal.orchestration.models import Action
+from tests.builders.executions import finished_run, make_execution
 from tests.factories import FlowConfigFactory
-from tests.unit.monitoring.conftest import finished_run, make_execution
 
 pytestmark = pytest.mark.django_db
 HOUR = {"gobblin.flow.sla.time": "1", "gobblin.flow.sla.timeunit": "HOURS"}

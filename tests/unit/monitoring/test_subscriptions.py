@@ -26,9 +26,9 @@ from portal.orchestration.control.actions import process_actions
 from portal.orchestration.control.orchestrator import reevaluate_execution
 from portal.orchestration.models import JobExecution
 from portal.settings import site_url_from_bind
-from tests.conftest import api_client_for
+from tests.builders.api import api_client_for
+from tests.builders.executions import make_execution
 from tests.factories import FlowConfigFactory, UserFactory
-from tests.unit.monitoring.conftest import make_execution
 
 pytestmark = pytest.mark.django_db
 

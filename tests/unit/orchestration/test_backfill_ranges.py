@@ -9,7 +9,7 @@ from django.test import Client
 
 from portal.flows.models import CompiledJobDag
 from portal.orchestration.models import DatasetState, DatasetStateHistory, FlowExecution
-from tests.conftest import api_client_for
+from tests.builders.api import api_client_for
 from tests.factories import FlowConfigFactory
 
 pytestmark = pytest.mark.django_db

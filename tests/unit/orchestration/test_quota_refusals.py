@@ -9,8 +9,8 @@ import pytest
 from portal.flows.models import FlowConfig
 from portal.orchestration.models import FlowExecution
 from portal.quotas.models import Quota
+from tests.builders.api import api_client_for
 from tests.builders.restli import Wire
-from tests.conftest import api_client_for
 from tests.factories import FlowConfigFactory, UserFactory
 from tests.unit.topology.helpers import executor, nodes
 

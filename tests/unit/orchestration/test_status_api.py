@@ -17,7 +17,7 @@ from portal.orchestration.api import RunFlowView
 from portal.orchestration.control.actions import process_actions
 from portal.orchestration.models import Action, ActionKind, FlowExecution, JobExecution
 from portal.orchestration.worker import executor as spec_executor
-from tests.conftest import api_client_for
+from tests.builders.api import api_client_for
 from tests.factories import FlowConfigFactory
 from tests.unit.orchestration.factories import (
     T0,

@@ -6,25 +6,15 @@ Nothing is mocked.  A test needing PostgreSQL fails (not skips) when it is down.
 from __future__ import annotations
 
 import logging
-import os
-import subprocess
 from collections.abc import Iterator
 from typing import Any
-from urllib.parse import urlsplit
 
 import psycopg
 import pytest
 from pyspark.sql import SparkSession
 
 from portal.pipeline.session import get_or_create_spark
-
-PG_HOST = os.environ.get("PIPELINE_TEST_PG_HOST", "127.0.0.1")
-PG_PORT = int(os.environ.get("PIPELINE_TEST_PG_PORT", "5432"))
-PG_USER = os.environ.get("PIPELINE_TEST_PG_USER", "postgres")
-# Named after the suite's own database, so suites on different DATABASE_URL names (as the README
-# asks of ad-hoc runs beside `make test`) do not drop each other's source database.
-_SUITE_DB = urlsplit(os.environ.get("DATABASE_URL", "")).path.strip("/") or "flowport"
-PG_DB = os.environ.get("PIPELINE_TEST_PG_DB") or f"{_SUITE_DB}_pipeline_source"
+from tests.builders.servers import MYSQL_HOST, MYSQL_PORT, PG_DB, PG_HOST, PG_PORT, PG_USER, SUITE_DB, mysql
 
 # py4j logs "closing connection" from __del__ after pytest closed its streams; keep it quiet.
 logging.getLogger("py4j").setLevel(logging.WARNING)
@@ -62,20 +52,7 @@ def pg(pg_database: dict[str, Any]) -> Iterator[psycopg.Connection]:
         yield conn
 
 
-MYSQL_HOST = os.environ.get("PIPELINE_TEST_MYSQL_HOST", "127.0.0.1")
-MYSQL_PORT = int(os.environ.get("PIPELINE_TEST_MYSQL_PORT", "3306"))
-MYSQL_DB = f"{_SUITE_DB}_pipeline_mysql"
-
-
-def mysql(sql: str, database: str = "") -> str:
-    """Run SQL with the MariaDB client (root, no password, as on the test machine); fails loudly."""
-    argv = ["mysql", "-h", MYSQL_HOST, "-P", str(MYSQL_PORT), "-uroot", "-N", "-B", "-e", sql]
-    done = subprocess.run([*argv, database] if database else argv, capture_output=True, text=True, timeout=60)
-    if done.returncode:
-        raise AssertionError(
-            f"MariaDB at {MYSQL_HOST}:{MYSQL_PORT} refused {sql[:80]!r}: {done.stderr.strip()}"
-        )
-    return done.stdout
+MYSQL_DB = f"{SUITE_DB}_pipeline_mysql"
 
 
 @pytest.fixture(scope="session")

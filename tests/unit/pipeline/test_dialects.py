@@ -15,8 +15,8 @@ from pyspark.sql import SparkSession
 from portal.pipeline import run_job
 from portal.pipeline.dialects import MYSQL, POSTGRESQL, SQLITE, Dialect, dialect_for
 from portal.pipeline.errors import ConfigError
+from tests.builders.servers import mysql
 
-from .conftest import mysql
 from .helpers import read, run_and_publish, spec
 
 

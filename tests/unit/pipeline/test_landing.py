@@ -22,8 +22,8 @@ from pyspark.sql import SparkSession
 from portal.pipeline import landing, pgconn, run_job
 from portal.pipeline.destinations import iceberg
 from portal.pipeline.destinations.jdbc_targets import JdbcTarget
+from tests.builders.servers import MYSQL_HOST, MYSQL_PORT, PG_HOST, PG_PORT, PG_USER, mysql
 
-from .conftest import MYSQL_HOST, MYSQL_PORT, PG_HOST, PG_PORT, PG_USER, mysql
 from .helpers import NOW, spec, write_csv
 
 PG_DRIVER = "org.postgresql.Driver"

@@ -14,8 +14,8 @@ from pyspark.sql import SparkSession
 
 from portal.pipeline.schemadrift import columns
 from tests.builders.pipeline import run
+from tests.builders.servers import mysql
 
-from .conftest import mysql
 from .helpers import read, spec
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from portal.flows.models import FlowConfig
 from portal.quotas.models import Quota
-from tests.conftest import api_client_for
+from tests.builders.api import api_client_for
 from tests.unit.topology.helpers import executor, nodes
 
 pytestmark = pytest.mark.django_db

@@ -9,7 +9,7 @@ from django.contrib.auth.models import Group
 from portal.orchestration import services
 from portal.orchestration.control.actions import process_actions
 from portal.quotas.models import Quota
-from tests.conftest import api_client_for
+from tests.builders.api import api_client_for
 from tests.factories import FlowConfigFactory, UserFactory
 from tests.unit.topology.helpers import executor, nodes
 

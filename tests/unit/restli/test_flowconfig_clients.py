@@ -13,9 +13,9 @@ from django.contrib.auth.models import Group
 
 from portal.flows.models import FlowConfig
 from portal.flows.schedules import next_run_times
+from tests.builders.api import api_client_for
 from tests.builders.forms import submit_as_rendered
 from tests.builders.restli import RUNNABLE, Wire, flow_config
-from tests.conftest import api_client_for
 from tests.factories import UserFactory
 from tests.unit.restli.pegasus import problems
 from tests.unit.templatepacks.factories import make_pack

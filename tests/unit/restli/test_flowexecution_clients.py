@@ -179,7 +179,7 @@ def test_a_finder_without_its_parameter_says_which(wire, history):
 
 
 def test_the_api_keeps_flowports_own_status_names(history, owner):
-    from tests.conftest import api_client_for
+    from tests.builders.api import api_client_for
 
     done = history["done"]
     response = api_client_for(owner).get(f"/api/flowexecutions/{done.execution_id}")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from portal.templatepacks.models import PackAcl, PackAuditEvent, PackVersion, TemplatePack
-from tests.conftest import api_client_for
+from tests.builders.api import api_client_for
 from tests.unit.templatepacks.factories import SALES_TEMPLATES, upload, zip_bytes
 
 P = "sales-pack"

@@ -8,7 +8,7 @@ from rest_framework.test import APIClient
 
 from portal.accounts.tokens import create_token
 from portal.templatepacks.models import ImmutableRow, JobTemplate, PackAuditEvent, PackVersion
-from tests.conftest import api_client_for
+from tests.builders.api import api_client_for
 from tests.factories import UserFactory
 
 

@@ -10,7 +10,7 @@ import zipfile
 import pytest
 
 from portal.templatepacks.models import JobTemplate, PackAuditEvent, PackVersion, TemplatePack
-from tests.conftest import api_client_for
+from tests.builders.api import api_client_for
 from tests.unit.templatepacks.factories import SALES_TEMPLATES, tar_gz_bytes, upload, zip_bytes
 
 

@@ -268,7 +268,7 @@ def test_discovery_of_a_big_tree_stops_early_and_says_so(client, granted, node, 
 
 
 def test_the_api_tests_and_discovers_a_granted_node_only(granted, node, folder, warehouse, settings):
-    from tests.conftest import api_client_for
+    from tests.builders.api import api_client_for
 
     url, user = warehouse
     node("landing", "files", path=str(folder))

@@ -8,7 +8,7 @@ import pytest
 from django.db import connection
 
 from portal.orchestration.control.jobspecs import bind_hop
-from tests.conftest import api_client_for
+from tests.builders.api import api_client_for
 from tests.factories import UserFactory
 
 pytestmark = pytest.mark.django_db

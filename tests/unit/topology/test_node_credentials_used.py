@@ -9,7 +9,7 @@ import os
 import pymysql
 import pytest
 
-from tests.conftest import api_client_for
+from tests.builders.api import api_client_for
 from tests.factories import UserFactory
 
 pytestmark = pytest.mark.django_db

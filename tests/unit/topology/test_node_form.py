@@ -13,7 +13,7 @@ from portal.keys.models import CustomerKey
 from portal.topology import nodefields
 from portal.topology.models import DataNode
 from portal.topology.topologyfile import TopologyFileError, sync_topology_file
-from tests.conftest import api_client_for
+from tests.builders.api import api_client_for
 
 pytestmark = pytest.mark.django_db
 

@@ -8,7 +8,7 @@ import pytest
 from django.test import Client
 
 from portal.topology import grants, services
-from tests.conftest import api_client_for
+from tests.builders.api import api_client_for
 from tests.factories import UserFactory
 
 pytestmark = pytest.mark.django_db

@@ -13,7 +13,7 @@ from portal.flows import services as flow_services
 from portal.flows.models import FlowConfig
 from portal.topology import grants, services, sharing
 from portal.topology.models import DataNode, DataNodeAccessRequest, DataNodeAuditEvent
-from tests.conftest import api_client_for
+from tests.builders.api import api_client_for
 from tests.factories import UserFactory
 from tests.unit.topology.helpers import executor, nodes
 

@@ -13,7 +13,7 @@ from portal.crypto.encrypted import decrypt_properties
 from portal.keys.models import CustomerKey
 from portal.topology import policy, services
 from portal.topology.models import DataNode, DataNodeAuditEvent, DataNodeGrant, NodeArea
-from tests.conftest import api_client_for
+from tests.builders.api import api_client_for
 from tests.factories import FlowConfigFactory, UserFactory
 
 pytestmark = pytest.mark.django_db

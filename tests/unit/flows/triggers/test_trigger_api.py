@@ -9,7 +9,7 @@ from rest_framework.test import APIClient
 
 from portal.flows.triggers.models import FlowTrigger
 from portal.orchestration.models import FlowExecution
-from tests.conftest import api_client_for
+from tests.builders.api import api_client_for
 from tests.factories import FlowConfigFactory
 
 pytestmark = pytest.mark.django_db

@@ -10,7 +10,7 @@ from django.test import Client
 from portal.orchestration import services
 from portal.orchestration.control.actions import process_actions
 from portal.orchestration.models import ExecutionStatus, FlowExecution, JobStatus
-from tests.conftest import api_client_for
+from tests.builders.api import api_client_for
 from tests.factories import FlowConfigFactory, UserFactory
 from tests.unit.orchestration.factories import FlowExecutionFactory, JobExecutionFactory
 

@@ -23,7 +23,7 @@ from portal.orchestration.control.loop import OrchestratorLoop
 from portal.orchestration.control.scheduler import schedule_due_ticks
 from portal.orchestration.models import Action, ActionKind, FlowExecution, ScheduleCursor
 from portal.orchestration.state.retention import prune_history
-from tests.conftest import api_client_for
+from tests.builders.api import api_client_for
 from tests.unit.orchestration.factories import two_hop_flow
 
 pytestmark = pytest.mark.django_db

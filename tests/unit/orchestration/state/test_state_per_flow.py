@@ -12,7 +12,7 @@ from portal.flows import services as flow_services
 from portal.orchestration.models import DatasetState
 from portal.orchestration.state import recovery, statestore
 from portal.orchestration.state.commitstore import CommitStepStore, store_name_for
-from tests.conftest import api_client_for
+from tests.builders.api import api_client_for
 from tests.factories import FlowConfigFactory
 
 pytestmark = pytest.mark.django_db

@@ -16,7 +16,7 @@ from portal.orchestration.control.orchestrator import sweep_lost_jobs
 from portal.orchestration.models import Action, ActionKind, JobExecution, JobState, JobStatus
 from portal.orchestration.state import statestore, tries
 from portal.orchestration.worker import executor
-from tests.conftest import api_client_for
+from tests.builders.api import api_client_for
 from tests.unit.orchestration.factories import two_hop_flow
 
 pytestmark = pytest.mark.django_db

@@ -17,7 +17,7 @@ from portal.orchestration.worker.capacity import Capacity
 from portal.orchestration.worker.lifesigns import beat
 from portal.topology.models import SpecExecutor
 from portal.topology.services import current_revision
-from tests.unit.monitoring.conftest import make_execution
+from tests.builders.executions import make_execution
 
 pytestmark = pytest.mark.django_db
 

@@ -16,9 +16,9 @@ import pyarrow.parquet as pq
 import pymysql
 import pytest
 
+from tests.builders.servers import MYSQL_HOST, MYSQL_PORT
 from tests.mariadb_binlog import binlog_mariadb, own_schema  # noqa: F401 (fixture)
 
-from ..conftest import MYSQL_HOST, MYSQL_PORT
 from ..helpers import data_files, run_and_publish, spec
 
 CDC = "portal.pipeline.sources.cdc.CdcSource"

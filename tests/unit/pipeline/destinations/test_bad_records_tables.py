@@ -16,7 +16,7 @@ from portal.pipeline import run_job
 from portal.pipeline.destinations.commit_steps import CommitSequence
 from portal.pipeline.destinations.commitplan import plan_commit
 from portal.pipeline.destinations.iceberg import load_catalog
-from tests.unit.pipeline.conftest import mysql
+from tests.builders.servers import mysql
 from tests.unit.pipeline.helpers import NOW, spec, write_csv
 
 HEADER = "id,name,amount"

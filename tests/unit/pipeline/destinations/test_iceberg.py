@@ -29,7 +29,7 @@ from portal.pipeline.destinations.iceberg import (
     with_password,
 )
 from portal.pipeline.errors import ConfigError
-from tests.unit.pipeline.conftest import PG_DB, PG_HOST, PG_PORT, PG_USER
+from tests.builders.servers import PG_DB, PG_HOST, PG_PORT, PG_USER
 from tests.unit.pipeline.helpers import NOW, publish, spec, write_csv
 
 CATALOG_DB = f"{PG_DB}_iceberg"

@@ -14,7 +14,7 @@ from pyspark.sql import SparkSession
 from portal.pipeline import run_job
 from portal.pipeline.destinations.commit_steps import CommitSequence
 from portal.pipeline.destinations.commitplan import plan_commit
-from tests.unit.pipeline.conftest import mysql
+from tests.builders.servers import mysql
 from tests.unit.pipeline.helpers import NOW, publish, run_and_publish, spec, write_csv
 
 

@@ -16,7 +16,7 @@ from portal.pipeline.destinations.jdbc import (
     staging_table_name,
 )
 from portal.pipeline.jobspec import JobSpec
-from tests.unit.pipeline.conftest import mysql
+from tests.builders.servers import mysql
 
 JOB = "shop_orders_copy"
 

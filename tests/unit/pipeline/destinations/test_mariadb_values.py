@@ -16,9 +16,9 @@ from typing import Any
 import pymysql
 import pytest
 
+from tests.builders.servers import MYSQL_HOST, MYSQL_PORT
 from tests.values import COLUMNS, ROWS, create_sql, texts
 
-from ..conftest import MYSQL_HOST, MYSQL_PORT
 from ..helpers import run_and_publish, spec
 
 JDBC = "portal.pipeline.sources.jdbc.JdbcSource"

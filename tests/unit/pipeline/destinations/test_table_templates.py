@@ -21,7 +21,7 @@ from portal.pipeline.jobspec import JobSpec
 from portal.pipeline.properties import Properties
 from portal.pipeline.taskstate import SUCCEEDED
 from tests.builders.pipeline import run
-from tests.unit.pipeline.conftest import MYSQL_HOST, MYSQL_PORT, mysql
+from tests.builders.servers import MYSQL_HOST, MYSQL_PORT, mysql
 from tests.unit.pipeline.helpers import spec
 
 # Two tables of different shapes: each target must take its own table's columns.

@@ -17,7 +17,7 @@ from portal.pipeline.destinations import jdbc_modes, write_modes
 from portal.pipeline.destinations.commit_steps import CommitSequence, CommitStep
 from portal.pipeline.errors import ConfigError
 from portal.pipeline.properties import Properties
-from tests.unit.pipeline.conftest import mysql
+from tests.builders.servers import mysql
 from tests.unit.pipeline.helpers import NOW, run_and_publish, spec, write_csv
 
 DIALECTS = ["postgresql", "mysql"]

@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from tests.unit.pipeline.conftest import mysql
+from tests.builders.servers import mysql
 from tests.unit.pipeline.helpers import data_files, run_and_publish, spec
 from tests.values import COLUMNS, PARQUET, ROWS, assert_same_row, column_types, create_sql, texts
 

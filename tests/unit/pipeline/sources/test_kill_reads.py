@@ -19,7 +19,7 @@ from pyspark.sql import SparkSession
 
 from portal.pipeline import run_job
 from portal.pipeline.cancelling import TAG_PREFIX
-from tests.unit.pipeline.conftest import mysql
+from tests.builders.servers import mysql
 from tests.unit.pipeline.helpers import spec
 
 SLEEP_PER_ROW = 40

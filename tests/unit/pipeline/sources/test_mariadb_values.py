@@ -15,7 +15,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pymysql
 
-from ..conftest import MYSQL_HOST, MYSQL_PORT
+from tests.builders.servers import MYSQL_HOST, MYSQL_PORT
+
 from ..helpers import data_files, run_and_publish, spec
 
 COLUMNS = (

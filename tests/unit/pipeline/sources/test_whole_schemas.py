@@ -11,7 +11,7 @@ import psycopg
 from pyspark.sql import SparkSession
 
 from tests.builders.pipeline import run
-from tests.unit.pipeline.conftest import mysql
+from tests.builders.servers import mysql
 from tests.unit.pipeline.helpers import read, spec
 
 
