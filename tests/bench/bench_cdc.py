@@ -1,5 +1,7 @@
-"""Change data capture throughput from one PostgreSQL slot, against ``pg_recvlogical`` reading the
-same changes to /dev/null in the same run (the floor: the server's own client, no decoding of rows).
+"""Change data capture throughput from one PostgreSQL slot, against two floors read in the same
+run: ``pg_recvlogical`` reading the same changes to /dev/null (the streaming floor: the server's
+own client over the walsender, no decoding of rows) and the fair floor, Flowport's own transport
+(``pg_logical_slot_peek_binary_changes`` through a binary server-side cursor) fetched to nowhere.
 
 Standalone (not a pytest test). A private server with ``wal_level=logical`` (tests/pg_logical.py)
 gets a table of CHANGES/2 rows inserted and then all updated (CHANGES row changes in two
@@ -16,20 +18,27 @@ transactions), captured by two slots made before the changes: one read by ``pg_r
   reader (:func:`portal.pipeline.cdc.mysql.changes`, one connection, every change's values) against
   ``mysqlbinlog --read-from-remote-server`` reading the same binlog to /dev/null (its floor).
 
+Every figure is taken twice in each round, interleaved: at the machine's own load and beside
+``--load`` busy processes the benchmark starts itself (4 by default: users' workers share their
+machines), each against the floors measured beside the same load. The runs are a warm worker's
+(one SparkSession for the whole benchmark, started before the first round): they include the
+planning, the read, the staging and the publish, and the slot is advanced by the next run's start.
+
 A run has a fixed cost (Spark's job and stages, the destination's checks and commit steps) besides
 its cost per change: before the measured changes come 1,000 more (``SMALL``), and a whole run of
 those alone is reported as the fixed cost beside the rate beyond it. Each round measures the floor,
 the decode, and both destinations (a fresh database each round); the figures are the medians of
 ``--rounds`` rounds, with the load average.
 
-Goal: >= 20,000 changes/s and within 3x of the floor.
+Goal: >= 20,000 changes/s and a whole run within 3x of the fair floor, at both loads.
 
-    .venv/bin/python tests/bench/bench_cdc.py [--changes N] [--rounds R]
+    .venv/bin/python tests/bench/bench_cdc.py [--changes N] [--rounds R] [--load N]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import statistics
 import subprocess
@@ -37,6 +46,7 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -66,6 +76,29 @@ def floor(url: str, db: str, slot: str, upto: int) -> float:
     return time.perf_counter() - started
 
 
+@contextlib.contextmanager
+def busy(cores: int) -> Iterator[None]:
+    """``cores`` processes spinning on the CPU while the block runs (0: the machine as it is)."""
+    spinners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(cores)]
+    try:
+        if spinners:
+            time.sleep(1.0)  # scheduled and spinning before anything is timed
+        yield
+    finally:
+        for spinner in spinners:
+            spinner.kill()
+            spinner.wait()
+
+
+def transport(conn: psycopg.Connection, slot: str, upto: int) -> float:
+    """The fair floor: the cdc source's own transport (the peek through a binary server-side
+    cursor, :func:`portal.pipeline.cdc.pg.peek_batches`) with the messages fetched to nowhere."""
+    started = time.perf_counter()
+    for _ in cdc_pg.peek_batches(conn, slot, upto, None):
+        pass
+    return time.perf_counter() - started
+
+
 def decode(conn: psycopg.Connection, slot: str, upto: int) -> tuple[float, int]:
     started, count = time.perf_counter(), 0
     decoder = BatchDecoder()
@@ -92,14 +125,16 @@ def run(
     return time.perf_counter() - started, states[0]["actual_high_watermark"]
 
 
-def mariadb(changes: int) -> tuple[float, float, int]:
-    """The MariaDB row: ``(mysqlbinlog's seconds, the binlog reader's seconds, changes read)``."""
+def mariadb(changes: int, loads: list[int]) -> dict[int, tuple[float, float, int, float]]:
+    """The MariaDB row, at each load: ``{load: (mysqlbinlog's seconds, the binlog reader's seconds,
+    changes read, the load average after)}``."""
     import pymysql
 
     from portal.pipeline.cdc import mysql as cdc_mysql
     from tests.mariadb_binlog import private_server as mariadb_server
 
     half = changes // 2
+    found = {}
     with mariadb_server() as where:
         conn = pymysql.connect(**where, password="", autocommit=True)  # type: ignore[arg-type]
         with conn.cursor() as cur:
@@ -116,17 +151,20 @@ def mariadb(changes: int) -> tuple[float, float, int]:
             cur.execute("UPDATE bench.items SET n = n + 1, price = price + 1")
         upto = cdc_mysql.current(conn)
         conn.close()
-        started = time.perf_counter()
-        subprocess.run(
-            ["mysqlbinlog", "--read-from-remote-server", "-h", str(where["host"]), "-P", str(where["port"]),
-             "-u", "root", "--to-last-log", "binlog.000001"],
-            check=True, stdout=subprocess.DEVNULL,
-        )  # fmt: skip
-        floor_s = time.perf_counter() - started
         server = cdc_mysql.Server(str(where["host"]), int(str(where["port"])), "bench", "root", "")
-        started = time.perf_counter()
-        read = sum(1 for _ in cdc_mysql.changes(server, "bench", start, upto, ["bench.items"]))
-        return floor_s, time.perf_counter() - started, read
+        for cores in loads:
+            with busy(cores):
+                started = time.perf_counter()
+                subprocess.run(
+                    ["mysqlbinlog", "--read-from-remote-server", "-h", str(where["host"]), "-P",
+                     str(where["port"]), "-u", "root", "--to-last-log", "binlog.000001"],
+                    check=True, stdout=subprocess.DEVNULL,
+                )  # fmt: skip
+                floor_s = time.perf_counter() - started
+                started = time.perf_counter()
+                read = sum(1 for _ in cdc_mysql.changes(server, "bench", start, upto, ["bench.items"]))
+                found[cores] = (floor_s, time.perf_counter() - started, read, os.getloadavg()[0])
+    return found
 
 
 def pg_props(common: dict[str, str], dest_db: str) -> dict[str, str]:
@@ -143,13 +181,18 @@ def pg_props(common: dict[str, str], dest_db: str) -> dict[str, str]:
     }
 
 
+KEYS = ("floor", "transport", "decode", "parquet", "parquet_fixed", "pg", "pg_fixed")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--changes", type=int, default=400_000)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--mariadb-changes", type=int, default=100_000)
+    parser.add_argument("--load", type=int, default=4, help="busy processes beside the second set")
     args = parser.parse_args()
     rows, small = args.changes // 2, SMALL // 2
+    loads = [0, args.load] if args.load else [0]
     from portal.pipeline import run_job
     from portal.pipeline.session import get_or_create_spark
     from tests.unit.pipeline.helpers import spec
@@ -158,9 +201,9 @@ def main() -> None:
         "local[2]", "bench-cdc", {"spark.ui.enabled": "false", "spark.driver.memory": "2g"}
     )
     spark.sparkContext.setLogLevel("ERROR")
-    took: dict[str, list[float]] = {
-        k: [] for k in ("floor", "decode", "parquet", "parquet_fixed", "pg", "pg_fixed")
-    }
+    took: dict[int, dict[str, list[float]]] = {cores: {k: [] for k in KEYS} for cores in loads}
+    seen: dict[int, list[float]] = {cores: [] for cores in loads}  # load averages after each set
+    sets = [(r, li, cores) for r in range(args.rounds) for li, cores in enumerate(loads)]
     with private_server() as admin_url, tempfile.TemporaryDirectory() as tmp:
         server = admin_url.rsplit("/", 1)[0]
         with psycopg.connect(admin_url, autocommit=True) as admin:
@@ -177,16 +220,16 @@ def main() -> None:
             "source.conn.username": "postgres",
             "source.cdc.tables": "bench.items",
         }
-        # Flowport's slots (one per destination flow and round: a run moves its slot to where it
-        # starts) and the floor's (one per round: pg_recvlogical consumes what it reads), all before
+        # Flowport's slots (one per destination flow and set: a run moves its slot to where it
+        # starts) and the floor's (one per set: pg_recvlogical consumes what it reads), all before
         # the changes; the empty snapshot runs create Flowport's.
         marks = {}
-        for r in range(args.rounds):
-            for flow_id in (10 * r + 1, 10 * r + 2):
+        for r, li, _ in sets:
+            for flow_id in (100 * li + 10 * r + 1, 100 * li + 10 * r + 2):
                 props = {**common, "data.publisher.final.dir": f"{tmp}/x"}
                 job = spec(Path(tmp) / f"s{flow_id}", props, flow_id=flow_id)
                 marks[flow_id] = run_job(spark, job)[0]["actual_high_watermark"]
-            cdc_pg.ensure(conn, f"fp_cdc_floor_{r}", ["bench.items"], "bench")
+            cdc_pg.ensure(conn, f"fp_cdc_floor_{li}_{r}", ["bench.items"], "bench")
         # A small set first (a whole run of it is the fixed cost), then the measured set; each is an
         # insert of half its rows and an update of them, two transactions.
         for first, count in ((1, small), (small + 1, rows)):
@@ -198,35 +241,48 @@ def main() -> None:
         upto = cdc_pg.flushed(conn)
         changes, everything = rows * 2, (rows + small) * 2
         print(
-            f"{changes:,} row changes in 2 transactions (after {SMALL:,} in 2 more), {args.rounds} rounds",
+            f"{changes:,} row changes in 2 transactions (after {SMALL:,} in 2 more), {args.rounds} rounds"
+            f" at the machine's load and beside {args.load} busy processes, interleaved",
             flush=True,
         )
         limit = {"source.cdc.max.changes": str(SMALL)}  # the small set's two transactions, no more
 
-        for r in range(args.rounds):
-            took["floor"].append(floor(server, "bench", f"fp_cdc_floor_{r}", upto))
-            parquet_flow, pg_flow = 10 * r + 1, 10 * r + 2
-            took["decode"].append(decode(conn, cdc_pg.slot_name(parquet_flow, "tests", "pipeline"), upto)[0])
-            parquet = {
-                **common,
-                "writer.output.format": "parquet",
-                "data.publisher.final.dir": f"{tmp}/out{r}",
-            }
-            t, after_small = run(
-                spark, Path(tmp) / f"ps{r}", {**parquet, **limit}, parquet_flow, marks[parquet_flow], 2
-            )
-            took["parquet_fixed"].append(t)
-            took["parquet"].append(run(spark, Path(tmp) / f"p{r}", parquet, parquet_flow, after_small, 3)[0])
+        for r, li, cores in sets:
+            mine = took[cores]
+            parquet_flow, pg_flow = 100 * li + 10 * r + 1, 100 * li + 10 * r + 2
+            parquet_slot = cdc_pg.slot_name(parquet_flow, "tests", "pipeline")
             dest_db = f"flowport_bench_cdc_{uuid.uuid4().hex[:6]}"
             with psycopg.connect(f"{DEST}/postgres", autocommit=True) as admin:
                 admin.execute(f'CREATE DATABASE "{dest_db}"')
             try:
-                props = pg_props(common, dest_db)
-                t, after_small = run(
-                    spark, Path(tmp) / f"qs{r}", {**props, **limit}, pg_flow, marks[pg_flow], 4
-                )
-                took["pg_fixed"].append(t)
-                took["pg"].append(run(spark, Path(tmp) / f"q{r}", props, pg_flow, after_small, 5)[0])
+                with busy(cores):
+                    mine["floor"].append(floor(server, "bench", f"fp_cdc_floor_{li}_{r}", upto))
+                    mine["transport"].append(transport(conn, parquet_slot, upto))
+                    mine["decode"].append(decode(conn, parquet_slot, upto)[0])
+                    parquet = {
+                        **common,
+                        "writer.output.format": "parquet",
+                        "data.publisher.final.dir": f"{tmp}/out{li}{r}",
+                    }
+                    t, after_small = run(
+                        spark,
+                        Path(tmp) / f"ps{li}{r}",
+                        {**parquet, **limit},
+                        parquet_flow,
+                        marks[parquet_flow],
+                        2,
+                    )
+                    mine["parquet_fixed"].append(t)
+                    mine["parquet"].append(
+                        run(spark, Path(tmp) / f"p{li}{r}", parquet, parquet_flow, after_small, 3)[0]
+                    )
+                    props = pg_props(common, dest_db)
+                    t, after_small = run(
+                        spark, Path(tmp) / f"qs{li}{r}", {**props, **limit}, pg_flow, marks[pg_flow], 4
+                    )
+                    mine["pg_fixed"].append(t)
+                    mine["pg"].append(run(spark, Path(tmp) / f"q{li}{r}", props, pg_flow, after_small, 5)[0])
+                    seen[cores].append(os.getloadavg()[0])
                 with psycopg.connect(f"{DEST}/{dest_db}") as dest:
                     found = dest.execute("SELECT count(*), sum(n), sum(price) FROM items").fetchone()
                 expected = (rows + small, rows + small, sum(g % 1000 + 1 for g in range(1, rows + small + 1)))
@@ -235,48 +291,66 @@ def main() -> None:
             finally:
                 with psycopg.connect(f"{DEST}/postgres", autocommit=True) as admin:
                     admin.execute(f'DROP DATABASE "{dest_db}" WITH (FORCE)')
-            print(f"  round {r + 1}: " + ", ".join(f"{k} {v[-1]:.2f} s" for k, v in took.items()), flush=True)
+            print(
+                f"  round {r + 1}, {cores} busy: "
+                + ", ".join(f"{k} {v[-1]:.2f} s" for k, v in mine.items())
+                + f" (load {seen[cores][-1]:.1f})",
+                flush=True,
+            )
         conn.close()
     spark.stop()
-    mid = {k: statistics.median(v) for k, v in took.items()}
-    load = os.getloadavg()
-    print(f"medians of {args.rounds}, load average {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f}:")
-    print(
-        f"  {'pg_recvlogical to /dev/null (floor)':<40} {mid['floor']:7.2f} s {everything / mid['floor']:>12,.0f} changes/s"
-    )
-    line = "  {:<40} {:7.2f} s {:>12,.0f} changes/s   {:5.1f}x the floor"
-    per_floor = mid["floor"] / everything  # the floor's time per change
-    print(
-        line.format(
-            "decode (peek + pgoutput)",
-            mid["decode"],
-            everything / mid["decode"],
-            mid["decode"] / everything / per_floor,
+    line = "  {:<44} {:7.2f} s {:>12,.0f} changes/s   {:5.1f}x the fair floor, {:4.1f}x the streaming one"
+    for cores in loads:
+        mid = {k: statistics.median(v) for k, v in took[cores].items()}
+        where = f"beside {cores} busy processes" if cores else "at the machine's own load"
+        print(
+            f"medians of {args.rounds} {where}, load average {min(seen[cores]):.1f}-{max(seen[cores]):.1f}:"
         )
-    )
-    for label, key in (
-        ("into Parquet (a whole run)", "parquet"),
-        ("into PostgreSQL, merged (a whole run)", "pg"),
-    ):
-        whole, fixed = mid[key], mid[f"{key}_fixed"]
-        print(line.format(label, whole, changes / whole, whole / changes / per_floor))
-        net = whole - fixed
-        beyond = (
-            f"{changes / net:,.0f} changes/s = {net / changes / per_floor:.1f}x the floor"
-            if net > 0
-            else "n/a"
+        print(
+            f"  {'pg_recvlogical to /dev/null (streaming floor)':<44} {mid['floor']:7.2f} s"
+            f" {everything / mid['floor']:>12,.0f} changes/s"
         )
-        print(f"  {'':<4}a run of {SMALL:,} changes (fixed cost): {fixed:.2f} s; beyond it {beyond}")
+        fair, stream = mid["transport"] / everything, mid["floor"] / everything  # seconds per change
+        print(
+            f"  {'peek cursor to nowhere (fair floor)':<44} {mid['transport']:7.2f} s"
+            f" {everything / mid['transport']:>12,.0f} changes/s"
+        )
+        per = mid["decode"] / everything
+        print(line.format("decode (peek + pgoutput)", mid["decode"], 1 / per, per / fair, per / stream))
+        for label, key in (
+            ("into Parquet (a whole run, warm worker)", "parquet"),
+            ("into PostgreSQL, merged (a whole run)", "pg"),
+        ):
+            whole, fixed = mid[key], mid[f"{key}_fixed"]
+            per = whole / changes
+            print(line.format(label, whole, 1 / per, per / fair, per / stream))
+            net = whole - fixed
+            beyond = (
+                f"{changes / net:,.0f} changes/s = {net / changes / fair:.1f}x the fair floor"
+                if net > 0
+                else "n/a"
+            )
+            print(f"  {'':<4}a run of {SMALL:,} changes (fixed cost): {fixed:.2f} s; beyond it {beyond}")
 
-    rounds = [mariadb(args.mariadb_changes) for _ in range(args.rounds)]
-    floor_s, read_s = (statistics.median(r[i] for r in rounds) for i in range(2))
-    read = rounds[0][2]
-    if read != args.mariadb_changes // 2 * 2:
-        raise SystemExit(f"the binlog reader read {read} changes, not {args.mariadb_changes // 2 * 2}")
-    load = os.getloadavg()
-    print(f"MariaDB binlog, {read:,} changes, medians of {args.rounds}, load average {load[0]:.1f}:")
-    print(f"  {'mysqlbinlog to /dev/null (floor)':<40} {floor_s:7.2f} s {read / floor_s:>12,.0f} changes/s")
-    print(line.format("binlog reader (cdc_mysql.changes)", read_s, read / read_s, read_s / floor_s))
+    rounds = [mariadb(args.mariadb_changes, loads) for _ in range(args.rounds)]
+    for cores in loads:
+        floor_s, read_s = (statistics.median(r[cores][i] for r in rounds) for i in range(2))
+        read = rounds[0][cores][2]
+        if read != args.mariadb_changes // 2 * 2:
+            raise SystemExit(f"the binlog reader read {read} changes, not {args.mariadb_changes // 2 * 2}")
+        averages = [r[cores][3] for r in rounds]
+        where = f"beside {cores} busy processes" if cores else "at the machine's own load"
+        print(
+            f"MariaDB binlog, {read:,} changes, medians of {args.rounds} {where},"
+            f" load average {min(averages):.1f}-{max(averages):.1f}:"
+        )
+        print(
+            f"  {'mysqlbinlog to /dev/null (floor)':<44} {floor_s:7.2f} s {read / floor_s:>12,.0f} changes/s"
+        )
+        print(
+            f"  {'binlog reader (cdc_mysql.changes)':<44} {read_s:7.2f} s {read / read_s:>12,.0f} changes/s"
+            f"   {read_s / floor_s:5.1f}x the floor"
+        )
 
 
 if __name__ == "__main__":
