@@ -20,9 +20,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import wraps
-from typing import Any, Self, TypeVar
+from typing import Any, Self, TypeAlias, TypeGuard, TypeVar
 
 from django.contrib.auth.decorators import login_required
+from django.contrib.auth.models import AnonymousUser, User
 from django.core.exceptions import ImproperlyConfigured, PermissionDenied
 from django.db import models
 from django.db.models import Q
@@ -37,6 +38,8 @@ ACTIONS = (VIEW, CHANGE, DELETE)
 READ, EDIT = VIEW, CHANGE
 
 Model = TypeVar("Model", bound=models.Model)
+#: Whoever asks: a signed-in account or the anonymous visitor (the type of ``request.user``).
+Principal: TypeAlias = User | AnonymousUser
 QS = TypeVar("QS", bound="models.QuerySet[Any]")
 Rule = Callable[[Any, str], Q]
 
@@ -57,11 +60,25 @@ def register(model: type[models.Model], rule: Rule, *, distinct: bool = False) -
     _rules[model._meta.label] = _Registered(rule, distinct)
 
 
+def is_account(user: object) -> TypeGuard[User]:
+    """A user's account (not the anonymous visitor, not None): what a model's user field holds."""
+    return isinstance(user, User)
+
+
+def account(user: Principal) -> User:
+    """The account acting, for what records who did it (an owner, a maker, an auditor's
+    actor): the anonymous visitor is refused here whatever the caller checked before. Whether
+    the account may act is the rules' to say; a deactivated owner's flows still run."""
+    if not is_account(user):
+        raise PermissionDenied("Sign in to do this.")
+    return user
+
+
 def registered(model: type[models.Model]) -> bool:
     return model._meta.label in _rules
 
 
-def allowed(user: Any, action: str, model: type[models.Model]) -> Q | None:
+def allowed(user: Principal | None, action: str, model: type[models.Model]) -> Q | None:
     """The filter on `model` for the rows `user` may `action`; None for nothing."""
     entry = _rules.get(model._meta.label)
     if entry is None:
@@ -73,7 +90,7 @@ def allowed(user: Any, action: str, model: type[models.Model]) -> Q | None:
     return entry.rule(user, action)
 
 
-def restrict(queryset: QS, user: Any, action: str = VIEW) -> QS:
+def restrict(queryset: QS, user: Principal | None, action: str = VIEW) -> QS:
     """Only the rows of `queryset` that `user` may `action`. For the models
     this project does not define (auth's Group) and so cannot give an
     AccessQuerySet; the others say `queryset.restrict(user, action)`."""
@@ -89,18 +106,18 @@ def restrict(queryset: QS, user: Any, action: str = VIEW) -> QS:
 class AccessQuerySet(models.QuerySet):
     """The queryset of every model with an access rule."""
 
-    def restrict(self, user: Any, action: str = VIEW) -> Self:
+    def restrict(self, user: Principal | None, action: str = VIEW) -> Self:
         return restrict(self, user, action)
 
 
-def can(user: Any, action: str, obj: models.Model) -> bool:
+def can(user: Principal, action: str, obj: models.Model) -> bool:
     """May `user` `action` this object? (One query; services re-check writes.)"""
     return restrict(type(obj)._default_manager.filter(pk=obj.pk), user, action).exists()
 
 
 def get_allowed(
     queryset: models.QuerySet[Model],
-    user: Any,
+    user: Principal,
     action: str = VIEW,
     *,
     denied: str = "",
@@ -147,6 +164,6 @@ class StaffOrReadOnly(permissions.BasePermission):
         return request.method in permissions.SAFE_METHODS or request.user.is_staff
 
 
-def staff_only(user: Any, action: str) -> Q:
+def staff_only(user: Principal, action: str) -> Q:
     """A rule: every signed-in user sees the rows, staff change them."""
     return Q() if action == VIEW or user.is_staff else Q(pk__in=[])

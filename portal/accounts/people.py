@@ -20,6 +20,7 @@ from django.contrib.auth.models import Group
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db.models import Count, Q, QuerySet
 
+from portal.accounts.access import Principal
 from portal.accounts.backends import directory_description
 
 User = get_user_model()
@@ -36,12 +37,12 @@ def where_users_come_from() -> str:
     return directory_description().replace("Sign in with", "Users sign in with")
 
 
-def require_staff(user: Any) -> None:
+def require_staff(user: Principal) -> None:
     if not (getattr(user, "is_authenticated", False) and user.is_active and user.is_staff):
         raise PermissionDenied("Only staff manage users and groups.")
 
 
-def require_local(user: Any) -> None:
+def require_local(user: Principal) -> None:
     """Staff, and users made here (not the directory's)."""
     require_staff(user)
     if directory_managed():
@@ -65,13 +66,13 @@ def groups() -> QuerySet[Group]:
     return Group.objects.annotate(members=Count("user")).order_by("name")
 
 
-def _may_change(actor: Any, target: Any) -> None:
+def _may_change(actor: Principal, target: Any) -> None:
     require_local(actor)
     if target.is_superuser and not actor.is_superuser:
         raise PermissionDenied(f"Only a superuser changes the superuser {target.username}.")
 
 
-def set_active(actor: Any, target: Any, active: bool) -> None:
+def set_active(actor: Principal, target: Any, active: bool) -> None:
     """Deactivate (they can no longer sign in, nor use their API tokens) or reactivate."""
     _may_change(actor, target)
     if target.pk == actor.pk and not active:
@@ -80,12 +81,12 @@ def set_active(actor: Any, target: Any, active: bool) -> None:
     target.save(update_fields=["is_active"])
 
 
-def set_groups(actor: Any, target: Any, chosen: list[Group]) -> None:
+def set_groups(actor: Principal, target: Any, chosen: list[Group]) -> None:
     _may_change(actor, target)
     target.groups.set(chosen)
 
 
-def may_change(actor: Any, target: Any) -> bool:
+def may_change(actor: Principal, target: Any) -> bool:
     try:
         _may_change(actor, target)
     except PermissionDenied:

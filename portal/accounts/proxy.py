@@ -7,11 +7,14 @@ every proxied call leaves a ProxyAuditEvent row.
 
 from __future__ import annotations
 
+from typing import TypeAlias
+
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import User
 from django.http import HttpRequest
 from rest_framework import exceptions
+from rest_framework.request import Request
 
 from portal.accounts.models import ProxyAuditEvent
 
@@ -45,7 +48,11 @@ def apply_proxy(request: HttpRequest, user: User) -> User:
     return target
 
 
-def actor_and_subject(request: HttpRequest | None, user: User) -> tuple[User, User | None]:
+#: A page's request or an API call's (DRF's Request wraps Django's; audit records read either).
+AnyRequest: TypeAlias = HttpRequest | Request
+
+
+def actor_and_subject(request: AnyRequest | None, user: User) -> tuple[User, User | None]:
     """(who really did it, whom they acted for or None) for audit records."""
     django_request = getattr(request, "_request", request)
     actor = getattr(django_request, ACTOR_ATTR, None)

@@ -6,20 +6,19 @@ superusers act for every group."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.contrib.auth.models import Group
 from django.db.models import Q
 
 from portal.accounts import access
+from portal.accounts.access import Principal
 from portal.accounts.models import ApiToken
 
 
-def token_rule(user: Any, action: str) -> Q:
+def token_rule(user: Principal, action: str) -> Q:
     return Q(user=user)
 
 
-def group_rule(user: Any, action: str) -> Q:
+def group_rule(user: Principal, action: str) -> Q:
     return Q() if user.is_superuser else Q(user=user)
 
 

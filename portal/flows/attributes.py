@@ -7,10 +7,10 @@ asked for; flows.services.validate_flow refuses a flow that leaves one unset."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from django.core.exceptions import ValidationError
 
+from portal.accounts.access import Principal
 from portal.flows.compiler.templates import REQUIRED_KEY, declared_encrypted_attributes
 from portal.flows.models import FlowConfig
 from portal.templatepacks.resolution import ResolvedTemplates, TemplateLoader, resolve_with
@@ -59,7 +59,7 @@ class TemplateAttributes:
         return {attribute.name for attribute in self.attributes if attribute.encrypted}
 
 
-def template_loader(user: Any) -> TemplateLoader:
+def template_loader(user: Principal) -> TemplateLoader:
     """One loader for a request's several questions, so each template is
     read and parsed once (templatepacks checks access as it loads)."""
 
@@ -67,13 +67,13 @@ def template_loader(user: Any) -> TemplateLoader:
 
 
 def _resolve(
-    template_uris: str, properties: dict[str, str], user: Any, loader: TemplateLoader | None = None
+    template_uris: str, properties: dict[str, str], user: Principal, loader: TemplateLoader | None = None
 ) -> ResolvedTemplates:
     return resolve_with(loader or template_loader(user), split_template_uris(template_uris), properties)
 
 
 def template_attributes(
-    template_uris: str, user: Any, loader: TemplateLoader | None = None
+    template_uris: str, user: Principal, loader: TemplateLoader | None = None
 ) -> TemplateAttributes:
     """The attributes a flow sets for these templates: those listed in
     gobblin.template.required_attributes (every template in the chain) and

@@ -10,6 +10,7 @@ from typing import Any
 
 from django.db.models import F
 
+from portal.accounts.access import Principal
 from portal.templatepacks.models import JobTemplate, TemplatePack
 from portal.topology import grants as node_access
 from portal.topology.models import DataNode
@@ -17,17 +18,17 @@ from portal.topology.models import DataNode
 Choices = list[Any]  # Django's select choices: (value, label) pairs and (group, [pairs]) groups
 
 
-def _usable(user: Any, action: str) -> list[DataNode]:
+def _usable(user: Principal, action: str) -> list[DataNode]:
     nodes = node_access.usable_nodes(user, action)
     return list(nodes.only("name", "kind", "description").order_by("name"))
 
 
-def source_nodes(user: Any) -> list[DataNode]:
+def source_nodes(user: Principal) -> list[DataNode]:
     """The nodes `user` may read from: a flow's possible sources."""
     return _usable(user, node_access.READ)
 
 
-def destination_nodes(user: Any) -> list[DataNode]:
+def destination_nodes(user: Principal) -> list[DataNode]:
     """The nodes `user` may write to: a flow's possible destinations."""
     return _usable(user, node_access.WRITE)
 
@@ -55,7 +56,7 @@ def source_choices(nodes: list[DataNode], current: str = "") -> Choices:
     return choices
 
 
-def template_groups(user: Any) -> list[tuple[str, list[tuple[str, str]]]]:
+def template_groups(user: Principal) -> list[tuple[str, list[tuple[str, str]]]]:
     """[(pack name, [(template URI, path), …]), …] of the packs `user` may
     read (accounts.access decides), current versions only."""
     rows = (
@@ -72,7 +73,7 @@ def template_groups(user: Any) -> list[tuple[str, list[tuple[str, str]]]]:
     return list(groups.items())
 
 
-def template_choices(user: Any, current: str = "") -> Choices:
+def template_choices(user: Principal, current: str = "") -> Choices:
     groups = template_groups(user) if user is not None else []
     offered = {uri for _pack, templates in groups for uri, _path in templates}
     choices: Choices = [("", "— no template —"), *groups]

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from portal.accounts import access
+from portal.accounts.access import Principal
 from portal.flows.models import FlowConfig
 from portal.flows.signals import flow_deletion_asked
 
@@ -86,7 +87,7 @@ class Impact:
         }
 
 
-def impact(flow: FlowConfig, user: Any) -> Impact:
+def impact(flow: FlowConfig, user: Principal) -> Impact:
     """What deleting `flow` takes with it, as `user` may be told."""
     triggered = set(
         FlowConfig.objects.filter(data_trigger__upstreams__upstream=flow)

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 
+from portal.accounts.access import Principal, account
 from portal.flows.models import FlowGroup
 
 
-def refusal(user: Any, flow_group: str) -> str | None:
+def refusal(user: Principal, flow_group: str) -> str | None:
     """Why `user` may not own a flow in `flow_group`, or None (an unclaimed group is free)."""
     group = FlowGroup.objects.select_related("owner_user", "owner_group").filter(name=flow_group).first()
     if group is None or group.admits(user):
@@ -21,13 +20,13 @@ def refusal(user: Any, flow_group: str) -> str | None:
     )
 
 
-def check(user: Any, flow_group: str) -> None:
+def check(user: Principal, flow_group: str) -> None:
     reason = refusal(user, flow_group)
     if reason:
         raise ValidationError({"flow_group": [reason]})
 
 
-def claim(user: Any, flow_group: str) -> None:
+def claim(user: Principal, flow_group: str) -> None:
     """Inside the flow's save transaction: the group's first flow claims it for its owner; a
     concurrent claim by someone else is re-checked and refused."""
     if FlowGroup.objects.filter(name=flow_group).exists():
@@ -35,6 +34,6 @@ def claim(user: Any, flow_group: str) -> None:
         return
     try:
         with transaction.atomic():
-            FlowGroup.objects.create(name=flow_group, owner_user=user)
+            FlowGroup.objects.create(name=flow_group, owner_user=account(user))
     except IntegrityError:
         check(user, flow_group)

@@ -6,24 +6,23 @@ secret); the owner, members of the flow's owning group (Gobblin's
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.db.models import Q, QuerySet
 
 from portal.accounts import access
+from portal.accounts.access import Principal
 from portal.flows.models import FlowConfig
 
 CHANGE_DENIED = "Only the flow's owner or staff can change it."
 
 
-def flow_rule(user: Any, action: str) -> Q:
+def flow_rule(user: Principal, action: str) -> Q:
     if action == access.VIEW or user.is_staff:
         return Q()
     return Q(owner=user) | Q(owning_group__in=user.groups.all())
 
 
 def flow_for(
-    user: Any,
+    user: Principal,
     flow_group: str,
     flow_name: str,
     action: str = access.VIEW,

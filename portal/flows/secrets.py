@@ -14,10 +14,10 @@ the database."""
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 from django.core.exceptions import ValidationError
 
+from portal.accounts.access import Principal
 from portal.crypto.encrypted import WRAPPED_KEY_PROPERTY, looks_encrypted
 from portal.flows.compiler.templates import (
     clear_encrypted_attributes,
@@ -66,7 +66,7 @@ def validate_flow_secrets(flow: FlowConfig, declared: set[str] | None = None) ->
 NEEDS_CUSTOMER_KEY = "secret properties need a customer key; create one under Keys"
 
 
-def customer_key_for(owner: Any, flow_properties: dict[str, str] | None = None) -> str | None:
+def customer_key_for(owner: Principal | None, flow_properties: dict[str, str] | None = None) -> str | None:
     """The wrapped customer key a flow's new secrets are encrypted with: the
     one the flow already carries (every ENC value of a flow shares one key),
     else the owner's newest own key, else their groups' newest."""
@@ -80,7 +80,7 @@ def customer_key_for(owner: Any, flow_properties: dict[str, str] | None = None) 
 
 
 def with_column_rules_key(
-    owner: Any, properties: dict[str, str], stored: dict[str, str] | None = None
+    owner: Principal | None, properties: dict[str, str], stored: dict[str, str] | None = None
 ) -> dict[str, str]:
     """The properties with the owner's wrapped customer key added when their column rules need
     it (columns.encrypt, or columns.hash without its own salt) and they carry none: the form,
@@ -98,7 +98,7 @@ class SecretEncrypter:
     `encrypt.wrapped.key` property must then hold. Errors are
     ValidationErrors whose text names no key and no plaintext."""
 
-    def __init__(self, owner: Any, flow_properties: dict[str, str] | None = None) -> None:
+    def __init__(self, owner: Principal | None, flow_properties: dict[str, str] | None = None) -> None:
         self.owner = owner
         self.flow_properties = flow_properties or {}
         self._wrapped_key: str | None = None

@@ -12,6 +12,7 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from portal.accounts.access import Principal
 from portal.crypto.encrypted import WRAPPED_KEY_PROPERTY, redact
 from portal.flows import groups
 from portal.flows import policies as run_policies
@@ -223,7 +224,7 @@ def compile_problems(compiled: CompiledFlow) -> list[str]:
     return problems
 
 
-def preview(flow: FlowConfig, *, user: Any) -> CompiledFlow:
+def preview(flow: FlowConfig, *, user: Principal) -> CompiledFlow:
     """The API's dry-run compile (nothing is saved), answering as the save would: validate_flow's
     own compile for a flow it accepts (COMPILED or PENDING), else FAILED with the save's messages
     beside the jobs the flow would make. The form's preview is the same validate_flow, run by the

@@ -4,15 +4,14 @@ own keys and their groups' keys; nobody else sees them."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.db.models import Q
 
 from portal.accounts import access
+from portal.accounts.access import Principal
 from portal.keys.models import CustomerKey
 
 
-def customer_key_rule(user: Any, action: str) -> Q:
+def customer_key_rule(user: Principal, action: str) -> Q:
     return Q(owner_user=user) | Q(owner_group__in=user.groups.all())
 
 

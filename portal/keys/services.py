@@ -16,13 +16,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from django.contrib.auth.models import Group
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 
 from portal.accounts import access
+from portal.accounts.access import Principal, account, is_account
 from portal.crypto import client, wrapping
 from portal.crypto.encrypted import (
     REDACTED,
@@ -73,7 +73,7 @@ class WrapResult:
     generated_key: str | None  # base64; only when the portal generated it, and only now
 
 
-def _owner_group(user: Any, name: str) -> Group:
+def _owner_group(user: Principal, name: str) -> Group:
     group = access.restrict(Group.objects.filter(name=name), user, access.CHANGE).first()
     if group is None:
         # The same answer whether the group exists or not.
@@ -82,7 +82,12 @@ def _owner_group(user: Any, name: str) -> Group:
 
 
 def wrap_customer_key(
-    *, user: Any, key: str | None = None, generate: bool = False, label: str = "", group: str | None = None
+    *,
+    user: Principal,
+    key: str | None = None,
+    generate: bool = False,
+    label: str = "",
+    group: str | None = None,
 ) -> WrapResult:
     """Wrap a customer key (`key`, base64 AES-256, held by the caller; or a
     new random one with `generate`) with the active master key and store it
@@ -97,7 +102,7 @@ def wrap_customer_key(
     except client.EncryptedValueError as error:
         raise ValidationError({"key": [str(error)]}) from None
     owner_group = _owner_group(user, group) if group else None
-    owner = {"owner_group": owner_group} if owner_group else {"owner_user": user}
+    owner = {"owner_group": owner_group} if owner_group else {"owner_user": account(user)}
     label_taken = ValidationError({"label": [f"There is already a key labelled {label!r} for this owner."]})
     if label and CustomerKey.objects.filter(label=label, **owner).exists():
         raise label_taken
@@ -108,7 +113,7 @@ def wrap_customer_key(
         wrapped_key=wrapping.wrap(ring, key_bytes),
         master_key_id=ring.active_id,
         fingerprint=client.key_fingerprint(key_bytes),
-        created_by=user,
+        created_by=account(user),
     )
     try:
         with transaction.atomic():
@@ -125,7 +130,7 @@ def wrap_customer_key(
     return WrapResult(record, client.encode_key(key_bytes) if generate else None)
 
 
-def holds_key(user: Any, wrapped_key: str) -> bool:
+def holds_key(user: Principal | None, wrapped_key: str) -> bool:
     """True when the customer key inside `wrapped_key` is one of `user`'s
     (or their groups') keys. Compared by fingerprint, so a key re-wrapped by a
     master key rotation still counts. Raises MasterKeyError / WrappedKeyError."""
@@ -134,16 +139,16 @@ def holds_key(user: Any, wrapped_key: str) -> bool:
     return CustomerKey.objects.usable_by(user).filter(fingerprint=fingerprint).exists()
 
 
-def owners_acted_for(user: Any) -> set[str]:
+def owners_acted_for(user: Principal | None) -> set[str]:
     """The owners (`user:<id>`, `group:<id>`) whose flows `user` owns: their
     own and their groups'. A bound ENC(...) value decrypts in `user`'s flows
     only when it is bound to one of them."""
-    if user is None or not getattr(user, "pk", None):
+    if not is_account(user) or not user.pk:
         return set()
     return {f"user:{user.pk}"} | {f"group:{pk}" for pk in user.groups.values_list("pk", flat=True)}
 
 
-def binding_for(user: Any, wrapped_key: str) -> str:
+def binding_for(user: Principal | None, wrapped_key: str) -> str:
     """The owner an ENC(...) value `user` makes under `wrapped_key` is bound
     to: the key's owner — `user`'s own key first, else one of their groups'.
     Only a key's owner may encrypt with it: EncryptionError(code="not_key_owner")
@@ -172,7 +177,10 @@ def encrypt_value(wrapped_key: str, plaintext: str, owner: str | None = None) ->
 
 
 def owner_problems(
-    owner: Any, properties: Mapping[str, str], *, skip: Callable[[str], bool] = lambda name: False
+    owner: Principal | None,
+    properties: Mapping[str, str],
+    *,
+    skip: Callable[[str], bool] = lambda name: False,
 ) -> list[str]:
     """One message per ENC(...) value (outside `skip`) bound to an owner that
     may not use it here: not the flow owner (nor one of their groups), or not
@@ -209,7 +217,7 @@ def owner_problems(
     return problems
 
 
-def wrapped_key_problems(owner: Any, properties: dict[str, str]) -> list[str]:  # noqa: C901
+def wrapped_key_problems(owner: Principal | None, properties: dict[str, str]) -> list[str]:  # noqa: C901
     """The wrapped-key half of a flow's secret checks (flows.secrets has the
     rest): `encrypt.wrapped.key` unwraps with this portal's master key, is one
     of the owner's (or their groups') customer keys, and is the key every

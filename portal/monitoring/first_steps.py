@@ -11,8 +11,8 @@ its data went. A handful of indexed queries: nothing grows with the catalog.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
+from portal.accounts.access import Principal, account, is_account
 from portal.flows.models import FlowConfig
 from portal.orchestration.models import FlowExecution
 from portal.topology import catalog, grants
@@ -43,29 +43,27 @@ class Progress:
         return 4 if self.execution is not None else 3
 
 
-def _signed_in(user: Any) -> bool:
-    return bool(getattr(user, "is_authenticated", False))
-
-
-def newcomer(user: Any) -> bool:
+def newcomer(user: Principal) -> bool:
     """No flow and no data node of their own (made by them, or owned: an owner answers the
     requests for it on the dashboard): a first login, sent to the start page."""
     return (
-        _signed_in(user)
+        is_account(user)
         and not FlowConfig.objects.filter(owner=user).exists()
         and not DataNode.objects.filter(created_by=user).exists()
         and not DataNode.objects.filter(grants.granted_to(user, [DataNodeGrant.Role.OWNER])).exists()
     )
 
 
-def first_steps(user: Any) -> FirstSteps | None:
+def first_steps(user: Principal) -> FirstSteps | None:
     """The newcomer's next steps, or None once the user owns a flow (or is not signed in)."""
-    if not _signed_in(user) or FlowConfig.objects.filter(owner=user).exists():
+    if not is_account(user) or FlowConfig.objects.filter(owner=user).exists():
         return None
     return FirstSteps(has_node=DataNode.objects.filter(created_by=user).exists())
 
 
-def progress(user: Any) -> Progress:
+def progress(user: Principal) -> Progress:
+    """How far the newcomer got (the start page's checklist); an account's, never the visitor's."""
+    user = account(user)
     flow = FlowConfig.objects.filter(owner=user).order_by("-pk").first()
     execution = (
         FlowExecution.objects.filter(flow_group=flow.flow_group, flow_name=flow.flow_name)

@@ -13,6 +13,7 @@ from django.conf import settings
 from django.db.models import Prefetch
 from django.utils import timezone
 
+from portal.accounts.access import Principal
 from portal.events.links import execution_path
 from portal.flows.models import FlowConfig
 from portal.monitoring.charts import (
@@ -53,7 +54,7 @@ class RunRow:
         return execution_path(e.flow_group, e.flow_name, e.execution_id)
 
 
-def flow_history_visible(user: Any, flow_group: str, flow_name: str) -> bool:
+def flow_history_visible(user: Principal, flow_group: str, flow_name: str) -> bool:
     """A flow's history may be seen by whoever may see the flow (one rule:
     FlowConfig.visible_to); the history of a deleted flow, by anyone signed in."""
     flows = FlowConfig.objects.filter(flow_group=flow_group, flow_name=flow_name)

@@ -28,6 +28,7 @@ from typing import Any
 from django.core.exceptions import PermissionDenied
 from django.urls import reverse
 
+from portal.accounts.access import Principal
 from portal.orchestration import redaction, status
 from portal.orchestration.models import FlowExecution, JobExecution, JobStatus
 from portal.pipeline import filepreview
@@ -111,7 +112,9 @@ def _committed(execution: FlowExecution) -> list[JobExecution]:
     return sorted(jobs, key=lambda job: (job.hop_index, job.job_name))
 
 
-def _shown(job: JobExecution, index: int, entry: Published, nodes: dict[str, DataNode], user: Any) -> Output:
+def _shown(
+    job: JobExecution, index: int, entry: Published, nodes: dict[str, DataNode], user: Principal
+) -> Output:
     node_name = _destination(job)
     node = nodes.get(node_name)
     staff = redaction.sees_everything(user)
@@ -144,7 +147,7 @@ def _shown(job: JobExecution, index: int, entry: Published, nodes: dict[str, Dat
     )
 
 
-def of_execution(execution: FlowExecution, user: Any) -> list[Output]:
+def of_execution(execution: FlowExecution, user: Principal) -> list[Output]:
     """Where each dataset of `execution` went, by hop and job, as `user` may read it."""
     jobs = _committed(execution)
     names = {_destination(job) for job in jobs}
@@ -170,7 +173,7 @@ def _cell(value: Any) -> str:
     return text if len(text) <= PREVIEW_WIDTH else text[: PREVIEW_WIDTH - 1] + "…"
 
 
-def preview(execution: FlowExecution, job_name: str, index: int, user: Any) -> Preview:
+def preview(execution: FlowExecution, job_name: str, index: int, user: Principal) -> Preview:
     """The first rows of output `index` of job `job_name` of `execution` (which `user` already
     sees). PermissionDenied for whoever may not read the flow's data; PreviewGone when it is not
     there to read."""

@@ -20,10 +20,10 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from django.conf import settings
 
+from portal.accounts.access import Principal
 from portal.topology.models import DataNode
 from portal.topology.reach import node_root
 
@@ -127,7 +127,7 @@ def portal_places() -> Places:
     return Places(tuple(roots))
 
 
-def sees_everything(user: Any) -> bool:
+def sees_everything(user: Principal) -> bool:
     return bool(getattr(user, "is_staff", False))
 
 
@@ -135,7 +135,7 @@ class Shown:
     """What one reader sees of texts: all of them (staff), or each redacted over the portal's
     places, read from the database once for this reader."""
 
-    def __init__(self, user: Any) -> None:
+    def __init__(self, user: Principal) -> None:
         self.everything = sees_everything(user)
         self._places: Places | None = None
 
@@ -160,7 +160,7 @@ class Shown:
                 yield line.encode()
 
 
-def for_viewer(user: Any) -> Shown:
+def for_viewer(user: Principal) -> Shown:
     """The texts as `user` may read them; kept on the user object of the request, so a page
     showing many messages reads the places once."""
     cached = getattr(user, "_flowport_shown", None)
@@ -168,5 +168,5 @@ def for_viewer(user: Any) -> Shown:
         return cached
     shown = Shown(user)
     with contextlib.suppress(AttributeError):  # an object that takes no attributes: no cache
-        user._flowport_shown = shown
+        user._flowport_shown = shown  # type: ignore[union-attr]  # a cache on this request's user
     return shown

@@ -9,16 +9,15 @@ whose flow made it: only they (and staff) may carry it over to a new flow
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.db.models import Q
 
 from portal.accounts import access
+from portal.accounts.access import Principal
 from portal.flows.models import FlowConfig
 from portal.orchestration.models import DatasetState, FlowExecution
 
 
-def execution_rule(user: Any, action: str) -> Q:
+def execution_rule(user: Principal, action: str) -> Q:
     if user.is_staff:
         return Q()
     flows = FlowConfig.objects.restrict(user, action)
@@ -29,7 +28,7 @@ def execution_rule(user: Any, action: str) -> Q:
     return Q(flow__in=flows)
 
 
-def dataset_state_rule(user: Any, action: str) -> Q:
+def dataset_state_rule(user: Principal, action: str) -> Q:
     return Q() if user.is_staff else Q(owner_id=user.pk)
 
 

@@ -19,6 +19,7 @@ from django.db import connection
 from django.db.models import Q
 from rest_framework import exceptions, status
 
+from portal.accounts.access import Principal, account
 from portal.quotas.models import Quota
 
 PRIORITY = "flow.priority"
@@ -70,8 +71,10 @@ class QuotaExceeded(exceptions.APIException):
         self.detail = body  # as is: the numbers stay numbers
 
 
-def tenant_for(user: Any, group: Any = None) -> Tenant:
-    return Tenant(user.pk, user.get_username(), getattr(group, "pk", None), getattr(group, "name", ""))
+def tenant_for(user: Principal, group: Any = None) -> Tenant:
+    return Tenant(
+        account(user).pk, user.get_username(), getattr(group, "pk", None), getattr(group, "name", "")
+    )
 
 
 def any_quota() -> bool:

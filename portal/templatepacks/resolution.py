@@ -16,6 +16,7 @@ from django.core.exceptions import ValidationError
 from django.db.models import F, QuerySet
 from pyhocon import ConfigTree
 
+from portal.accounts.access import Principal
 from portal.templatepacks import hocon
 from portal.templatepacks.models import JobTemplate, TemplatePack
 from portal.templatepacks.uris import parse_template_uri
@@ -133,7 +134,7 @@ def _parsed(template_id: int, pack_name: str, path: str, number: int) -> LoadedT
 
 @dataclass
 class TemplateLoader:
-    user: object
+    user: Principal | None
     pending: PendingPack | None = None
     _cache: dict[tuple[str, str], LoadedTemplate] = field(default_factory=dict)
     _located: dict[tuple[str, str | None], tuple[str, str]] = field(default_factory=dict)

@@ -7,15 +7,14 @@ also edit every pack. Everyone else cannot see the pack at all (404)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.db.models import Q
 
 from portal.accounts import access
+from portal.accounts.access import Principal
 from portal.templatepacks.models import TemplatePack
 
 
-def pack_rule(user: Any, action: str) -> Q:
+def pack_rule(user: Principal, action: str) -> Q:
     if user.is_superuser or (action == access.VIEW and user.is_staff):
         return Q()
     group_ids = list(user.groups.values_list("pk", flat=True))

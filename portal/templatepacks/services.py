@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any
 
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.files.uploadedfile import UploadedFile
@@ -19,6 +18,7 @@ from django.db.models import Max
 from django.http import HttpRequest
 
 from portal.accounts import access
+from portal.accounts.access import Principal, account
 from portal.templatepacks import audit, hocon, safety
 from portal.templatepacks.acl import apply_acl
 from portal.templatepacks.archives import ArchiveError, read_archive
@@ -77,7 +77,7 @@ def _announce(pack_name: str, paths: set[str]) -> None:
     template_pack_changed.send(sender=TemplatePack, pack_name=pack_name, paths=paths)
 
 
-def _require_edit(user: Any, pack: TemplatePack) -> None:
+def _require_edit(user: Principal, pack: TemplatePack) -> None:
     if not access.can(user, access.CHANGE, pack):
         raise PermissionDenied(f"Only owners of {pack.name} may change it.")
 
@@ -94,7 +94,9 @@ def validate_template_path(path: str) -> str:
     return path
 
 
-def check_templates(pack_name: str, templates: dict[str, str], user: Any, number: int, field: str) -> None:
+def check_templates(
+    pack_name: str, templates: dict[str, str], user: Principal, number: int, field: str
+) -> None:
     """Every template parses, and its parents exist, are readable and not cyclic."""
     pending = PendingPack(pack_name, templates, number)
     loader = TemplateLoader(user, pending)
@@ -118,11 +120,11 @@ def _current_templates(pack: TemplatePack) -> dict[str, str]:
 
 
 def _new_version(
-    pack: TemplatePack, user: Any, templates: dict[str, str], kind: str, message: str
+    pack: TemplatePack, user: Principal, templates: dict[str, str], kind: str, message: str
 ) -> PackVersion:
     number = (pack.versions.aggregate(n=Max("number"))["n"] or 0) + 1
     version = PackVersion.objects.create(
-        pack=pack, number=number, kind=kind, message=message[:500], created_by=user
+        pack=pack, number=number, kind=kind, message=message[:500], created_by=account(user)
     )
     JobTemplate.objects.bulk_create(
         JobTemplate(version=version, path=p, text=t) for p, t in templates.items()
@@ -134,7 +136,7 @@ def _new_version(
 
 def _change_templates(
     pack: TemplatePack,
-    user: Any,
+    user: Principal,
     change: Callable[[dict[str, str]], tuple[dict[str, str], str]],
     *,
     kind: str,
@@ -182,7 +184,7 @@ def read_upload(upload: UploadedFile[bytes], field: str = "archive") -> dict[str
 
 def create_pack(
     *,
-    user: Any,
+    user: Principal,
     name: str,
     description: str = "",
     archive: UploadedFile[bytes] | None = None,
@@ -199,8 +201,8 @@ def create_pack(
         with transaction.atomic():
             if TemplatePack.objects.filter(name=name).exists():
                 raise PackExists(name)
-            pack = TemplatePack.objects.create(name=name, description=description, created_by=user)
-            pack.acl.create(role="owner", user=user)
+            pack = TemplatePack.objects.create(name=name, description=description, created_by=account(user))
+            pack.acl.create(role="owner", user=account(user))
             check_templates(name, templates, user, 1, "archive")
             audit.record(
                 pack_name=name, action=Action.CREATE, user=user, request=request, summary=f"created {name}"
@@ -223,7 +225,7 @@ def create_pack(
 
 
 def upload_version(
-    pack: TemplatePack, *, user: Any, upload: UploadedFile[bytes], request: HttpRequest | None = None
+    pack: TemplatePack, *, user: Principal, upload: UploadedFile[bytes], request: HttpRequest | None = None
 ) -> PackVersion:
     """An archive replaces the pack's whole template set, as a new version."""
     templates = read_upload(upload)
@@ -234,7 +236,7 @@ def upload_version(
 
 
 def save_template(
-    pack: TemplatePack, *, user: Any, path: str, text: str, request: HttpRequest | None = None
+    pack: TemplatePack, *, user: Principal, path: str, text: str, request: HttpRequest | None = None
 ) -> PackVersion:
     """Create or edit one template (a new version with everything else kept)."""
     path, text = validate_template_path(path), _lf(text)
@@ -253,7 +255,7 @@ def save_template(
 
 
 def delete_template(
-    pack: TemplatePack, *, user: Any, path: str, request: HttpRequest | None = None
+    pack: TemplatePack, *, user: Principal, path: str, request: HttpRequest | None = None
 ) -> PackVersion:
     def remove(templates: dict[str, str]) -> tuple[dict[str, str], str]:
         if path not in templates:
@@ -266,7 +268,7 @@ def delete_template(
 
 
 def rollback(
-    pack: TemplatePack, *, user: Any, number: int, request: HttpRequest | None = None
+    pack: TemplatePack, *, user: Principal, number: int, request: HttpRequest | None = None
 ) -> PackVersion:
     """A new version whose templates are those of version `number`."""
     old = pack.versions.filter(number=number).first()
@@ -279,7 +281,7 @@ def rollback(
     )  # fmt: skip
 
 
-def delete_pack(pack: TemplatePack, *, user: Any, request: HttpRequest | None = None) -> None:
+def delete_pack(pack: TemplatePack, *, user: Principal, request: HttpRequest | None = None) -> None:
     _require_edit(user, pack)
     name = pack.name
     paths = template_paths(pack)
@@ -299,7 +301,7 @@ def delete_pack(pack: TemplatePack, *, user: Any, request: HttpRequest | None = 
 
 
 def set_acl(
-    pack: TemplatePack, *, user: Any, entries: list[dict[str, str]], request: HttpRequest | None = None
+    pack: TemplatePack, *, user: Principal, entries: list[dict[str, str]], request: HttpRequest | None = None
 ) -> None:
     """Replace the ACL. entries: [{"role": "owner"|"reader", "user"|"group": name}]."""
 
@@ -309,6 +311,6 @@ def set_acl(
     logger.info("ACL of %s changed by %s: %s → %s", pack.name, user, before, after)
 
 
-def preview(*, user: Any, template_uri: str, properties: dict[str, str]) -> ResolvedTemplates:
+def preview(*, user: Principal, template_uri: str, properties: dict[str, str]) -> ResolvedTemplates:
     """`POST /api/templates/resolve`: what a flow with these properties gets."""
     return resolve_with(TemplateLoader(user), [template_uri], properties)

@@ -11,10 +11,10 @@ the owners and the user's open requests of those rows alone, three queries in al
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from django.db.models import Q, QuerySet
 
+from portal.accounts.access import Principal, is_account
 from portal.topology import grants
 from portal.topology.models import DataNode, DataNodeAccessRequest, DataNodeGrant
 
@@ -40,7 +40,7 @@ class NodePage:
         return self.number > 1
 
 
-def askable(user: Any) -> QuerySet[DataNode]:
+def askable(user: Principal) -> QuerySet[DataNode]:
     """The nodes `user` may ask for: every node they may not use (none, for staff)."""
     if not getattr(user, "is_authenticated", False) or not user.is_active:
         return DataNode.objects.none()
@@ -49,7 +49,7 @@ def askable(user: Any) -> QuerySet[DataNode]:
     return DataNode.objects.exclude(grants.usable_filter(user))
 
 
-def usable(user: Any) -> QuerySet[DataNode]:
+def usable(user: Principal) -> QuerySet[DataNode]:
     """The nodes `user` may use: staff see the administrators' nodes and those granted to them
     (every user's would be thousands)."""
     if not getattr(user, "is_authenticated", False) or not user.is_active:
@@ -69,7 +69,7 @@ def page_number(raw: str | None) -> int:
 
 
 def page_of(
-    nodes: QuerySet[DataNode], user: Any, *, number: int = 1, query: str = "", per_page: int = PER_PAGE
+    nodes: QuerySet[DataNode], user: Principal, *, number: int = 1, query: str = "", per_page: int = PER_PAGE
 ) -> NodePage:
     """One page of `nodes`, by name, those whose name or description holds `query`."""
     query = query.strip()[:100]
@@ -87,7 +87,7 @@ def page_of(
     ).values_list("node_id", "user__username", "group__name"):
         owners[node_id].append(username or f"group {group}")
     pending: dict[int, list[str]] = {pk: [] for pk in ids}
-    if getattr(user, "pk", None):
+    if is_account(user) and user.pk:
         for node_id, role in DataNodeAccessRequest.objects.filter(
             node_id__in=ids, requested_by=user, decided_at__isnull=True
         ).values_list("node_id", "role"):

@@ -3,11 +3,10 @@ the same ones the API and the topology file go through via services."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from django import forms
 from django.core.exceptions import ValidationError
 
+from portal.accounts.access import Principal
 from portal.crypto.encrypted import WRAPPED_KEY_PROPERTY, looks_encrypted
 from portal.form_errors import ServiceErrorsMixin
 from portal.property_lines import parse_property_lines
@@ -45,7 +44,7 @@ class DataNodeForm(ServiceErrorsMixin, forms.ModelForm):
         fields = ["name", "kind", "description"]
         widgets = {"description": forms.Textarea(attrs={"rows": 2})}
 
-    def __init__(self, *args, user: Any = None, **kwargs) -> None:
+    def __init__(self, *args, user: Principal | None = None, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.user = user
         self.user_made = bool(self.instance.user_made) if self.instance.pk else self._self_service(user)
@@ -126,7 +125,7 @@ class DataNodeForm(ServiceErrorsMixin, forms.ModelForm):
         return field
 
     @staticmethod
-    def _self_service(user: Any) -> bool:
+    def _self_service(user: Principal | None) -> bool:
         return user is not None and not (user.is_staff or user.is_superuser)
 
     def _offered_kinds(self) -> list[str]:

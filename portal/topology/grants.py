@@ -15,6 +15,7 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import Q, QuerySet
 
+from portal.accounts.access import Principal
 from portal.accounts.grants import parse_principal_grants
 from portal.topology.models import DataNode, DataNodeGrant
 
@@ -32,7 +33,7 @@ class NodeAccess:
     owner against a handful of nodes; checking grants with fresh queries per flow and node
     made a background recompile run at tens of flows per second."""
 
-    def __init__(self, user: Any) -> None:
+    def __init__(self, user: Principal) -> None:
         self.user = user
         self._groups: set[int] | None = None
         # node name → (user-made, [(role, user id, group id)]); one query per node, grants joined
@@ -88,14 +89,14 @@ def owner_names(node_name: str) -> list[str]:
     return sorted(user or f"group {group}" for user, group in rows)
 
 
-def granted_to(user: Any, roles: list[str] | None = None) -> Q:
+def granted_to(user: Principal, roles: list[str] | None = None) -> Q:
     """Nodes with a grant (in `roles`; any by default) to the user or one of their groups (a
     subquery, no join)."""
     principal = Q(user=user) | Q(group__in=user.groups.values("id"))
     return Q(pk__in=DataNodeGrant.objects.filter(principal, role__in=roles or list(ROLES)).values("node_id"))
 
 
-def usable_nodes(user: Any, action: str) -> QuerySet[DataNode]:
+def usable_nodes(user: Principal, action: str) -> QuerySet[DataNode]:
     """The nodes the user may ``read`` from / ``write`` to, as the flow form offers them: their
     grants, the administrators' nodes without grants when those are open, and for staff every
     administrator's node and the user-made ones granted to them (staff may use any node, but the
@@ -113,7 +114,7 @@ def usable_nodes(user: Any, action: str) -> QuerySet[DataNode]:
     return nodes.filter(offered)
 
 
-def usable_filter(user: Any) -> Q:
+def usable_filter(user: Principal) -> Q:
     """The nodes a signed-in, active `user` may read from or write to, as one filter: what
     `NodeAccess.may` answers node by node (for read or for write), for a list to page through.
     Staff may use every node."""
@@ -125,7 +126,7 @@ def usable_filter(user: Any) -> Q:
     return usable
 
 
-def listed_nodes(user: Any) -> QuerySet[DataNode]:
+def listed_nodes(user: Principal) -> QuerySet[DataNode]:
     """The nodes a list shows the user: the administrators' and the user-made ones they hold a
     grant on (every user's, to staff). Any node's page opens by name, for Request access."""
     nodes = DataNode.objects.all()
@@ -136,12 +137,12 @@ def listed_nodes(user: Any) -> QuerySet[DataNode]:
     return nodes.filter(Q(user_made=False) | granted_to(user))
 
 
-def may_use(user: Any, node_name: str, action: str) -> bool:
+def may_use(user: Principal, node_name: str, action: str) -> bool:
     """True when ``user`` may ``read`` from / ``write`` to the node."""
     return NodeAccess(user).may(node_name, action)
 
 
-def refusal(user: Any, node_name: str, action: str) -> str | None:
+def refusal(user: Principal, node_name: str, action: str) -> str | None:
     return NodeAccess(user).refusal(node_name, action)
 
 

@@ -18,6 +18,7 @@ from typing import Any
 
 from django.db.models import Q
 
+from portal.accounts.access import Principal
 from portal.crypto.secretnames import names_secret
 from portal.pipeline import nodekinds, propertyrules
 from portal.pipeline.nodekinds import NodeKind
@@ -127,7 +128,7 @@ class CredentialView:
     user, granted or not, sees it with its credentials masked. The owned nodes are
     read once, on first need, so a list of nodes costs one query."""
 
-    def __init__(self, user: Any) -> None:
+    def __init__(self, user: Principal | None) -> None:
         self.user = user
         self._owned: set[int] | None = None
 
@@ -167,7 +168,7 @@ ROOT_KEYS: dict[str, str] = {DataNode.Kind.FILES: "path", DataNode.Kind.ICEBERG:
 SERVER_ROOT = "(a folder on the portal's server: its path is shown to staff; flows name paths inside it)"
 
 
-def without_root(user: Any, node: DataNode, text: str) -> str:
+def without_root(user: Principal, node: DataNode, text: str) -> str:
     """`text` (a connection test's or discovery's message) with the node's server folder said as
     "the node's root" for anyone but staff."""
     key = ROOT_KEYS.get(node.kind)

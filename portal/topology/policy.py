@@ -32,6 +32,7 @@ from django.conf import settings
 from django.contrib.auth.models import Group
 from django.db.models import Q
 
+from portal.accounts.access import Principal, account, is_account
 from portal.pipeline import usernode
 from portal.pipeline.confinement import has_parent_segment, is_inside
 from portal.pipeline.dialects import dialect_for
@@ -136,12 +137,12 @@ def _plain(name: str) -> bool:
     return bool(_SEGMENT.match(name)) and name not in (".", "..")
 
 
-def areas_for(user: Any, policy: Policy | None = None) -> list[str]:
+def areas_for(user: Principal, policy: Policy | None = None) -> list[str]:
     """The folders (absolute, as node roots are read) `user`'s files nodes may lie in: their
     personal area, their groups' areas and the folders opened to them or their groups. A user or
     group whose name is not one plain folder gets no area from a template (`users/..` would be
     every user's)."""
-    if user is None or not getattr(user, "pk", None):
+    if not is_account(user) or not user.pk:
         return []
     policy = policy or current()
     groups = [g for g in Group.objects.filter(user=user).values_list("name", flat=True) if _plain(g)]
@@ -160,7 +161,7 @@ def areas_for(user: Any, policy: Policy | None = None) -> list[str]:
     return list(dict.fromkeys(node_root(root) for root in roots if "://" not in root))
 
 
-def personal_area(user: Any) -> str | None:
+def personal_area(user: Principal) -> str | None:
     """Where the form suggests a user's first files node: their own area, if they have one."""
     for template in current().files_areas:
         if "{user}" in template and "{group}" not in template and _plain(user.get_username()):
@@ -227,7 +228,7 @@ def jdbc_url_problem(url: str, policy: Policy | None = None) -> str | None:
     return None
 
 
-def _catalog_problem(uri: str, areas: list[str], policy: Policy, user: Any = None) -> str | None:
+def _catalog_problem(uri: str, areas: list[str], policy: Policy, user: Principal | None = None) -> str | None:
     from sqlalchemy.engine import make_url  # SQLAlchemy reads the catalog URL as pyiceberg will
     from sqlalchemy.exc import ArgumentError
 
@@ -301,7 +302,9 @@ def bounds_named(name: str | None) -> Bounds | None:
     return bounds_for(DataNode.objects.filter(name=name).first()) if name else None
 
 
-def database_problem(url: str, user: Any, group: Any = None, policy: Policy | None = None) -> str | None:
+def database_problem(
+    url: str, user: Principal | None, group: Any = None, policy: Policy | None = None
+) -> str | None:
     """At save, before any connection: a user-made JDBC node's URL names a database its owners may
     not use (the open connection is judged again where it lands). Said as every such refusal is
     said, whatever the database is called (`usernode.REFUSED`)."""
@@ -309,7 +312,7 @@ def database_problem(url: str, user: Any, group: Any = None, policy: Policy | No
     if match is None:
         return None
     users = [user.get_username()] if user is not None else []
-    groups = list(Group.objects.filter(user=user).values_list("name", flat=True)) if user is not None else []
+    groups = list(Group.objects.filter(user=user).values_list("name", flat=True)) if is_account(user) else []
     if group is not None:
         groups.append(group.name)
     patterns = database_patterns(users, groups, policy)
@@ -322,7 +325,7 @@ def database_problem(url: str, user: Any, group: Any = None, policy: Policy | No
 
 
 def problems(  # noqa: C901
-    user: Any, kind: str, properties: dict[str, Any], policy: Policy | None = None
+    user: Principal, kind: str, properties: dict[str, Any], policy: Policy | None = None
 ) -> dict[str, str]:
     """Field (`kind`) or property (`url`, `path`, …) → why a node `user` makes or changes may not
     be so. Empty when the policy allows it."""
@@ -375,10 +378,10 @@ def problems(  # noqa: C901
     return found
 
 
-def quota_problem(user: Any, policy: Policy | None = None) -> str | None:
+def quota_problem(user: Principal, policy: Policy | None = None) -> str | None:
     """Why `user` may make no more nodes now, or None."""
     limit = (policy or current()).max_per_user
-    made = DataNode.objects.filter(user_made=True, created_by=user).count()
+    made = DataNode.objects.filter(user_made=True, created_by=account(user)).count()
     if made >= limit:
         return (
             f"You have made {made} data nodes, the most one user may (USER_NODE_MAX_PER_USER={limit}); "

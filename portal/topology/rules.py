@@ -8,15 +8,14 @@ topology.grants, the nodes' grants.)"""
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.db.models import Q
 
 from portal.accounts import access
+from portal.accounts.access import Principal
 from portal.topology.models import Capability, DataNode, DataNodeGrant, SpecExecutor
 
 
-def owned(user: Any) -> Q:
+def owned(user: Principal) -> Q:
     """Nodes with an owner grant to the user or one of their groups."""
     owners = DataNodeGrant.objects.filter(
         Q(user=user) | Q(group__in=user.groups.values("id")), role=DataNodeGrant.Role.OWNER
@@ -24,7 +23,7 @@ def owned(user: Any) -> Q:
     return Q(pk__in=owners.values("node_id"))
 
 
-def data_node_rule(user: Any, action: str) -> Q:
+def data_node_rule(user: Principal, action: str) -> Q:
     if action == access.VIEW or user.is_staff or user.is_superuser:
         return Q()
     return Q(user_made=True) & owned(user)

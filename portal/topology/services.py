@@ -23,7 +23,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -33,6 +33,8 @@ from django.db import IntegrityError, transaction
 from django.db.models import ProtectedError, Q
 
 from portal.accounts import access as account_access
+from portal.accounts.access import Principal
+from portal.accounts.proxy import AnyRequest
 from portal.crypto.encrypted import WRAPPED_KEY_PROPERTY, looks_encrypted
 from portal.crypto.errors import EncryptionError, MasterKeyError
 from portal.crypto.secretnames import names_secret
@@ -67,18 +69,23 @@ NODE_KEY_LABEL = "data node credentials"
 # --- data nodes ---------------------------------------------------------------
 
 
-def _full_control(user: Any) -> bool:
-    """The topology file (no user) and staff: an administrator's say, no user policy."""
-    return user is None or bool(user.is_staff or user.is_superuser)
+def _under_policy(user: Principal | None) -> TypeGuard[Principal]:
+    """A user who is not staff: what they make is user-made, within the administrators' policy.
+    The topology file (no user) and staff have an administrator's say."""
+    return user is not None and not (user.is_staff or user.is_superuser)
 
 
 def create_data_node(
-    data: dict[str, Any], *, origin: str = "", user: Any = None, request: Any = None
+    data: dict[str, Any],
+    *,
+    origin: str = "",
+    user: Principal | None = None,
+    request: AnyRequest | None = None,
 ) -> DataNode:
     """`data["acl"]`, when given, is the node's grants ([{role, user|group}], topology.grants).
     Without `user` (the topology file) or by staff: an administrator's node. By any other user:
     a user-made node (`create_user_node`)."""
-    if not _full_control(user):
+    if _under_policy(user):
         return create_user_node(user, data, request=request)
     data = _sealed(data, user, None)
     node = DataNode(origin=origin, **{k: v for k, v in data.items() if k in DATA_NODE_FIELDS})
@@ -101,7 +108,7 @@ def create_data_node(
     return node
 
 
-def create_user_node(user: Any, data: dict[str, Any], *, request: Any = None) -> DataNode:
+def create_user_node(user: Principal, data: dict[str, Any], *, request: AnyRequest | None = None) -> DataNode:
     """A node `user` makes for themselves, or for one of their groups (`data["owner"]`, a group
     name): within the policy, its typed `secrets` sealed under the owner's key, owned (the owner
     grant, plus any `acl` entries), audited; no topology revision moves."""
@@ -113,7 +120,7 @@ def create_user_node(user: Any, data: dict[str, Any], *, request: Any = None) ->
     _check_credentials(user, properties)
     node = DataNode(
         user_made=True,
-        created_by=user,
+        created_by=account_access.account(user),
         **{k: v for k, v in data.items() if k in DATA_NODE_FIELDS},
     )
     node.full_clean()
@@ -127,7 +134,7 @@ def create_user_node(user: Any, data: dict[str, Any], *, request: Any = None) ->
     try:
         with transaction.atomic():
             # The user's row locked while counting: parallel creations are counted one after another.
-            get_user_model().objects.select_for_update().filter(pk=user.pk).first()
+            get_user_model().objects.select_for_update().filter(pk=account_access.account(user).pk).first()
             quota = policy.quota_problem(user)
             if quota:
                 raise ValidationError(quota)
@@ -150,14 +157,14 @@ def create_user_node(user: Any, data: dict[str, Any], *, request: Any = None) ->
 
 
 def update_data_node(  # noqa: C901
-    node: DataNode, data: dict[str, Any], *, user: Any = None, request: Any = None
+    node: DataNode, data: dict[str, Any], *, user: Principal | None = None, request: AnyRequest | None = None
 ) -> DataNode:
     """All fields but the name, which capabilities and flows refer to. A user who is not staff
     changes only a user-made node they own, within the policy; a user-made node's change moves no
     revision but recompiles the flows over it."""
     if "name" in data and data["name"] != node.name:
         raise ValidationError({"name": "A data node's name cannot change; capabilities and flows use it."})
-    if not _full_control(user) and not account_access.can(user, account_access.CHANGE, node):
+    if _under_policy(user) and not account_access.can(user, account_access.CHANGE, node):
         raise PermissionDenied(f"Only the owners of data node {node.name} (and staff) may change it.")
     before = {"kind": node.kind, "properties": dict(node.properties or {})}
     description = node.description
@@ -169,7 +176,7 @@ def update_data_node(  # noqa: C901
         if field in data:
             setattr(node, field, data[field])
     connection_changed = before != {"kind": node.kind, "properties": dict(node.properties or {})}
-    if not _full_control(user) and connection_changed:
+    if _under_policy(user) and connection_changed:
         # Where a node may point is its maker's to have (policy.bounds_for): a co-owner's
         # change stays inside the maker's databases and areas, not the co-owner's.
         _check_policy(node.created_by or user, node.kind, dict(node.properties or {}))
@@ -180,7 +187,7 @@ def update_data_node(  # noqa: C901
         rows = grants.parse_grants(entries)
         if node.user_made and not any(row.role == DataNodeGrant.Role.OWNER for row in rows):
             raise ValidationError({"acl": ["A user-made data node needs at least one owner."]})
-        if not _full_control(user):
+        if _under_policy(user):
             kept = {grant.group_id for grant in node.grants.filter(role=DataNodeGrant.Role.OWNER)}
             _check_group_owners(user, [row for row in rows if row.group_id not in kept])
     with transaction.atomic():
@@ -203,10 +210,12 @@ def update_data_node(  # noqa: C901
     return node
 
 
-def delete_data_node(node: DataNode, *, user: Any = None, request: Any = None) -> None:
+def delete_data_node(
+    node: DataNode, *, user: Principal | None = None, request: AnyRequest | None = None
+) -> None:
     """An administrator's node goes once no capability uses it; a user-made node once no flow
     names it (the refusal names them), by its owners or staff."""
-    if not _full_control(user) and not account_access.can(user, account_access.DELETE, node):
+    if _under_policy(user) and not account_access.can(user, account_access.DELETE, node):
         raise PermissionDenied(f"Only the owners of data node {node.name} (and staff) may delete it.")
     users = sorted(
         {
@@ -240,7 +249,7 @@ def delete_data_node(node: DataNode, *, user: Any = None, request: Any = None) -
         raise ValidationError({"name": f"Data node {node.name!r} is still in use."}) from None
 
 
-def _audit(node: DataNode, action: str, user: Any, request: Any, summary: str) -> None:
+def _audit(node: DataNode, action: str, user: Principal, request: AnyRequest | None, summary: str) -> None:
     sharing.record(node.name, action, user=user, request=request, summary=summary)
 
 
@@ -257,7 +266,7 @@ def _change_summary(before: dict[str, Any], node: DataNode) -> str:
     return "; ".join(parts) or "description changed"
 
 
-def _owner_group(user: Any, name: str) -> Group | None:
+def _owner_group(user: Principal, name: str) -> Group | None:
     """The group a user-made node is made for: one the user belongs to."""
     if not name:
         return None
@@ -267,7 +276,7 @@ def _owner_group(user: Any, name: str) -> Group | None:
     return group
 
 
-def _check_group_owners(user: Any, rows: Iterable[DataNodeGrant]) -> None:
+def _check_group_owners(user: Principal, rows: Iterable[DataNodeGrant]) -> None:
     """A group owns a user-made node only by the hand of one of its members: its owners see the
     node's credentials and its members' keys seal them."""
     member_of = set(user.groups.values_list("pk", flat=True))
@@ -281,7 +290,7 @@ def _check_group_owners(user: Any, rows: Iterable[DataNodeGrant]) -> None:
             raise ValidationError({"acl": [f"You are not a member of a group named {name!r}."]})
 
 
-def _editing_group(user: Any, node: DataNode) -> Group | None:
+def _editing_group(user: Principal, node: DataNode) -> Group | None:
     """Whose key a secret typed into an existing node goes under: the node's owning group when
     the editor is one of its members, else the editor's own."""
     for grant in node.grants.filter(role=DataNodeGrant.Role.OWNER, group__isnull=False).select_related(
@@ -292,7 +301,7 @@ def _editing_group(user: Any, node: DataNode) -> Group | None:
     return None
 
 
-def _check_policy(user: Any, kind: str, properties: dict[str, Any]) -> None:
+def _check_policy(user: Principal, kind: str, properties: dict[str, Any]) -> None:
     found = policy.problems(user, kind, properties)
     if "kind" in found:
         raise ValidationError({"kind": [found["kind"]]})
@@ -300,7 +309,7 @@ def _check_policy(user: Any, kind: str, properties: dict[str, Any]) -> None:
         raise ValidationError({"properties": [f"{key}: {reason}" for key, reason in sorted(found.items())]})
 
 
-def _check_credentials(user: Any, properties: dict[str, Any]) -> None:
+def _check_credentials(user: Principal, properties: dict[str, Any]) -> None:
     """A user-made node's ENC(...) values are its saver's: bound to them or one of their groups,
     under a key they hold. Another owner's value, copied in, would have the worker decrypt it
     for a connection to wherever this node points."""
@@ -326,7 +335,7 @@ def _check_credentials(user: Any, properties: dict[str, Any]) -> None:
         raise ValidationError({"properties": problems})
 
 
-def _sealed(data: dict[str, Any], user: Any, group: Group | None) -> dict[str, Any]:
+def _sealed(data: dict[str, Any], user: Principal | None, group: Group | None) -> dict[str, Any]:
     """`data` with its typed `secrets` ({property: clear text}) stored as ENC(...) in its
     properties, under the owner's customer key (made now if they have none), with that key."""
     typed = {key: value for key, value in (data.get("secrets") or {}).items() if value}
@@ -356,12 +365,12 @@ def _sealed(data: dict[str, Any], user: Any, group: Group | None) -> dict[str, A
     return {**data, "properties": properties}
 
 
-def _owner_key(user: Any, group: Group | None) -> str:
+def _owner_key(user: Principal, group: Group | None) -> str:
     """The owner's newest customer key, wrapped; one made for them (or the group) if none."""
     keys = (
         CustomerKey.objects.filter(owner_group=group)
         if group
-        else CustomerKey.objects.filter(owner_user=user)
+        else CustomerKey.objects.filter(owner_user=account_access.account(user))
     )
     key = keys.first()
     if key is None:

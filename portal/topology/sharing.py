@@ -10,15 +10,16 @@ flows over it are recompiled (`signals.user_node_changed`), no other.
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import cast
 
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import IntegrityError, transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
+from portal.accounts.access import Principal, account, is_account
 from portal.accounts.grants import describe_grants, grants_diff
-from portal.accounts.proxy import actor_and_subject
+from portal.accounts.proxy import AnyRequest, actor_and_subject
 from portal.topology import grants
 from portal.topology.models import DataNode, DataNodeAccessRequest, DataNodeAuditEvent, DataNodeGrant
 from portal.topology.signals import data_node_usage, user_node_changed
@@ -27,10 +28,16 @@ SHARED_ROLES = (DataNodeGrant.Role.READ.value, DataNodeGrant.Role.WRITE.value)
 
 
 def record(
-    node_name: str, action: str, *, user: Any, summary: str, diff: str = "", request: Any = None
+    node_name: str,
+    action: str,
+    *,
+    user: Principal,
+    summary: str,
+    diff: str = "",
+    request: AnyRequest | None = None,
 ) -> DataNodeAuditEvent:
     """One audit row; `user` is whom the change was made for (proxied calls name both)."""
-    actor, on_behalf_of = actor_and_subject(request, user)
+    actor, on_behalf_of = actor_and_subject(request, account(user))
     return DataNodeAuditEvent.objects.create(
         node_name=node_name,
         action=action,
@@ -45,21 +52,21 @@ def history(node: DataNode) -> QuerySet[DataNodeAuditEvent]:
     return DataNodeAuditEvent.objects.filter(node_name=node.name).select_related("actor", "on_behalf_of")
 
 
-def is_owner(user: Any, node: DataNode) -> bool:
+def is_owner(user: Principal, node: DataNode) -> bool:
     if user is None or not getattr(user, "is_authenticated", False) or not user.is_active:
         return False
     mine = Q(user_id=user.pk) | Q(group__in=user.groups.values("id"))
     return node.grants.filter(mine, role=DataNodeGrant.Role.OWNER).exists()
 
 
-def may_share(user: Any, node: DataNode) -> bool:
+def may_share(user: Principal, node: DataNode) -> bool:
     """Staff, and the node's owners."""
     if user is None or not getattr(user, "is_authenticated", False) or not user.is_active:
         return False
     return bool(user.is_staff or user.is_superuser) or is_owner(user, node)
 
 
-def _require_sharer(user: Any, node: DataNode) -> None:
+def _require_sharer(user: Principal, node: DataNode) -> None:
     if not may_share(user, node):
         raise PermissionDenied(f"Only owners of data node {node.name} (and staff) may change who uses it.")
 
@@ -77,7 +84,12 @@ def flows_using(node: DataNode, limit: int = 50) -> tuple[list[str], int]:
 
 
 def grants_changed(
-    node: DataNode, before: list[dict[str, str]], *, user: Any, request: Any = None, summary: str = ""
+    node: DataNode,
+    before: list[dict[str, str]],
+    *,
+    user: Principal,
+    request: AnyRequest | None = None,
+    summary: str = "",
 ) -> None:
     """Audit a change of the node's grants (inside its transaction) and, for a user-made node,
     have the flows over it recompiled."""
@@ -97,7 +109,12 @@ def grants_changed(
 
 
 def grant(
-    node: DataNode, *, user: Any, role: str, principal: dict[str, str], request: Any = None
+    node: DataNode,
+    *,
+    user: Principal,
+    role: str,
+    principal: dict[str, str],
+    request: AnyRequest | None = None,
 ) -> DataNodeGrant | None:
     """Add a read or write grant to a user or group ({"user": name} or {"group": name}); None when
     it was there already. Owners are made through the node's whole access list (API `acl`)."""
@@ -122,7 +139,9 @@ def grant(
     return row
 
 
-def revoke(node: DataNode, grant_id: int, *, user: Any, request: Any = None) -> DataNodeGrant:
+def revoke(
+    node: DataNode, grant_id: int, *, user: Principal, request: AnyRequest | None = None
+) -> DataNodeGrant:
     """Remove a read or write grant (an owner stays: owners change through the access list)."""
     _require_sharer(user, node)
     with transaction.atomic():
@@ -146,7 +165,12 @@ def revoke(node: DataNode, grant_id: int, *, user: Any, request: Any = None) -> 
 
 
 def request_access(
-    node: DataNode, *, user: Any, role: str = "read", message: str = "", request: Any = None
+    node: DataNode,
+    *,
+    user: Principal,
+    role: str = "read",
+    message: str = "",
+    request: AnyRequest | None = None,
 ) -> DataNodeAccessRequest:
     """Ask the node's owners for a read or write grant."""
     if role not in SHARED_ROLES:
@@ -156,7 +180,7 @@ def request_access(
     try:
         with transaction.atomic():
             asked = DataNodeAccessRequest.objects.create(
-                node=node, requested_by=user, role=role, message=message.strip()[:500]
+                node=node, requested_by=account(user), role=role, message=message.strip()[:500]
             )
             record(
                 node.name,
@@ -181,9 +205,9 @@ def open_requests(node: DataNode) -> QuerySet[DataNodeAccessRequest]:
     return node.access_requests.filter(decided_at__isnull=True).select_related("requested_by")
 
 
-def pending_for(user: Any, node: DataNode) -> list[str]:
+def pending_for(user: Principal, node: DataNode) -> list[str]:
     """The roles `user` asked for on the node and still waits for."""
-    if user is None or not getattr(user, "pk", None):
+    if not is_account(user) or not user.pk:
         return []
     return list(
         node.access_requests.filter(requested_by=user, decided_at__isnull=True).values_list("role", flat=True)
@@ -191,7 +215,7 @@ def pending_for(user: Any, node: DataNode) -> list[str]:
 
 
 def decide(
-    node: DataNode, request_id: int, *, user: Any, grant_it: bool, request: Any = None
+    node: DataNode, request_id: int, *, user: Principal, grant_it: bool, request: AnyRequest | None = None
 ) -> DataNodeAccessRequest:
     """An owner answers one open request; granting adds the grant asked for (audited)."""
     _require_sharer(user, node)
@@ -207,7 +231,7 @@ def decide(
         who = asked.requested_by.get_username()
         if grant_it:
             grant(node, user=user, role=asked.role, principal={"user": who}, request=request)
-        asked.granted, asked.decided_by, asked.decided_at = grant_it, user, timezone.now()
+        asked.granted, asked.decided_by, asked.decided_at = grant_it, account(user), timezone.now()
         asked.save(update_fields=["granted", "decided_by", "decided_at"])
         record(
             node.name,
@@ -219,7 +243,7 @@ def decide(
     return asked
 
 
-def awaiting_answer(user: Any, limit: int = 20) -> tuple[list[DataNodeAccessRequest], int]:
+def awaiting_answer(user: Principal, limit: int = 20) -> tuple[list[DataNodeAccessRequest], int]:
     """The open requests `user` may answer, oldest first, and how many there are: those on the
     nodes they own (an owner grant to them or one of their groups) and, for staff, those on the
     administrators' nodes (which staff answer for). For the dashboard, so owners hear of them."""

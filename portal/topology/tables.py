@@ -19,8 +19,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.contrib.auth.models import User
 from django.db import IntegrityError, transaction
 
+from portal.accounts.access import Principal, is_account
 from portal.pipeline.dialects import MYSQL, SQLITE, dialect_for
 from portal.pipeline.errors import ConfigError
 from portal.pipeline.landing import url_database
@@ -29,12 +31,14 @@ from portal.topology.models import DataNode, DataNodeGrant, DestinationTable
 KINDS = ("jdbc", "iceberg")
 
 
-def is_staff(user: Any) -> bool:
+def is_staff(user: Principal) -> bool:
     return bool(user is not None and (user.is_staff or user.is_superuser))
 
 
-def owns_node(user: Any, node: DataNode) -> bool:
+def owns_node(user: Principal, node: DataNode) -> bool:
     """An owner grant on the node, to the user or one of their groups."""
+    if not is_account(user):
+        return False
     owners = DataNodeGrant.objects.filter(node=node, role=DataNodeGrant.Role.OWNER)
     return owners.filter(user=user).exists() or owners.filter(group__in=user.groups.all()).exists()
 
@@ -45,7 +49,7 @@ def _owner_words(record: DestinationTable | None) -> str:
     return "the node's owners"
 
 
-def refusal(user: Any, node: DataNode, name: str, *, exists: bool | None) -> str | None:
+def refusal(user: Principal | None, node: DataNode, name: str, *, exists: bool | None) -> str | None:
     """Why ``user``'s flow may not write into table ``name`` of ``node``, or None. ``exists``:
     whether the table is there (None at save, where it is not known: only a record refuses)."""
     if user is None or is_staff(user) or node.kind not in KINDS:
@@ -64,10 +68,10 @@ def refusal(user: Any, node: DataNode, name: str, *, exists: bool | None) -> str
     )
 
 
-def claim(user: Any, node: DataNode, name: str, *, exists: bool, flow: str) -> str | None:
+def claim(user: Principal | None, node: DataNode, name: str, *, exists: bool, flow: str) -> str | None:
     """Before a run writes table ``name``: a table about to be created becomes the flow owner's
     (the first claim wins); then :func:`refusal` decides."""
-    if user is not None and not exists and node.kind in KINDS:
+    if is_account(user) and not exists and node.kind in KINDS:
         try:
             with transaction.atomic():
                 DestinationTable.objects.get_or_create(
@@ -78,7 +82,7 @@ def claim(user: Any, node: DataNode, name: str, *, exists: bool, flow: str) -> s
     return refusal(user, node, name, exists=exists)
 
 
-def assign(node: DataNode, name: str, owner: Any) -> DestinationTable:
+def assign(node: DataNode, name: str, owner: User | None) -> DestinationTable:
     """Staff's decision: ``owner`` (None: the node's owners) owns table ``name`` of ``node``."""
     with transaction.atomic():
         record, _ = DestinationTable.objects.select_for_update().get_or_create(node=node, name=name)
@@ -115,7 +119,7 @@ def named_table(kind: str, props: dict[str, str], flow_group: str) -> str | None
     return f"public.{parts[0]}"
 
 
-def save_refusal(user: Any, node_name: str, props: dict[str, str], flow_group: str) -> str | None:
+def save_refusal(user: Principal, node_name: str, props: dict[str, str], flow_group: str) -> str | None:
     """At save: the table the flow names is another's (by the records). The compiled hop names its
     destination's kind, so a save into folders reads no node."""
     kind = props.get("flowport.hop.destination.kind", "")
@@ -132,7 +136,7 @@ def save_refusal(user: Any, node_name: str, props: dict[str, str], flow_group: s
     return f"{key}: {reason}" if reason else None
 
 
-def step_refusal(user: Any, node_name: str, step: Any, flow: str) -> str | None:
+def step_refusal(user: Principal | None, node_name: str, step: Any, flow: str) -> str | None:
     """On the worker, before a dataset's commit steps are stored: the table the step writes."""
     identity = getattr(step, "target_identity", None)
     if identity is None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from portal.accounts.access import Principal
 from portal.flows.compiler import scoped
 from portal.flows.compiler.paths import Hop, search
 from portal.flows.compiler.plans import COMPILED, FAILED, PENDING, CompiledFlow, JobSpecPlan
@@ -63,7 +64,7 @@ def _owner(flow: Any) -> Any:
     return flow.owner if getattr(flow, "owner_id", None) else None
 
 
-def _check_grants(jobs: list[JobSpecPlan], owner: Any, access: Any = None) -> None:
+def _check_grants(jobs: list[JobSpecPlan], owner: Principal | None, access: Any = None) -> None:
     """The owner reads the source and writes every node the flow publishes into (grants,
     topology.grants); each refusal is an error of the job. A compile with no owner at all (a bare
     FlowConfig in code) is left to the worker, which checks the grants of the saved flow's owner."""
@@ -78,7 +79,7 @@ def _check_grants(jobs: list[JobSpecPlan], owner: Any, access: Any = None) -> No
         job.errors.extend(reason for node, action in checks if (reason := access.refusal(node, action)))
 
 
-def _check_tables(jobs: list[JobSpecPlan], owner: Any, flow_group: str) -> None:
+def _check_tables(jobs: list[JobSpecPlan], owner: Principal | None, flow_group: str) -> None:
     """The table each job names in a shared destination is its owner's, where the flow names it
     (portal.topology.tables; the worker decides it again on the table actually written)."""
     if owner is None:
@@ -93,7 +94,7 @@ def compile_flow(
     flow: Any,
     *,
     topology: TopologySnapshot | None = None,
-    user: Any = None,
+    user: Principal | None = None,
     loader: Any = None,
     access: Any = None,
     resolution: Resolution | None = None,

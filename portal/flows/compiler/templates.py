@@ -8,6 +8,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from portal.accounts.access import Principal
 from portal.crypto.encrypted import WRAPPED_KEY_PROPERTY, holds_secret, looks_encrypted
 from portal.crypto.secretnames import ENCRYPTED_ATTRIBUTES_KEY, listed
 from portal.pipeline.propertyrules import user_property_problems
@@ -63,20 +64,20 @@ class BatchTemplates:
         self._loaders: dict[Any, Any] = {}
         self._access: dict[Any, Any] = {}
 
-    def access_for(self, user: Any) -> Any:
+    def access_for(self, user: Principal) -> Any:
         key = getattr(user, "pk", None)
         if key not in self._access:
             self._access[key] = NodeAccess(user)
         return self._access[key]
 
-    def loader_for(self, user: Any) -> Any:
+    def loader_for(self, user: Principal) -> Any:
         key = getattr(user, "pk", None)
         if key not in self._loaders:
             self._loaders[key] = TemplateLoader(user)
         return self._loaders[key]
 
 
-def declared_encrypted_attributes(flow: Any, user: Any, loader: Any = None) -> set[str]:
+def declared_encrypted_attributes(flow: Any, user: Principal | None, loader: Any = None) -> set[str]:
     """Attributes declared encrypted by the flow itself and by each of its
     templates and their parents. Like required attributes, each template's
     own list counts, so a flow cannot override it away. A template that does
@@ -96,7 +97,9 @@ def declared_encrypted_attributes(flow: Any, user: Any, loader: Any = None) -> s
     return declared
 
 
-def clear_encrypted_attributes(flow: Any, user: Any, declared: set[str] | None = None) -> list[str]:
+def clear_encrypted_attributes(
+    flow: Any, user: Principal | None, declared: set[str] | None = None
+) -> list[str]:
     """Declared-encrypted attributes that the flow gives in clear (not ENC(...))."""
 
     if declared is None:
@@ -147,7 +150,7 @@ def template_problems(resolved: dict[str, Any], flow_properties: dict[str, Any])
     return problems
 
 
-def resolve_flow_templates(flow: Any, user: Any, loader: Any = None) -> Resolution:
+def resolve_flow_templates(flow: Any, user: Principal | None, loader: Any = None) -> Resolution:
     """The flow's templates resolved for `user`, with the attributes they declare encrypted (also
     when the templates do not resolve: what the readable ones declare still holds). A flow without
     templates compiles with just its own properties."""

@@ -24,7 +24,7 @@ from django.db import connection
 from django.db.models import Q, QuerySet
 from django.dispatch import receiver
 
-from portal.accounts.access import VIEW
+from portal.accounts.access import VIEW, Principal
 from portal.bulk import any_of
 from portal.flows.models import CompiledHop, FlowConfig, FlowRefresh
 from portal.topology.models import DataNode
@@ -77,7 +77,7 @@ UPSTREAM_LIMIT = 50
 
 
 @receiver(upstream_flows, dispatch_uid="flows.upstream_flows")
-def publishing_into(sender: Any, user: Any, node_name: str, **kwargs: Any) -> list[tuple[str, str]]:
+def publishing_into(sender: Any, user: Principal, node_name: str, **kwargs: Any) -> list[tuple[str, str]]:
     """The flows `user` may VIEW that publish into the node (a destination of theirs, or a hop's),
     by group and name, at most `UPSTREAM_LIMIT`: only those a user may see are offered."""
     hops = CompiledHop.objects.filter(destination=node_name).values_list("flow_id", flat=True)

@@ -19,6 +19,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
+from portal.accounts.access import Principal
 from portal.flows.models import FlowConfig
 from portal.flows.triggers.goals import first_due, next_due, parse_goal
 from portal.flows.triggers.models import (
@@ -77,7 +78,7 @@ def split_name(name: str) -> tuple[str, str, str]:
     return parts[0], parts[1], parts[2].strip() if len(parts) == 3 else ""
 
 
-def read_refusal(owner: Any, upstream: FlowConfig) -> str | None:
+def read_refusal(owner: Principal | None, upstream: FlowConfig) -> str | None:
     """Why `owner` may not read `upstream`'s destination datasets (None: they may)."""
     if owner is None or not owner.is_active:
         return "the flow's owner is not an active user"

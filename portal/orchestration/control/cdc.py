@@ -21,6 +21,7 @@ from typing import Any
 from django.db import transaction
 from django.dispatch import receiver
 
+from portal.accounts.access import Principal
 from portal.flows.signals import flow_catalog_changed
 from portal.keys.services import decrypt_properties
 from portal.orchestration.control.jobspecs import bind_hop
@@ -82,7 +83,7 @@ class NotCapturing(ValueError):
     pass
 
 
-def resnapshot(flow: Any, *, user: Any) -> list[str]:
+def resnapshot(flow: Any, *, user: Principal) -> list[str]:
     """Clear the positions of the flow's captured tables so that its next run reads them whole from
     a new snapshot; the tables whose position was cleared. Refused (``PendingCommitSteps``) while a
     table has unfinished commit steps: they would set the position back."""

@@ -10,6 +10,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
+from portal.accounts.access import Principal
 from portal.flows.models import FlowConfig
 from portal.flows.policies import allow_concurrent_execution
 from portal.orchestration.control import quota_gate
@@ -50,7 +51,7 @@ def _clean_backfill(backfill: Any) -> dict[str, dict[str, str | None]]:
     return clean
 
 
-def run_now(flow: FlowConfig, *, user: Any, backfill: Any = None) -> FlowExecution:
+def run_now(flow: FlowConfig, *, user: Principal, backfill: Any = None) -> FlowExecution:
     """Start an execution now (a backfill when `backfill` gives per-dataset
     low/high watermarks; the stored watermarks are not moved by it). A
     backfill range that matches nothing the flow has loaded is refused."""
@@ -71,7 +72,7 @@ def run_now(flow: FlowConfig, *, user: Any, backfill: Any = None) -> FlowExecuti
 RAN, CURRENT = "ran", "current"
 
 
-def rerun_execution(execution: FlowExecution, *, user: Any, version: str) -> FlowExecution:
+def rerun_execution(execution: FlowExecution, *, user: Principal, version: str) -> FlowExecution:
     """Run an old execution's flow again, compiled from the flow version that
     execution ran (`version="ran"`) or from the flow as it is now
     (`"current"`). The new execution records which one it compiled."""
@@ -135,13 +136,13 @@ def can_resume(execution: FlowExecution) -> bool:
     )
 
 
-def kill(execution: FlowExecution, *, user: Any) -> None:
+def kill(execution: FlowExecution, *, user: Principal) -> None:
     if not can_kill(execution):
         raise NotAllowedNow(f"Execution {execution.execution_id} is already {execution.status}.")
     enqueue_for(execution, ActionKind.KILL, payload={"by": getattr(user, "username", "")})
 
 
-def resume(execution: FlowExecution, *, user: Any) -> None:
+def resume(execution: FlowExecution, *, user: Principal) -> None:
     if execution.status not in RESUMABLE_STATUSES:
         raise NotAllowedNow(
             f"Only a failed or cancelled execution can be resumed; {execution.execution_id} is {execution.status}."
@@ -161,7 +162,7 @@ def can_rerun_job(execution: FlowExecution, job: JobExecution) -> bool:
     return execution.status in RESUMABLE_STATUSES and job.status in RERUNNABLE_JOB_STATUSES
 
 
-def rerun_job(execution: FlowExecution, job_name: str, *, user: Any) -> None:
+def rerun_job(execution: FlowExecution, job_name: str, *, user: Principal) -> None:
     """Run one failed (or cancelled) job of a finished execution again, with
     the jobs it kept from running; its committed parents are not re-run."""
     job = execution.jobs.filter(job_name=job_name).first()

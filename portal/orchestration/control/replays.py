@@ -23,6 +23,7 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 
+from portal.accounts.access import Principal
 from portal.orchestration.control import commands
 from portal.orchestration.models import (
     DatasetState,
@@ -151,7 +152,7 @@ def bind(spec: dict[str, Any], destination_kind: str) -> None:
     spec[REPLACES] = replaces
 
 
-def replay(execution: FlowExecution, *, user: Any) -> FlowExecution:
+def replay(execution: FlowExecution, *, user: Principal) -> FlowExecution:
     """Run a committed execution again: a backfill of exactly the ranges it loaded, so every
     destination replaces what it reads again (a ValidationError when it loaded nothing)."""
 

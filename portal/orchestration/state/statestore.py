@@ -23,6 +23,7 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from portal.accounts import access
+from portal.accounts.access import Principal
 from portal.flows.models import FlowConfig
 from portal.orchestration.models import (
     CommitStore,
@@ -431,7 +432,7 @@ def _adopt_pending_steps(orphans: list[DatasetState], flow: FlowConfig) -> None:
             record.save(update_fields=["step"])
 
 
-def adopt_state(flow: FlowConfig, *, user: Any) -> int:
+def adopt_state(flow: FlowConfig, *, user: Principal) -> int:
     """Make an earlier flow's state (same group/name, that flow deleted) this
     flow's own, so its next run continues from those watermarks. Only the
     user who may change this flow and made the earlier one's state (or staff)

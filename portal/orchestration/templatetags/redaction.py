@@ -7,11 +7,12 @@ from typing import Any
 
 from django import template
 
+from portal.accounts.access import Principal
 from portal.orchestration import redaction
 
 register = template.Library()
 
 
 @register.filter
-def shown_to(text: Any, user: Any) -> str:
+def shown_to(text: Any, user: Principal) -> str:
     return redaction.for_viewer(user)("" if text is None else str(text))

@@ -16,6 +16,7 @@ from typing import Any
 
 from django.conf import settings
 
+from portal.accounts.access import Principal
 from portal.crypto.encrypted import WRAPPED_KEY_PROPERTY, looks_encrypted
 from portal.crypto.errors import EncryptionError
 from portal.flows import groups as flow_groups
@@ -183,7 +184,7 @@ def _check_user_keys(props: dict[str, str]) -> None:
         raise JobRefused("; ".join(problems))
 
 
-def _check_wrapped_keys(owner: Any, props: dict[str, str]) -> None:
+def _check_wrapped_keys(owner: Principal | None, props: dict[str, str]) -> None:
     """Every customer key the job would decrypt with (outside the nodes' own) is the owner's."""
     for key, value in sorted(props.items()):
         if key.startswith(HOP) or not (

@@ -28,6 +28,7 @@ from django.core.management.base import BaseCommand
 from django.db import transaction
 from psycopg import sql
 
+from portal.accounts.access import Principal
 from portal.flows import services as flow_services
 from portal.flows.models import FlowConfig
 from portal.templatepacks import services as packs
@@ -266,7 +267,7 @@ class Command(BaseCommand):
                 user.save()
         return user, password
 
-    def _newcomer_files(self, user: Any) -> str | None:
+    def _newcomer_files(self, user: Principal) -> str | None:
         """Sample orders in the newcomer's personal area (the policy's `users/{user}`), the
         source they can register when no PostgreSQL answers."""
         area = policy.personal_area(user)
