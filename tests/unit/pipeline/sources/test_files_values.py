@@ -43,6 +43,50 @@ DDL = (
     " f8 DOUBLE, s STRING, w STRING, code STRING, ok BOOLEAN, d DATE, ts TIMESTAMP_NTZ, tstz TIMESTAMP"
 )
 TEXT_COLUMNS = [c for c in ARROW if c != "b"]
+# The column types each destination's table gets (Parquet's are ARROW's; Iceberg has no 8- or
+# 16-bit integer)
+POSTGRESQL = {
+    "id": "integer",
+    "i1": "smallint",
+    "i2": "smallint",
+    "i4": "integer",
+    "i8": "bigint",
+    "n": "numeric(12,2)",
+    "nn": "numeric(38,10)",
+    "f4": "real",
+    "f8": "double precision",
+    "s": "text",
+    "w": "text",
+    "code": "text",
+    "b": "bytea",
+    "ok": "boolean",
+    "d": "date",
+    "ts": "timestamp without time zone",
+    "tstz": "timestamp with time zone",
+}
+MARIADB = {
+    "id": "int(11)",
+    "i1": "tinyint(4)",
+    "i2": "smallint(6)",
+    "i4": "int(11)",
+    "i8": "bigint(20)",
+    "n": "decimal(12,2)",
+    "nn": "decimal(38,10)",
+    "f4": "float",
+    "f8": "double",
+    "s": "longtext",
+    "w": "longtext",
+    "code": "longtext",
+    "b": "longblob",
+    "ok": "tinyint(1)",
+    "d": "date",
+    "ts": "datetime(6)",
+    "tstz": "datetime(6)",
+}
+ICEBERG = {c: t for c, t in ARROW.items() if c not in ("s", "w", "code", "b")} | {
+    "i1": pa.int32(),
+    "i2": pa.int32(),
+}
 BIG = Decimal("9999999999999999999999999999.9999999999")
 ROWS: list[dict[str, Any]] = [
     {
@@ -161,8 +205,7 @@ def same_float(found: Any, value: float, width: str) -> bool:
     return found is not None and struct.pack(width, found) == struct.pack(width, value)  # -0.0 too
 
 
-def assert_same(got: dict[str, Any], want: dict[str, Any], destination: str) -> None:
-    columns = ARROW if "b" in got else TEXT_COLUMNS
+def assert_same(got: dict[str, Any], want: dict[str, Any], columns: list[str], destination: str) -> None:
     for column in columns:
         value, found, where = want[column], got[column], (want["id"], column)
         if value is None:
@@ -179,21 +222,37 @@ def assert_same(got: dict[str, Any], want: dict[str, Any], destination: str) -> 
             assert found == value, (*where, found, value)
 
 
-def read_parquet(out: Path) -> list[dict[str, Any]]:
-    return pa.concat_tables([pq.read_table(p) for p in data_files(out / "values")]).to_pylist()
+def read_parquet(out: Path) -> pa.Table:
+    return pa.concat_tables([pq.read_table(p) for p in data_files(out / "values")])
 
 
-def read_postgresql(conninfo: dict[str, Any], table: str) -> list[dict[str, Any]]:
+def arrow_types(schema: pa.Schema) -> dict[str, pa.DataType]:
+    return {field.name: field.type for field in schema}
+
+
+def read_postgresql(conninfo: dict[str, Any], table: str) -> tuple[list[dict[str, Any]], dict[str, str]]:
     with psycopg.connect(**conninfo) as conn, conn.cursor(row_factory=psycopg.rows.dict_row) as cur:
-        return cur.execute(f'SELECT * FROM "{table}"').fetchall()  # noqa: S608
+        rows = cur.execute(f'SELECT * FROM "{table}"').fetchall()  # noqa: S608
+        kinds = cur.execute(
+            "SELECT attname, format_type(atttypid, atttypmod) AS kind FROM pg_attribute"
+            " WHERE attrelid = %s::regclass AND attnum > 0 AND NOT attisdropped",
+            (f'"{table}"',),
+        ).fetchall()
+    return rows, {k["attname"]: k["kind"] for k in kinds}
 
 
-def read_mariadb(db: str, table: str) -> list[dict[str, Any]]:
+def read_mariadb(db: str, table: str) -> tuple[list[dict[str, Any]], dict[str, str]]:
     conn = pymysql.connect(host=MYSQL_HOST, port=MYSQL_PORT, user="root", password="", database=db)
     try:
         with conn.cursor(pymysql.cursors.DictCursor) as cur:
             cur.execute(f"SELECT * FROM `{table}`")  # noqa: S608
-            return list(cur.fetchall())
+            rows = list(cur.fetchall())
+            cur.execute(
+                "SELECT column_name AS c, column_type AS k FROM information_schema.columns"
+                " WHERE table_schema = %s AND table_name = %s",
+                (db, table),
+            )
+            return rows, {k["c"]: k["k"] for k in cur.fetchall()}
     finally:
         conn.close()
 
@@ -230,20 +289,27 @@ def test_every_value_of_a_file_arrives_as_it_left(
     states = run_and_publish(spark, spec(tmp_path, props, job_name=table), {})
     assert [s.get("error") for s in states] == [None], states
 
+    columns = ARROW if fmt == "parquet" else TEXT_COLUMNS
     if destination == "parquet":
-        rows = read_parquet(tmp_path / "out")
+        copy = read_parquet(tmp_path / "out")
+        rows, kinds, want_kinds = copy.to_pylist(), arrow_types(copy.schema), ARROW
     elif destination == "iceberg":
-        lake = load_catalog(uri, None, str(warehouse)).load_table(("lake", "values"))
-        rows = lake.scan().to_arrow().to_pylist()
+        copy = load_catalog(uri, None, str(warehouse)).load_table(("lake", "values")).scan().to_arrow()
+        rows, kinds, want_kinds = copy.to_pylist(), arrow_types(copy.schema), ICEBERG
     elif destination == "postgresql":
-        rows = read_postgresql(pg_database["conninfo"], table)
+        rows, kinds = read_postgresql(pg_database["conninfo"], table)
+        want_kinds = POSTGRESQL
     else:
-        rows = read_mariadb(mysql_database["db"], table)
+        rows, kinds = read_mariadb(mysql_database["db"], table)
+        want_kinds = MARIADB
+    assert {c: kinds[c] for c in columns if c in want_kinds} == {
+        c: want_kinds[c] for c in columns if c in want_kinds
+    }
     want = ROWS + ([] if destination == "mariadb" else SPECIAL)
     got = {row["id"]: row for row in rows}
     assert sorted(got) == sorted(r["id"] for r in want)
     for row in want:
-        assert_same(got[row["id"]], row, destination)
+        assert_same(got[row["id"]], row, list(columns), destination)
     if fmt == "parquet":
         assert got[1]["b"] == bytes(range(256)) and got[2]["b"] == b"\x00" and got[3]["b"] == b""
 
