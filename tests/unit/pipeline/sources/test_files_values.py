@@ -403,9 +403,14 @@ def test_csv_defaults_keep_spark_escaping_and_read_an_empty_string_as_null(spark
     ]
 
 
-def test_a_quoted_newline_without_multiline_is_a_bad_record_not_a_silent_split(spark, landing, tmp_path):
+@pytest.mark.parametrize("declared", [True, False])
+def test_a_quoted_newline_without_multiline_is_a_bad_record_not_a_silent_split(
+    spark, landing, tmp_path, declared: bool
+):
     props = source(landing, "csv", finite_only=True)
     del props["source.files.option.multiLine"]
+    if not declared:
+        del props["source.schema"]
     states, _ = files_run(spark, tmp_path, props)
     errors = " ".join(s.get("error") or "" for s in states)
     assert "bad record" in errors and "expected 16" in errors, errors
