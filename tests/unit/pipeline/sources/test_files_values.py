@@ -25,8 +25,8 @@ import pymysql
 import pytest
 
 from portal.pipeline.destinations.iceberg import load_catalog
+from tests.builders.servers import MYSQL_HOST, MYSQL_PORT
 
-from ..conftest import MYSQL_HOST, MYSQL_PORT
 from ..helpers import NOW, data_files, run_and_publish, spec
 
 FILES = "portal.pipeline.sources.files.FileSource"
