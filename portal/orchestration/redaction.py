@@ -24,6 +24,7 @@ from pathlib import Path
 from django.conf import settings
 
 from portal.accounts.access import Principal
+from portal.pipeline import nodekinds
 from portal.topology.models import DataNode
 from portal.topology.reach import node_root
 
@@ -115,10 +116,11 @@ def portal_places() -> Places:
     """The data nodes' roots (files roots, Iceberg warehouses), each shown under its node's name,
     and the work area and log folder: what a failure message may quote a path under."""
     roots: list[tuple[str, str]] = []
-    for name, kind, properties in DataNode.objects.filter(
-        kind__in=[DataNode.Kind.FILES, DataNode.Kind.ICEBERG]
-    ).values_list("name", "kind", "properties"):
-        key = "path" if kind == DataNode.Kind.FILES else "warehouse"
+    rooted = [name for name, kind in nodekinds.KINDS.items() if kind.root_key]
+    for name, kind, properties in DataNode.objects.filter(kind__in=rooted).values_list(
+        "name", "kind", "properties"
+    ):
+        key = nodekinds.root_key(kind)
         root = properties.get(key) if isinstance(properties, dict) else None
         if isinstance(root, str) and root:
             roots.append((node_root(root), name))

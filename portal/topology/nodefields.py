@@ -157,21 +157,19 @@ class CredentialView:
         everyone else reads paths relative to the node's root, as its flows and outputs name them."""
         shown = {key: _in_words(key, value) for key, value in self.properties(node).items()}
         staff = bool(getattr(self.user, "is_staff", False))
-        key = ROOT_KEYS.get(node.kind)
+        key = nodekinds.root_key(node.kind)
         if not staff and key and _on_the_server(shown.get(key)):
             shown[key] = SERVER_ROOT
         return shown
 
 
-# The property holding a node's root, by kind; a root on the server's disk is shown to staff only.
-ROOT_KEYS: dict[str, str] = {DataNode.Kind.FILES: "path", DataNode.Kind.ICEBERG: "warehouse"}
 SERVER_ROOT = "(a folder on the portal's server: its path is shown to staff; flows name paths inside it)"
 
 
 def without_root(user: Principal, node: DataNode, text: str) -> str:
     """`text` (a connection test's or discovery's message) with the node's server folder said as
     "the node's root" for anyone but staff."""
-    key = ROOT_KEYS.get(node.kind)
+    key = nodekinds.root_key(node.kind)
     root = (node.properties or {}).get(key) if key else None
     # A relative root is on the server too: under FLOWPORT_DATA_DIR, which messages spell out.
     relative = isinstance(root, str) and bool(root) and "://" not in root and not _on_the_server(root)

@@ -33,7 +33,7 @@ from django.contrib.auth.models import Group
 from django.db.models import Q
 
 from portal.accounts.access import Principal, account, is_account
-from portal.pipeline import usernode
+from portal.pipeline import nodekinds, usernode
 from portal.pipeline.confinement import has_parent_segment, is_inside
 from portal.pipeline.dialects import dialect_for
 from portal.pipeline.errors import ConfigError
@@ -44,12 +44,6 @@ from portal.topology.models import DataNode, NodeArea
 from portal.topology.reach import node_root
 from portal.topology.validators import USER_NODE_KINDS
 
-# The properties a user-made node may hold, by kind (the wrapped key comes with the password).
-ALLOWED_PROPERTIES = {
-    "jdbc": ("url", "driver", "user", "password", "encrypt.wrapped.key"),
-    "files": ("path",),
-    "iceberg": ("catalog.uri", "warehouse"),
-}
 # One server, one database: jdbc:<sub>://host[:port]/database[?name=value&...]
 _JDBC_URL = re.compile(
     r"^jdbc:(?P<sub>postgresql|mysql|mariadb)://(?P<host>[A-Za-z0-9](?:[A-Za-z0-9.-]{0,252})|\[[0-9A-Fa-f:.]+\])"
@@ -334,7 +328,7 @@ def problems(  # noqa: C901
         allowed = ", ".join(policy.kinds) or "none"
         return {"kind": f"users may make data nodes of these kinds: {allowed} (not {kind!r})"}
     found: dict[str, str] = {}
-    allowed_keys = ALLOWED_PROPERTIES.get(kind, ())
+    allowed_keys = nodekinds.user_properties(kind)
     for key in sorted(properties):
         if key not in allowed_keys:
             found[key] = (

@@ -23,12 +23,14 @@ from django.contrib.auth.models import User
 from django.db import IntegrityError, transaction
 
 from portal.accounts.access import Principal, is_account
+from portal.pipeline import nodekinds
 from portal.pipeline.dialects import MYSQL, SQLITE, dialect_for
 from portal.pipeline.errors import ConfigError
 from portal.pipeline.landing import url_database
 from portal.topology.models import DataNode, DataNodeGrant, DestinationTable
 
-KINDS = ("jdbc", "iceberg")
+# The kinds whose nodes hold tables a flow may own.
+KINDS = tuple(name for name, kind in nodekinds.KINDS.items() if kind.table_key)
 
 
 def is_staff(user: Principal) -> bool:
@@ -132,7 +134,7 @@ def save_refusal(user: Principal, node_name: str, props: dict[str, str], flow_gr
     if node is None or node.kind != kind:
         return None
     reason = refusal(user, node, name, exists=None)
-    key = "writer.iceberg.table" if node.kind == "iceberg" else "writer.jdbc.table"
+    key = nodekinds.table_key(node.kind)
     return f"{key}: {reason}" if reason else None
 
 

@@ -323,19 +323,17 @@ KIND_LITERAL_BASELINE: dict[str, int] = {
     "flows/triggers/services.py": 1,
     "orchestration/control/replays.py": 1,  # a backfill into files replaces whole loads
     "orchestration/control/triggers.py": 1,
-    "orchestration/redaction.py": 3,  # which kinds' folders a viewer reads relative to the node
     "orchestration/state/backfills.py": 1,
     "orchestration/state/lineage.py": 1,  # "jdbc" as a URL scheme, not a kind
     "orchestration/state/recovery.py": 1,  # "files" as a default dataset name, not a kind
     "topology/api.py": 1,
     "topology/connections.py": 5,  # who may ask a node of each kind what
     "topology/forms.py": 2,
-    "topology/nodefields.py": 2,  # the root folder's key by kind
     "topology/picker.py": 4,  # what a picker offers on each kind
-    "topology/policy.py": 8,  # what a user-made node of each kind may set and reach
+    "topology/policy.py": 5,  # what a user-made node of each kind may set and reach
     "topology/reach.py": 2,  # what a node of each kind must not reach
     "topology/services.py": 3,
-    "topology/tables.py": 4,  # the kinds with tables a flow may own
+    "topology/tables.py": 1,  # an Iceberg table's name is in its namespace
 }
 
 

@@ -28,6 +28,9 @@ __all__ = [
     "credentials",
     "hop_node",
     "kind_for",
+    "root_key",
+    "table_key",
+    "user_properties",
 ]
 
 KINDS: dict[str, NodeKind] = {kind.name: kind for kind in (jdbc.KIND, files.KIND, iceberg.KIND)}
@@ -38,6 +41,24 @@ HOP = "flowport.hop."
 def kind_for(name: str) -> NodeKind | None:
     """The kind of that name, or None for one the pipeline neither reads nor writes."""
     return KINDS.get(name)
+
+
+def root_key(name: str) -> str:
+    """The property holding a node's root folder on disk ("" for a kind with none)."""
+    kind = KINDS.get(name)
+    return kind.root_key if kind else ""
+
+
+def table_key(name: str) -> str:
+    """The pipeline key naming the table a hop writes into a node of the kind ("" for none)."""
+    kind = KINDS.get(name)
+    return kind.table_key if kind else ""
+
+
+def user_properties(name: str) -> tuple[str, ...]:
+    """The properties a node a user makes may hold (none for a kind users may not make)."""
+    kind = KINDS.get(name)
+    return kind.user_properties if kind else ()
 
 
 def hop_node(properties: Mapping[str, str], role: str) -> tuple[str, dict[str, str]]:

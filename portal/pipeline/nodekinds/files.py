@@ -40,4 +40,11 @@ def bind(role: str, node: Mapping[str, str], hop: Hop) -> dict[str, str]:
     return {"data.publisher.final.dir": target}
 
 
-KIND = NodeKind(name="files", fields=FIELDS, bind=bind, source_class=SOURCE_CLASS)
+KIND = NodeKind(
+    name="files",
+    fields=FIELDS,
+    bind=bind,
+    source_class=SOURCE_CLASS,
+    root_key="path",
+    user_properties=("path",),
+)

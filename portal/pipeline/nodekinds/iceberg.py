@@ -52,4 +52,12 @@ def bind(role: str, node: Mapping[str, str], hop: Hop) -> dict[str, str]:
     return bound
 
 
-KIND = NodeKind(name="iceberg", fields=FIELDS, bind=bind, writer_format=WRITER_FORMAT)
+KIND = NodeKind(
+    name="iceberg",
+    fields=FIELDS,
+    bind=bind,
+    writer_format=WRITER_FORMAT,
+    root_key="warehouse",
+    table_key="writer.iceberg.table",
+    user_properties=("catalog.uri", "warehouse"),
+)

@@ -97,4 +97,7 @@ KIND = NodeKind(
     credentials=credentials,
     source_class=SOURCE_CLASS,
     writer_format=WRITER_FORMAT,
+    table_key="writer.jdbc.table",
+    # the wrapped key comes with the password
+    user_properties=("url", "driver", "user", "password", "encrypt.wrapped.key"),
 )

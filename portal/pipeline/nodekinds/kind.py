@@ -89,3 +89,12 @@ class NodeKind:
     source_class: str = ""
     # The `writer.output.format` a hop writing into a node of this kind uses, unless the flow names one.
     writer_format: str = ""
+    # The node property holding its root folder on disk ("" for a kind with none): what must not
+    # reach the portal's own places, and what is shown to staff only.
+    root_key: str = ""
+    # The pipeline key naming the table a hop writes into a node of this kind ("" for a kind with
+    # no tables): a table a tenant's flow creates is theirs (topology.tables).
+    table_key: str = ""
+    # The properties a node a user makes for themselves may hold (topology.policy); the rest are
+    # an administrator's to set.
+    user_properties: tuple[str, ...] = ()
