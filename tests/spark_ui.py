@@ -1,6 +1,6 @@
 """A real Spark driver with its web UI on, in a process of its own: a SparkContext is one per
 process and the suite's own sessions run without a UI. It starts as a worker's would
-(portal.pipeline.session, SPARK_UI_ENABLED, the portal's address: loopback), runs one Spark job
+(portal.pipeline.spark.session, SPARK_UI_ENABLED, the portal's address: loopback), runs one Spark job
 described as `JOB_DESCRIPTION`, and stays up until the context ends."""
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ JOB_DESCRIPTION = "flowport proxy story: count ten rows"
 DRIVER = textwrap.dedent(
     f"""
     import json, sys
-    from portal.pipeline.session import get_or_create_spark
+    from portal.pipeline.spark.session import get_or_create_spark
     spark = get_or_create_spark("local[1]", "spark-ui-story")
     spark.sparkContext.setJobDescription({JOB_DESCRIPTION!r})
     spark.range(10).count()

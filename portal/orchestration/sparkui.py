@@ -1,7 +1,7 @@
 """The Spark UI of a running job, reached through the portal.
 
 A worker's Spark UI has no login, listens only where the worker's session put it (loopback or the
-worker's own address, `portal.pipeline.session.ui_host`), and belongs to the worker's long-lived
+worker's own address, `portal.pipeline.spark.session.ui_host`), and belongs to the worker's long-lived
 application, so it shows every job that worker ran. The portal lets staff read it through a proxy
 view on the web node, for one job, while that job runs (`sparkui_views`). The proxy must never
 become a way to reach other addresses from the web node, so:

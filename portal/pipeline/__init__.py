@@ -12,7 +12,7 @@ Public contract:
 * :mod:`portal.pipeline.destinations.commit_steps` — ``CommitStep``, ``FsRenameCommitStep``,
   ``JdbcPublishCommitStep``, ``CommitSequence``; :mod:`portal.pipeline.destinations.iceberg` —
   ``IcebergCommitStep`` (an Iceberg destination's one commit) and ``committed_watermarks``.
-* :func:`portal.pipeline.session.get_or_create_spark` — the SparkSession with Flowport's settings.
+* :func:`portal.pipeline.spark.session.get_or_create_spark` — the SparkSession with Flowport's settings.
 * :func:`portal.pipeline.progress.job_progress` ``(spark, job_name, execution_id) -> dict`` — live
   progress of a running job, for the worker's heartbeat.
 

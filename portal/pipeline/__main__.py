@@ -45,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     from portal.pipeline import fs, run_job
-    from portal.pipeline.session import get_or_create_spark
+    from portal.pipeline.spark.session import get_or_create_spark
 
     name = str(spec.get("job_name", "job"))
     if args.master_key_file:

@@ -5,7 +5,7 @@ staging tables); what differs between databases lives here, so the source speaks
 words: identifier quoting, a cast to text (watermarks are carried as the database prints them),
 a row limit, the types Spark should read columns as and write them with, the JDBC driver class and
 the Debian package jar that holds it (``scripts/install-system-deps.sh`` installs them; the session
-ships every one that exists to the executors, :func:`portal.pipeline.session.spark_jars`).
+ships every one that exists to the executors, :func:`portal.pipeline.spark.session.spark_jars`).
 
 A data node may name its driver class (``driver``); the dialect gives the default. MariaDB's own
 ``jdbc:mariadb://`` URLs are read and written as ``jdbc:mysql://`` (the MariaDB driver takes both), so

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlparse
 
-from portal.pipeline import gateway
+from portal.pipeline.spark import gateway
 
 
 @dataclass(frozen=True)

@@ -294,7 +294,7 @@ def open_jdbc(spark: Any, options: Mapping[str, str]) -> Any:
     """A ``java.sql.Connection`` opened as Spark's JDBC data source opens its own: Spark's
     ``JDBCOptions`` from the very options the reader or writer is given, the URL's ``JdbcDialect`` and
     its connection factory (the driver registered as Spark registers it). Close it."""
-    from portal.pipeline.gateway import jvm as jvm_of  # Spark only where a JDBC check runs
+    from portal.pipeline.spark.gateway import jvm as jvm_of  # Spark only where a JDBC check runs
 
     jvm = jvm_of(spark)
     given = jvm.java.util.HashMap()

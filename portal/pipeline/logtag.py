@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from pyspark.sql import SparkSession
 
-from portal.pipeline.gateway import jvm
+from portal.pipeline.spark.gateway import jvm
 
 MDC_KEY = "mdc.flowport.job"
 

@@ -19,30 +19,20 @@ reports its own outcome.  A branch that receives no record still gets a file wit
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
-from pathlib import Path
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from portal.pipeline import fs, gateway
+from portal.pipeline import fs
 from portal.pipeline.destinations.base import DataWriter, WriteResult
 from portal.pipeline.destinations.files import FileDataWriter
+from portal.pipeline.spark import gateway
 
 FORK_FILE_FORMAT = "flowport.pipeline.ForkFileFormat"
 MASK_COLUMN = "fp_fork_mask"
 COUNTS_DIR = "_fork_counts"  # ForkFileFormat's per-task counts, inside the write's output folder
 MAX_BRANCHES = 63  # one bit each in a signed 64-bit mask
-DEFAULT_JAR = Path(__file__).resolve().parent / "jvm" / "flowport-pipeline.jar"
-
-
-def jar_path() -> str | None:
-    """The helper jar for ``spark.jars`` (``FLOWPORT_PIPELINE_JAR`` overrides), if it exists."""
-    path = os.environ.get("FLOWPORT_PIPELINE_JAR") or str(DEFAULT_JAR)
-    return path if os.path.exists(path) else None
-
-
 _LOADABLE: dict[str, bool] = {}
 
 

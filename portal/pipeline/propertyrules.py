@@ -264,7 +264,7 @@ COMMIT_POLICIES = (
     "commit_on_partial_success",
     "commit_successful_tasks",
 )
-SCHEMA_EVOLUTION_POLICIES = ("evolve", "freeze", "discard_columns")  # portal.pipeline.schemadrift
+SCHEMA_EVOLUTION_POLICIES = ("evolve", "freeze", "discard_columns")  # portal.pipeline.schema.drift
 
 SPECS: tuple[PropertySpec, ...] = (
     # job

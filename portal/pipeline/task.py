@@ -33,7 +33,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
 from portal.crypto.secretnames import secret_keys
-from portal.pipeline import badrows, columns, fs, onepass, progress, schema_evolution
+from portal.pipeline import badrows, columns, fs, onepass, progress
 from portal.pipeline.converters import Converter, ConverterContext, apply_converters, build_converters
 from portal.pipeline.destinations import badtables, directcopy, directwrite
 from portal.pipeline.destinations.base import DataWriter, WriterContext, WriteResult
@@ -55,6 +55,7 @@ from portal.pipeline.quality import (
     parse_schema,
     run_task_policies,
 )
+from portal.pipeline.schema import evolution as schema_evolution
 from portal.pipeline.sources.base import Extraction, Source
 from portal.pipeline.taskstate import CANCELLED, FAILED, SKIPPED, SUCCEEDED, BranchState, TaskState
 from portal.pipeline.workunits import WorkUnit

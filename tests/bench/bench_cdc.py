@@ -194,7 +194,7 @@ def main() -> None:
     rows, small = args.changes // 2, SMALL // 2
     loads = [0, args.load] if args.load else [0]
     from portal.pipeline import run_job
-    from portal.pipeline.session import get_or_create_spark
+    from portal.pipeline.spark.session import get_or_create_spark
     from tests.unit.pipeline.helpers import spec
 
     spark = get_or_create_spark(

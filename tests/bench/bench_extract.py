@@ -54,7 +54,7 @@ import pyarrow.parquet as pq  # noqa: E402
 from portal.pipeline import run_job  # noqa: E402
 from portal.pipeline.destinations.commit_steps import CommitSequence  # noqa: E402
 from portal.pipeline.destinations.commitplan import cleanup_task_output, plan_commit  # noqa: E402
-from portal.pipeline.session import get_or_create_spark  # noqa: E402
+from portal.pipeline.spark.session import get_or_create_spark  # noqa: E402
 
 TABLE = "bench_events"
 DATABASE = "bench_extract"

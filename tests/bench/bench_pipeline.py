@@ -55,7 +55,7 @@ from pyspark.sql import functions as F
 from portal.pipeline import run_job
 from portal.pipeline.destinations.commit_steps import CommitSequence
 from portal.pipeline.destinations.commitplan import cleanup_task_output, plan_commit
-from portal.pipeline.session import get_or_create_spark
+from portal.pipeline.spark.session import get_or_create_spark
 
 
 def generate(spark: SparkSession, rows: int, start: int, dest: Path, files: int, mtime: float) -> None:

@@ -264,7 +264,7 @@ def test_the_api_schema_and_docs_are_for_signed_in_users_unless_the_operator_ope
 DRIVER = textwrap.dedent(
     """
     import json, os, sys
-    from portal.pipeline.session import get_or_create_spark
+    from portal.pipeline.spark.session import get_or_create_spark
     spark = get_or_create_spark("local[1]", "surfaces")
     print(json.dumps({"ui": spark.sparkContext.uiWebUrl}), flush=True)
     sys.stdin.read()  # until the test has read the sockets

@@ -34,8 +34,8 @@ from portal.orchestration.models import (
     JobState,
     JobStatus,
 )
-from portal.pipeline import schemadrift
 from portal.pipeline.destinations.commit_steps import CommitStep, register_step_type
+from portal.pipeline.schema import drift as schemadrift
 
 
 def flow_id_for(flow_id: int | None, flow_group: str, flow_name: str) -> int | None:

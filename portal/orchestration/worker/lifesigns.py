@@ -20,7 +20,7 @@ from django.utils import timezone
 from portal.orchestration.control.actions import process_id
 from portal.orchestration.models import JobExecution, JobStatus, WorkerHeartbeat
 from portal.orchestration.worker import capacity, sparkctx
-from portal.pipeline.session import warm_up
+from portal.pipeline.spark.session import warm_up
 from portal.topology.models import SpecExecutor
 from portal.topology.services import record_health
 

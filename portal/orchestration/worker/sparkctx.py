@@ -25,7 +25,7 @@ from pyspark.sql import SparkSession
 from portal.orchestration.worker.quota_spark import PoolShape
 from portal.orchestration.worker.submit import portal_zip
 from portal.pipeline.logtag import tag_thread
-from portal.pipeline.session import get_or_create_spark
+from portal.pipeline.spark.session import get_or_create_spark
 
 logger = logging.getLogger(__name__)
 

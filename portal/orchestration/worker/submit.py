@@ -27,7 +27,7 @@ import pyspark
 from django.conf import settings
 
 from portal.pipeline import fs
-from portal.pipeline.session import spark_jars
+from portal.pipeline.spark.session import spark_jars
 from portal.quotas.services import memory_mb
 
 logger = logging.getLogger(__name__)

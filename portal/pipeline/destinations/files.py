@@ -37,7 +37,7 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from portal.pipeline import fs, gateway
+from portal.pipeline import fs
 from portal.pipeline.destinations import write_modes
 from portal.pipeline.destinations.base import (
     CommitStep,
@@ -48,6 +48,7 @@ from portal.pipeline.destinations.base import (
 )
 from portal.pipeline.errors import CommitConflictError, ConfigError
 from portal.pipeline.properties import Properties
+from portal.pipeline.spark import gateway
 
 AVRO_FILE_FORMAT = "org.apache.spark.sql.avro.AvroFileFormat"
 FILE_FORMATS = {"PARQUET": "parquet", "ORC": "orc", "JSON": "json", "CSV": "csv", "AVRO": AVRO_FILE_FORMAT}

@@ -9,7 +9,7 @@ dataset URN; ``{table}`` in it is the dataset's table name, :mod:`portal.pipelin
 
 Why the files go through Spark and not through pyiceberg's Arrow writer: the Spark workers write the
 run's Parquet files in parallel exactly as a files destination does (standard UTC microsecond
-timestamps, see :mod:`portal.pipeline.session`), so nothing of a run is held in one process's memory
+timestamps, see :mod:`portal.pipeline.spark.session`), so nothing of a run is held in one process's memory
 for an append. The publish step (``iceberg_commit``, :class:`IcebergCommitStep`, one per dataset and
 branch) then
 

@@ -42,9 +42,9 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
 from portal.pipeline import landing
-from portal.pipeline.gateway import jvm
 from portal.pipeline.properties import Properties
 from portal.pipeline.sources.base import ArrowScan
+from portal.pipeline.spark.gateway import jvm
 
 # JDBC URL parameters that mean the same to libpq (anything else: keep the JDBC reader).
 _LIBPQ_PARAMS = {

@@ -13,7 +13,7 @@ import psycopg
 import pytest
 from pyspark.sql import SparkSession
 
-from portal.pipeline.session import get_or_create_spark
+from portal.pipeline.spark.session import get_or_create_spark
 from tests.builders.servers import MYSQL_HOST, MYSQL_PORT, PG_DB, PG_HOST, PG_PORT, PG_USER, SUITE_DB, mysql
 
 # py4j logs "closing connection" from __del__ after pytest closed its streams; keep it quiet.

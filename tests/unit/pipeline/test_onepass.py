@@ -8,6 +8,7 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 from portal.pipeline import onepass
+from portal.pipeline.spark import session
 
 from .helpers import NOW, read, run_and_publish, spec, write_csv, write_jsonl
 
@@ -45,7 +46,7 @@ def _published_ids(spark: SparkSession, tmp_path: Path) -> list[list[int]]:
 
 def test_the_session_has_the_one_pass_file_format(spark: SparkSession) -> None:
     """`make test` builds the jar and the shared session loads it; without it every fork re-reads."""
-    assert onepass.jar_path(), "portal/pipeline/jvm/flowport-pipeline.jar is missing: run `make jar`"
+    assert session.jar_path(), "portal/pipeline/jvm/flowport-pipeline.jar is missing: run `make jar`"
     assert onepass.available(spark)
 
 

@@ -13,7 +13,7 @@ from django.test import Client
 from portal.orchestration.models import JobExecution
 from portal.orchestration.state import joblogs
 from portal.orchestration.worker.heartbeat import EVENTS_KEPT, SPARK_KEY, JobHeartbeat
-from portal.pipeline.session import get_or_create_spark
+from portal.pipeline.spark.session import get_or_create_spark
 from tests.builders.api import api_client_for
 from tests.factories import FlowConfigFactory
 from tests.unit.orchestration.factories import FlowExecutionFactory, JobExecutionFactory

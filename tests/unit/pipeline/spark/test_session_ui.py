@@ -1,4 +1,4 @@
-"""Where a driver's web UI would listen (portal.pipeline.session): where the portal listens.
+"""Where a driver's web UI would listen (portal.pipeline.spark.session): where the portal listens.
 The real driver's sockets are measured in tests/security/test_attacker_surfaces.py."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from portal.pipeline import session
+from portal.pipeline.spark import session
 
 
 @pytest.mark.parametrize(

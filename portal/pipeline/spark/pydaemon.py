@@ -6,7 +6,7 @@ again by every new worker: for the Arrow reader (:mod:`portal.pipeline.sources.a
 (:mod:`portal.pipeline.destinations.directwrite`) pyarrow,
 pandas (PySpark's Arrow UDFs import it) and the ADBC driver cost about a second of CPU per worker.
 This daemon imports them once, before it forks, so every worker starts warm: a warm pool, paid once
-per executor JVM instead of per job.  :func:`portal.pipeline.session.get_or_create_spark` names it in
+per executor JVM instead of per job.  :func:`portal.pipeline.spark.session.get_or_create_spark` names it in
 ``spark.python.daemon.module`` for local masters.
 """
 

@@ -2,7 +2,7 @@
 
 The state store keeps, with each dataset's watermark, the schema its last committed run delivered
 (the TaskState's ``source_schema``, handed back as ``JobSpec.previous_schemas``).  Before anything
-is read, the extract's schema is compared with it (:mod:`portal.pipeline.schemadrift`) and the
+is read, the extract's schema is compared with it (:mod:`portal.pipeline.schema.drift`) and the
 flow's policy decides:
 
 * ``evolve``: new columns are delivered, widened types are delivered widened; a column the source
@@ -30,7 +30,7 @@ from pyspark.sql import types as T
 
 from portal.pipeline.errors import PipelineError
 from portal.pipeline.properties import Properties
-from portal.pipeline.schemadrift import DISCARD_COLUMNS, EVOLVE, FREEZE, POLICY_KEY, diff
+from portal.pipeline.schema.drift import DISCARD_COLUMNS, EVOLVE, FREEZE, POLICY_KEY, diff
 from portal.pipeline.sources.base import Extraction
 
 

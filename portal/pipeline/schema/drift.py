@@ -3,7 +3,7 @@
 Schemas travel as Spark's JSON form (``StructType.json()``: ``{"type": "struct", "fields": [{"name",
 "type", "nullable", "metadata"}]}``), the form the TaskState's ``source_schema`` and the state store
 keep; this module reads that JSON with the standard library only, so the web tier (the watermark
-page's schema history) and the Spark side (:mod:`portal.pipeline.schema_evolution`) judge a change
+page's schema history) and the Spark side (:mod:`portal.pipeline.schema.evolution`) judge a change
 with the same code and word it the same way.
 
 Columns are compared by name; nullability is not a change (a database reports it loosely, and it

@@ -9,7 +9,7 @@ UTC-adjusted; not INT96), and for ``local`` masters a small shuffle partition co
 only adds overhead) and this process's own Python for the Python workers, so a UDF in a custom
 source or converter imports what the driver imports (Spark's default, ``python3`` on PATH, lacks the
 virtualenv), forked from a daemon that has imported the Arrow reader's
-modules already (:mod:`portal.pipeline.pydaemon`).
+modules already (:mod:`portal.pipeline.spark.pydaemon`).
 
 Spark's web UI has no login of its own and shows every job of the session, its SQL and its
 environment, and Spark binds it to every interface unless ``SPARK_LOCAL_IP`` names one (Spark 4 has
@@ -32,11 +32,21 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from portal.pipeline import dialects, onepass
+from portal.pipeline import dialects
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[3]
 LOOPBACK = "127.0.0.1"
 _TRUE = {"1", "true", "yes", "on"}
+
+
+# Flowport's own jar (portal/pipeline/jvm: the one-pass fork's file format, pipeline.onepass).
+DEFAULT_JAR = Path(__file__).resolve().parents[1] / "jvm" / "flowport-pipeline.jar"
+
+
+def jar_path() -> str | None:
+    """Flowport's jar for ``spark.jars`` (``FLOWPORT_PIPELINE_JAR`` overrides), if it exists."""
+    path = os.environ.get("FLOWPORT_PIPELINE_JAR") or str(DEFAULT_JAR)
+    return path if os.path.exists(path) else None
 
 
 def ui_enabled() -> bool:
@@ -87,7 +97,7 @@ def _on_python_path(folder: str) -> None:
 def spark_jars(configured: str | None = None) -> list[str]:
     """The dialects' JDBC drivers and Flowport's jar (those that exist), then the jars an executor's Spark
     configuration lists: an executor adding a jar does not drop Flowport's."""
-    ours = [*dialects.driver_jars(), onepass.jar_path()]
+    ours = [*dialects.driver_jars(), jar_path()]
     listed = [jar.strip() for jar in (configured or "").split(",")]
     return list(dict.fromkeys(j for j in [*ours, *listed] if j and (j in listed or os.path.exists(j))))
 
@@ -133,8 +143,8 @@ def get_or_create_spark(
         settings["spark.default.parallelism"] = str(os.cpu_count() or 2)
         # PySpark takes the workers' Python from this variable when the SparkContext starts.
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-        # Python workers forked warm (portal/pipeline/pydaemon.py), from this checkout.
-        settings["spark.python.daemon.module"] = "portal.pipeline.pydaemon"
+        # Python workers forked warm (portal/pipeline/spark/pydaemon.py), from this checkout.
+        settings["spark.python.daemon.module"] = "portal.pipeline.spark.pydaemon"
         _on_python_path(str(REPO_ROOT))
     settings.update(driver_host_settings(master))
     settings.update(conf or {})
@@ -155,7 +165,7 @@ def get_or_create_spark(
 
 def warm_up(spark: SparkSession) -> float:
     """Start the session's Python worker pool now — one worker per core, forked from the daemon that
-    imported the Arrow reader's modules (:mod:`portal.pipeline.pydaemon`) — so that a worker's first
+    imported the Arrow reader's modules (:mod:`portal.pipeline.spark.pydaemon`) — so that a worker's first
     job pays neither; returns the seconds it took.  Nothing to warm where PySpark's Arrow support
     (pyarrow, pandas) is not installed."""
     started = time.monotonic()

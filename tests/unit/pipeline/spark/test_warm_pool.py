@@ -9,7 +9,7 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from portal.pipeline.session import warm_up
+from portal.pipeline.spark.session import warm_up
 
 
 def _probe(batches: Iterator[Any]) -> Iterator[Any]:
@@ -38,4 +38,4 @@ def test_python_workers_fork_from_a_daemon_that_imported_the_arrow_reader(spark:
     assert warm_up(spark) >= 0
     rows = spark.range(0, 2, 1, 2).mapInArrow(_probe, "daemon string, adbc boolean").collect()
     assert len(rows) == 2
-    assert all("portal.pipeline.pydaemon" in r.daemon and r.adbc for r in rows), rows
+    assert all("portal.pipeline.spark.pydaemon" in r.daemon and r.adbc for r in rows), rows

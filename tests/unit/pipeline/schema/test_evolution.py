@@ -12,11 +12,11 @@ import psycopg
 import pytest
 from pyspark.sql import SparkSession
 
-from portal.pipeline.schemadrift import columns
+from portal.pipeline.schema.drift import columns
 from tests.builders.pipeline import run
 from tests.builders.servers import mysql
 
-from .helpers import read, spec
+from ..helpers import read, spec
 
 
 class Source:

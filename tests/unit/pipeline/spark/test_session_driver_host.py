@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from portal.pipeline import session
+from portal.pipeline.spark import session
 
 
 @pytest.mark.parametrize(

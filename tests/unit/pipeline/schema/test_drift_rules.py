@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 import sqlite3
 
-from portal.pipeline import schemadrift
 from portal.pipeline.destinations import jdbc_evolution
 from portal.pipeline.dialects import SQLITE
+from portal.pipeline.schema import drift as schemadrift
 from portal.pipeline.sources.jdbc_tables import Table, catalog_query, has_patterns, matching, resolve
 
 
