@@ -32,7 +32,7 @@ the decode, and both destinations (a fresh database each round); the figures are
 
 Goal: >= 20,000 changes/s and a whole run within 3x of the fair floor, at both loads.
 
-    .venv/bin/python tests/bench/bench_cdc.py [--changes N] [--rounds R] [--load N]
+    .venv/bin/python tests/bench/bench_cdc.py [--changes N] [--rounds R] [--load N] [--only mariadb]
 """
 
 from __future__ import annotations
@@ -184,15 +184,9 @@ def pg_props(common: dict[str, str], dest_db: str) -> dict[str, str]:
 KEYS = ("floor", "transport", "decode", "parquet", "parquet_fixed", "pg", "pg_fixed")
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--changes", type=int, default=400_000)
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--mariadb-changes", type=int, default=100_000)
-    parser.add_argument("--load", type=int, default=4, help="busy processes beside the second set")
-    args = parser.parse_args()
+def postgres(args: argparse.Namespace, loads: list[int]) -> None:
+    """The PostgreSQL rows: the floors, the decode and both destinations, at each load."""
     rows, small = args.changes // 2, SMALL // 2
-    loads = [0, args.load] if args.load else [0]
     from portal.pipeline import run_job
     from portal.pipeline.spark.session import get_or_create_spark
     from tests.unit.pipeline.helpers import spec
@@ -332,6 +326,9 @@ def main() -> None:
             )
             print(f"  {'':<4}a run of {SMALL:,} changes (fixed cost): {fixed:.2f} s; beyond it {beyond}")
 
+
+def binlog(args: argparse.Namespace, loads: list[int]) -> None:
+    """The MariaDB row: the binlog reader against mysqlbinlog, at each load."""
     rounds = [mariadb(args.mariadb_changes, loads) for _ in range(args.rounds)]
     for cores in loads:
         floor_s, read_s = (statistics.median(r[cores][i] for r in rounds) for i in range(2))
@@ -351,6 +348,21 @@ def main() -> None:
             f"  {'binlog reader (cdc_mysql.changes)':<44} {read_s:7.2f} s {read / read_s:>12,.0f} changes/s"
             f"   {read_s / floor_s:5.1f}x the floor"
         )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--changes", type=int, default=400_000)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--mariadb-changes", type=int, default=100_000)
+    parser.add_argument("--load", type=int, default=4, help="busy processes beside the second set")
+    parser.add_argument("--only", choices=("postgres", "mariadb"), help="one server's rows alone")
+    args = parser.parse_args()
+    loads = [0, args.load] if args.load else [0]
+    if args.only != "mariadb":
+        postgres(args, loads)
+    if args.only != "postgres":
+        binlog(args, loads)
 
 
 if __name__ == "__main__":
