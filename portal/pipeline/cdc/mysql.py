@@ -30,33 +30,13 @@ import datetime as dt
 import hashlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from decimal import Decimal
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
 from portal.pipeline import landing, usernode
+from portal.pipeline.cdc.mysql_values import forms, row_text, select_from, text
 from portal.pipeline.cdc.pg import ASK_RESNAPSHOT
 from portal.pipeline.errors import ConfigError, PipelineError
-
-_SPARK_TYPES = {
-    "tinyint": "int",
-    "smallint": "int",
-    "mediumint": "int",
-    "int": "int",
-    "bigint": "bigint",
-    "float": "float",
-    "double": "double",
-    "date": "date",
-    "datetime": "timestamp",
-    "timestamp": "timestamp",
-    # charset 63 (binary): kept as bytes end to end, never decoded as text
-    "binary": "binary",
-    "varbinary": "binary",
-    "tinyblob": "binary",
-    "blob": "binary",
-    "mediumblob": "binary",
-    "longblob": "binary",
-}
 
 
 @dataclass(frozen=True, order=True)
@@ -222,6 +202,7 @@ def connect(
         user=server.user,
         password=server.password,
         autocommit=True,
+        init_command="SET time_zone = '+00:00'",  # a TIMESTAMP read as UTC, as the binlog sends it
         **limits,
     )
     try:
@@ -291,62 +272,6 @@ def available(conn: Any, position: Position) -> bool:
         return any(str(row[0]) == position.file for row in cur.fetchall())
 
 
-def columns(conn: Any, table: str) -> list[tuple[str, str]]:
-    """``(name, Spark type)`` of the table's columns in order; empty when there is no such table."""
-    schema, _, name = table.partition(".")
-    with conn.cursor() as cur:
-        cur.execute(
-            "SELECT column_name, data_type, numeric_precision, numeric_scale FROM information_schema.columns"
-            " WHERE table_schema = %s AND table_name = %s ORDER BY ordinal_position",
-            (schema, name),
-        )
-        rows = cur.fetchall()
-    found = []
-    for column, kind, precision, scale in rows:
-        kind = str(kind).lower()
-        spark = f"decimal({precision},{scale})" if kind == "decimal" else _SPARK_TYPES.get(kind, "string")
-        found.append((str(column), spark))
-    return found
-
-
-def select_from(conn: Any, table: str, names: Sequence[str]) -> str:
-    """``SELECT <names> FROM <table>`` as a snapshot reads it, a ``BIT(n)`` column as its ``n``
-    binary digits: the binlog sends a BIT as those digits (as PostgreSQL's log sends a ``bit``), the
-    SQL client as raw bytes, so a row read by the snapshot and the same row read from the binlog
-    agree. Names are quoted here, whatever they hold."""
-    schema, _, name = table.partition(".")
-    with conn.cursor() as cur:
-        cur.execute(
-            "SELECT column_name, numeric_precision FROM information_schema.columns"
-            " WHERE table_schema = %s AND table_name = %s AND data_type = 'bit'",
-            (schema, name),
-        )
-        bits = {str(column): int(width) for column, width in cur.fetchall()}
-
-    def quote(identifier: str) -> str:
-        return f"`{identifier.replace('`', '``')}`"
-
-    select = ", ".join(
-        f"LPAD(BIN({quote(n)}), {bits[n]}, '0') AS {quote(n)}" if n in bits else quote(n) for n in names
-    )
-    return f"SELECT {select} FROM {quote(schema)}.{quote(name)}"  # noqa: S608 - quoted names
-
-
-def text(value: Any) -> str | bytes | None:
-    """A value in the text form Spark casts back (what PostgreSQL's log sends as text); the bytes
-    of a binary column (BLOB, BINARY, VARBINARY: charset 63, which the binlog's FULL row metadata
-    and the SQL client both send undecoded) stay bytes, every one of them."""
-    if value is None:
-        return None
-    if isinstance(value, dt.datetime):
-        return value.isoformat(sep=" ")
-    if isinstance(value, (dt.date, Decimal)):
-        return str(value)
-    if isinstance(value, (bytes, bytearray)):
-        return bytes(value)
-    return str(value)
-
-
 def begin_snapshot(cur: Any) -> FilePosition:
     """Open a consistent snapshot on ``cur`` (its caller commits it) and return the binlog position
     it matches: what MariaDB reports for it, exact, not read before or after."""
@@ -381,25 +306,6 @@ class RowChange:
     position: FilePosition | Gtid
     index: int
     commit_time: dt.datetime
-
-
-def _binary_widths(columns: Sequence[Any]) -> dict[str, int]:
-    """A row event's binary columns (charset 63) and their width, 0 but for ``BINARY(n)``: the
-    binlog leaves out a ``BINARY`` value's trailing NUL bytes (as it leaves out a ``CHAR``'s
-    trailing spaces) which the table holds, and the library gives an empty value as ``''``."""
-    from pymysql.constants import FIELD_TYPE
-
-    return {
-        c.name: (c.max_length or 0) if c.type == FIELD_TYPE.STRING else 0
-        for c in columns
-        if c.character_set_name == "binary"
-    }
-
-
-def _value(value: Any, width: int | None) -> str | bytes | None:
-    if width is not None and isinstance(value, (str, bytes)):
-        return (value.encode() if isinstance(value, str) else value).ljust(width, b"\0")
-    return text(value)
 
 
 def server_id(name: str) -> int:
@@ -556,17 +462,19 @@ def _row_changes(
     if table is None:
         return
     stamp = dt.datetime.fromtimestamp(event.timestamp, dt.UTC)
-    widths = _binary_widths(event.columns)  # per event: a table may change between two
+    formed = forms(event.columns)  # per event: a table may change between two
     for index, row in enumerate(event.rows):
         if isinstance(event, UpdateRowsEvent):
             op, values, before = "u", row["after_values"], row["before_values"]
+            why = row.get("after_none_sources") or {}
             key = (keys or {}).get(table) or ()
             if any(before.get(k) != values.get(k) for k in key):
-                gone = {k: _value(before.get(k), widths.get(k)) for k in key}
+                gone = row_text({k: before.get(k) for k in key}, row.get("before_none_sources") or {}, formed)
                 yield RowChange("d", table, gone, position, index, stamp)
         else:
             op, values = ("c" if isinstance(event, WriteRowsEvent) else "d"), row["values"]
+            why = row.get("none_sources") or {}
         if any(str(k).startswith("UNKNOWN_COL") for k in values):
             raise PipelineError("the binlog carries no column names: set binlog_row_metadata=FULL")
-        found = {k: _value(v, widths.get(k)) for k, v in values.items()}
+        found = row_text(values, why, formed)
         yield RowChange(op, table, found, position, index, stamp)

@@ -38,7 +38,7 @@ import pyarrow.parquet as pq
 from psycopg import sql
 
 from portal.pipeline import pgconn
-from portal.pipeline.cdc import mysql, pg
+from portal.pipeline.cdc import mysql, mysql_values, pg
 
 CHUNK_SIZE_KEY = "source.cdc.snapshot.chunk.size"
 CHUNKS_PER_RUN_KEY = "source.cdc.snapshot.chunks.per.run"
@@ -276,7 +276,7 @@ def mariadb_chunk(
     and none after). The high watermark is the server's position read after the rows; a change
     between the two is newer than the chunk."""
     order = ", ".join(_quote(k) for k in key)
-    statement = mysql.select_from(conn, table, names)
+    statement = mysql_values.select_from(conn, table, names)
     params: list[Any] = []
     if after is not None:
         statement += f" WHERE ({order}) > ({', '.join(['%s'] * len(key))})"
@@ -286,7 +286,7 @@ def mariadb_chunk(
         try:
             low: mysql.Position = mysql.begin_snapshot(cur)
             cur.execute(statement, params)
-            rows = [tuple(mysql.text(v) for v in row) for row in cur.fetchall()]
+            rows = [tuple(mysql_values.text(v) for v in row) for row in cur.fetchall()]
         finally:
             cur.execute("COMMIT")
     if gtids:

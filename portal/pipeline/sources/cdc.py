@@ -52,6 +52,7 @@ from pyspark.sql import types as T
 from portal.pipeline import fs, landing, usernode
 from portal.pipeline.cdc import fanout as cdc_fanout
 from portal.pipeline.cdc import mysql as cdc_mysql
+from portal.pipeline.cdc import mysql_values
 from portal.pipeline.cdc import pg as cdc_pg
 from portal.pipeline.cdc import snapshot as cdc_snapshot
 from portal.pipeline.cdc.pg import ASK_RESNAPSHOT
@@ -433,7 +434,7 @@ class CdcSource(Source):
             if gtids:  # positions kept as file offsets carry on in GTIDs
                 since = {table: cdc_mysql.in_gtids(conn, p) for table, p in since.items()}
             for index, table in enumerate(tables):
-                cols = cdc_mysql.columns(conn, table)
+                cols = mysql_values.columns(conn, table)
                 if not cols:
                     raise ConfigError(f"{TABLES_KEY}: table '{table}' does not exist in {self.what}")
                 staged[table] = _Table(
@@ -467,11 +468,17 @@ class CdcSource(Source):
             # Written in batches: a Parquet row group per change costs kilobytes and a slow read.
             pending: dict[str, tuple[list[tuple[Any, ...]], list[Any]]] = {}
             keys = {t: cdc_snapshot.mariadb_key(conn, t) for t in tables}  # an update may move a key
+            uuids = {t: mysql_values.uuids(conn, t) for t in tables}
             for change in cdc_mysql.changes(server, self.slot, start, upto, tables, keys):
                 t = staged[change.table]
                 if t.since.covers(change.position):
                     continue
-                row = tuple(change.values.get(n) for n in t.names)
+                row = tuple(
+                    mysql_values.uuid_text(change.values.get(n))
+                    if n in uuids[t.name]
+                    else change.values.get(n)
+                    for n in t.names
+                )
                 where = f"{change.position.text()}:{change.index:08d}"
                 rows, meta = pending.setdefault(t.name, ([], []))
                 rows.append(row)
