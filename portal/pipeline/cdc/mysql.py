@@ -34,7 +34,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlparse
 
 from portal.pipeline import landing, usernode
-from portal.pipeline.cdc.mysql_values import forms, row_text, select_from, text
+from portal.pipeline.cdc.mysql_values import forms, row_text, select_from, snapshot_rows
 from portal.pipeline.cdc.pg import ASK_RESNAPSHOT
 from portal.pipeline.errors import ConfigError, PipelineError
 
@@ -293,7 +293,7 @@ def snapshot(
             for table, names in tables:
                 cur.execute(select_from(conn, table, names))
                 while rows := cur.fetchmany(batch):
-                    yield table, [tuple(text(v) for v in row) for row in rows]
+                    yield table, snapshot_rows(table, cur.description, rows)
         finally:
             cur.execute("COMMIT")
 
@@ -469,12 +469,14 @@ def _row_changes(
             why = row.get("after_none_sources") or {}
             key = (keys or {}).get(table) or ()
             if any(before.get(k) != values.get(k) for k in key):
-                gone = row_text({k: before.get(k) for k in key}, row.get("before_none_sources") or {}, formed)
+                gone = row_text(
+                    table, {k: before.get(k) for k in key}, row.get("before_none_sources") or {}, formed
+                )
                 yield RowChange("d", table, gone, position, index, stamp)
         else:
             op, values = ("c" if isinstance(event, WriteRowsEvent) else "d"), row["values"]
             why = row.get("none_sources") or {}
         if any(str(k).startswith("UNKNOWN_COL") for k in values):
             raise PipelineError("the binlog carries no column names: set binlog_row_metadata=FULL")
-        found = row_text(values, why, formed)
+        found = row_text(table, values, why, formed)
         yield RowChange(op, table, found, position, index, stamp)

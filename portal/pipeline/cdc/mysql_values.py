@@ -15,6 +15,8 @@ the one text each value takes whether the snapshot (the SQL client) or the binlo
   ``+00:00``, and the binlog sends seconds since the epoch).
 - A ``UUID`` is its text (the binlog sends its 16 bytes).
 - Binary columns (charset 63) stay bytes, a ``BINARY(n)`` padded with the NULs the binlog leaves out.
+- A zero date (``0000-00-00``, a zero month or day) is refused naming its table and column: the
+  SQL client gives it as text, the binlog library as ``None`` (a ``TIMESTAMP``'s as the epoch).
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from decimal import Decimal
 from typing import Any
+
+from portal.pipeline.errors import PipelineError
 
 _SPARK_TYPES = {
     "tinyint": "int",
@@ -134,6 +138,38 @@ def text(value: Any) -> str | bytes | None:
     return str(value)
 
 
+class ZeroDate(ValueError):
+    """A zero date (``0000-00-00``, or a zero month or day) where the server's ``sql_mode`` let one
+    in: no date type of Spark or of a destination holds it, and NULL would be another value."""
+
+    def __init__(self, column: str, value: Any) -> None:
+        super().__init__(column, value)
+        self.column, self.value = column, value
+
+    def message(self, table: str) -> str:
+        return (
+            f"{table}: column '{self.column}' holds the zero date '{self.value}', which no date type "
+            "holds (it would arrive as NULL or not at all): set it to NULL or a real date on the source "
+            "(sql_mode NO_ZERO_DATE,NO_ZERO_IN_DATE keeps new ones out)"
+        )
+
+
+_DATED = (7, 10, 12, 14)  # the SQL client's TIMESTAMP, DATE, DATETIME, NEWDATE
+
+
+def snapshot_rows(
+    table: str, description: Sequence[Any], rows: Sequence[Sequence[Any]]
+) -> list[tuple[Any, ...]]:
+    """A snapshot's rows as text; a zero date, which the SQL client gives as its text where it gives
+    a date otherwise, is refused naming its column."""
+    dated = [i for i, d in enumerate(description) if d[1] in _DATED]
+    for row in rows:
+        for i in dated:
+            if isinstance(row[i], str):
+                raise PipelineError(ZeroDate(str(description[i][0]), row[i]).message(table))
+    return [tuple(text(v) for v in row) for row in rows]
+
+
 def time_text(value: dt.timedelta, digits: int) -> str:
     """A ``TIME`` as the server writes it: ``[-]HH:MM:SS[.ffffff]``, hours past 24, ``digits``
     fractional digits."""
@@ -163,6 +199,10 @@ def forms(columns: Sequence[Any]) -> dict[str, Form]:
             found[c.name] = _time(getattr(c, "fsp", 0) or 0)
         elif c.type == FIELD_TYPE.SET:
             found[c.name] = _members(list(c.set_values or []))
+        elif c.type in (FIELD_TYPE.DATE, FIELD_TYPE.DATETIME, FIELD_TYPE.DATETIME2, FIELD_TYPE.NEWDATE):
+            found[c.name] = _dated(c.name, lambda v, why: why.startswith("out of"))
+        elif c.type in (FIELD_TYPE.TIMESTAMP, FIELD_TYPE.TIMESTAMP2):  # 0 s: the zero TIMESTAMP
+            found[c.name] = _dated(c.name, lambda v, _why: v == dt.datetime(1970, 1, 1))
         elif c.type == FIELD_TYPE.YEAR:
             found[c.name] = lambda v, _why: None if v is None else str(0 if v == 1900 else v)
     return found
@@ -176,6 +216,17 @@ def _padded(width: int) -> Form:
     def form(value: Any, _why: str) -> str | bytes | None:
         if isinstance(value, (str, bytes)):
             return (value.encode() if isinstance(value, str) else value).ljust(width, b"\0")
+        return text(value)
+
+    return form
+
+
+def _dated(column: str, zero: Callable[[Any, str], bool]) -> Form:
+    """A date or time stamp; a zero date (which the library gives as ``None`` or the epoch) refused."""
+
+    def form(value: Any, why: str) -> str | bytes | None:
+        if zero(value, why):
+            raise ZeroDate(column, "0000-00-00")
         return text(value)
 
     return form
@@ -207,6 +258,11 @@ def _members(order: list[str]) -> Form:
     return form
 
 
-def row_text(values: Mapping[str, Any], why: Mapping[str, Any], forms: Mapping[str, Form]) -> dict[str, Any]:
+def row_text(
+    table: str, values: Mapping[str, Any], why: Mapping[str, Any], forms: Mapping[str, Form]
+) -> dict[str, Any]:
     """A binlog row's values as text (``why``: the library's ``none_sources`` of the row)."""
-    return {k: forms[k](v, str(why.get(k, ""))) if k in forms else text(v) for k, v in values.items()}
+    try:
+        return {k: forms[k](v, str(why.get(k, ""))) if k in forms else text(v) for k, v in values.items()}
+    except ZeroDate as zero:
+        raise PipelineError(zero.message(table)) from None

@@ -286,7 +286,7 @@ def mariadb_chunk(
         try:
             low: mysql.Position = mysql.begin_snapshot(cur)
             cur.execute(statement, params)
-            rows = [tuple(mysql_values.text(v) for v in row) for row in cur.fetchall()]
+            rows = mysql_values.snapshot_rows(table, cur.description, cur.fetchall())
         finally:
             cur.execute("COMMIT")
     if gtids:

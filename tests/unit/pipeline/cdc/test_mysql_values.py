@@ -4,7 +4,8 @@ edges, text with every awkward character, dates from the year 1000 to 9999, TIME
 negative, DATETIME/TIMESTAMP with microseconds, YEAR, ENUM, SET (empty too), JSON and UUID. Read by
 the snapshot (in key chunks, and whole for a table without a key) and from the binlog (inserts, an
 update, a delete), into a Parquet change log and merged into PostgreSQL, each value read back equals
-what MariaDB returns for the source row (README "Types")."""
+what MariaDB returns for the source row (README "Types"). A zero date, which no date type holds,
+fails the run naming its column."""
 
 from __future__ import annotations
 
@@ -245,3 +246,46 @@ def test_every_mariadb_type_arrives_as_the_server_holds_it(
         copied = {r[0]: dict(zip(names, r[1:], strict=True)) for r in cur.fetchall()}
     wrong = differences(copied, source_rows(store, "vals"))
     assert not wrong, "\n".join(["postgresql", *wrong])
+
+
+def test_a_zero_date_is_refused_naming_its_column_by_the_snapshot_and_the_binlog(
+    spark,
+    binlog_mariadb: dict[str, Any],  # noqa: F811
+    tmp_path: Path,
+):
+    """A server without NO_ZERO_DATE takes ``0000-00-00``: no date type holds it, and the binlog
+    library would give NULL (or for a TIMESTAMP the epoch), so the run fails saying where it is."""
+    with own_schema(
+        binlog_mariadb,
+        "CREATE TABLE {db}.dates (id int PRIMARY KEY, dd date, ts timestamp NULL DEFAULT NULL)",
+    ) as store:
+        table = f"{store['name']}.dates"
+        with store["conn"].cursor() as cur:
+            cur.execute("SET SESSION sql_mode = ''")
+            cur.execute(f"INSERT INTO {table} VALUES (1, '2024-02-29', '2024-02-29 12:00:00')")  # noqa: S608
+
+            def job(flow: int) -> dict[str, Any]:
+                props = {
+                    "source.class": CDC,
+                    "source.jdbc.url": store["url"],
+                    "source.conn.username": "root",
+                    "source.cdc.tables": table,
+                    "writer.output.format": "parquet",
+                    "data.publisher.final.dir": str(tmp_path / f"out{flow}"),
+                }
+                return spec(tmp_path / f"flow{flow}", props, flow_id=flow)
+
+            def errors(job: dict[str, Any], marks: dict[str, str]) -> list[Any]:
+                job["execution_id"] += 1
+                return [s.get("error") for s in run_and_publish(spark, job, marks)]
+
+            from_binlog, marks = job(61), {}
+            assert errors(from_binlog, marks) == [None]
+            cur.execute(f"INSERT INTO {table} VALUES (2, '0000-00-00', '2024-03-01 00:00:00')")  # noqa: S608
+            cur.execute(f"INSERT INTO {table} VALUES (3, '2024-03-01', '0000-00-00 00:00:00')")  # noqa: S608
+            refused = errors(from_binlog, marks)
+            assert len(refused) == 1 and f"{table}: column 'dd' holds the zero date" in str(refused[0])
+
+            cur.execute(f"DELETE FROM {table} WHERE id = 2")  # noqa: S608
+            refused = errors(job(62), {})  # a snapshot meets the zero TIMESTAMP
+            assert len(refused) == 1 and f"{table}: column 'ts' holds the zero date" in str(refused[0])
