@@ -147,6 +147,8 @@ class JdbcDataWriter(DataWriter):
             columns = [(f.name, dialect.column_type(f.dataType) or "TEXT") for f in df.schema.fields]
             self._target().create(table, columns)
             mode = "append"
+            if dialect.name == "mysql":
+                df = sent_exactly(df)
         elif dialect is POSTGRESQL and pgtypes.kept_any(df.schema):
             kinds = [
                 (f.name, pgtypes.column_type(f.dataType, f.metadata, arrays=True)) for f in df.schema.fields
@@ -483,6 +485,28 @@ def as_json_text(df: DataFrame) -> DataFrame:
         *[
             F.to_json(F.col(f"`{f.name}`")).alias(f.name)
             if isinstance(f.dataType, nested)
+            else F.col(f"`{f.name}`")
+            for f in df.schema.fields
+        ]
+    )
+
+
+def sent_exactly(df: DataFrame) -> DataFrame:
+    """``df`` as MariaDB's driver sends it without a change: a float as a double (its own shortest
+    text, ``3.4028235E38`` for the largest, is past what a ``FLOAT`` holds and refused), a time
+    stamp as its text (a ``java.sql.Timestamp`` before 1582-10-15 is a Julian date, days off;
+    an instant's text is its UTC time, the session's zone)."""
+    casts: dict[type[T.DataType], str] = {
+        T.FloatType: "double",
+        T.TimestampType: "string",
+        T.TimestampNTZType: "string",
+    }
+    if not any(type(f.dataType) in casts for f in df.schema.fields):
+        return df
+    return df.select(
+        *[
+            F.col(f"`{f.name}`").cast(casts[type(f.dataType)]).alias(f.name)
+            if type(f.dataType) in casts
             else F.col(f"`{f.name}`")
             for f in df.schema.fields
         ]

@@ -19,8 +19,10 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pymysql
 import pytest
 
+from tests.builders.servers import MYSQL_HOST, MYSQL_PORT
 from tests.mariadb_binlog import binlog_mariadb, own_schema  # noqa: F401 (fixture)
 
 from ..helpers import data_files, run_and_publish, spec
@@ -218,9 +220,19 @@ def test_every_mariadb_type_arrives_as_the_server_holds_it(
         flow_id=52,
         job_name="merged",
     )
-    marks: dict[str, dict[str, str]] = {"files": {}, "merged": {}}
+    into_mariadb = spec(
+        tmp_path / "into_mariadb",
+        {
+            **merged["properties"],
+            "writer.jdbc.url": mysql_database["url"],
+            "writer.jdbc.username": mysql_database["user"],
+        },
+        flow_id=53,
+        job_name="into_mariadb",
+    )
+    marks: dict[str, dict[str, str]] = {"files": {}, "merged": {}, "into_mariadb": {}}
     for execution in (1, 2):
-        for name, job in (("files", files), ("merged", merged)):
+        for name, job in (("files", files), ("merged", merged), ("into_mariadb", into_mariadb)):
             job["execution_id"] = 500 + execution
             states = run_and_publish(spark, job, marks[name])
             assert [s.get("error") for s in states] == [None] * len(states), states
@@ -246,6 +258,13 @@ def test_every_mariadb_type_arrives_as_the_server_holds_it(
         copied = {r[0]: dict(zip(names, r[1:], strict=True)) for r in cur.fetchall()}
     wrong = differences(copied, source_rows(store, "vals"))
     assert not wrong, "\n".join(["postgresql", *wrong])
+
+    mariadb = pymysql.connect(
+        host=MYSQL_HOST, port=MYSQL_PORT, user="root", password="", database=mysql_database["db"]
+    )
+    with mariadb:
+        wrong = differences(mariadb_rows(mariadb, f"`{target}`", names), source_rows(store, "vals"))
+    assert not wrong, "\n".join(["mariadb", *wrong])
 
 
 def test_a_zero_date_is_refused_naming_its_column_by_the_snapshot_and_the_binlog(
