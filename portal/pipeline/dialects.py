@@ -45,6 +45,9 @@ class Dialect:
     # Float values a column of this database cannot hold (MariaDB refuses NaN and ±Infinity; SQLite
     # stores a NaN as NULL, silently): a run writing one fails naming the column.
     refused_floats: tuple[str, ...] = ()
+    # A text column of this database cannot hold the NUL character (PostgreSQL): a run writing
+    # one fails naming the column, where the server would say only "invalid byte sequence".
+    refuses_nul_text: bool = False
     label: str = ""  # the database's name in a message
 
     def quote(self, identifier: str) -> str:
@@ -132,6 +135,8 @@ POSTGRESQL = Dialect(
     jar=os.environ.get("POSTGRES_JDBC_JAR", f"{JAR_DIR}/postgresql.jar"),
     quote_char='"',
     text_type="text",
+    refuses_nul_text=True,
+    label="PostgreSQL",
 )
 MYSQL = Dialect(
     name="mysql",

@@ -143,6 +143,7 @@ class JdbcDataWriter(DataWriter):
         dialect = dialect_for(self.url, "writer.jdbc.url")
         if dialect is not POSTGRESQL:
             df = refuse_floats(as_json_text(df), dialect)
+        df = refuse_nul_text(df, dialect)
         if dialect.own_ddl:  # SQLite, MariaDB/MySQL: the table is made here, in the dialect's types
             columns = [(f.name, dialect.column_type(f.dataType) or "TEXT") for f in df.schema.fields]
             self._target().create(table, columns)
@@ -511,6 +512,31 @@ def sent_exactly(df: DataFrame) -> DataFrame:
             for f in df.schema.fields
         ]
     )
+
+
+def refuse_nul_text(df: DataFrame, dialect: Dialect) -> DataFrame:
+    """``df`` failing, in the same pass that writes it, at the first text holding the NUL
+    character where the database cannot store one (``dialect.refuses_nul_text``), naming the
+    column (a MariaDB ``TEXT`` or a file may hold it; PostgreSQL's ``text`` may not)."""
+    if not dialect.refuses_nul_text or not any(
+        isinstance(f.dataType, T.StringType) for f in df.schema.fields
+    ):
+        return df
+    columns = []
+    for f in df.schema.fields:
+        column = F.col(f"`{f.name}`")
+        if isinstance(f.dataType, T.StringType):
+            message = (
+                f"column '{f.name}' holds a text with the NUL character (0x00), which {dialect.label} "
+                "cannot store in a text column: the destination was not changed"
+            )
+            column = (
+                F.when(F.instr(column, "\u0000") > 0, F.raise_error(F.lit(message)))
+                .otherwise(column)
+                .alias(f.name)
+            )
+        columns.append(column)
+    return df.select(*columns)
 
 
 def refuse_floats(df: DataFrame, dialect: Dialect) -> DataFrame:
