@@ -533,7 +533,7 @@ def refuse_nul_text(df: DataFrame, dialect: Dialect) -> DataFrame:
             column = (
                 F.when(F.instr(column, "\u0000") > 0, F.raise_error(F.lit(message)))
                 .otherwise(column)
-                .alias(f.name)
+                .alias(f.name, metadata=f.metadata)  # a kept source type (uuid, jsonb, ...) stays
             )
         columns.append(column)
     return df.select(*columns)
@@ -561,6 +561,10 @@ def refuse_floats(df: DataFrame, dialect: Dialect) -> DataFrame:
             bad = refused[0]
             for more in refused[1:]:
                 bad = bad | more
-            column = F.when(bad, F.raise_error(F.lit(message))).otherwise(column).alias(f.name)
+            column = (
+                F.when(bad, F.raise_error(F.lit(message)))
+                .otherwise(column)
+                .alias(f.name, metadata=f.metadata)
+            )
         columns.append(column)
     return df.select(*columns)

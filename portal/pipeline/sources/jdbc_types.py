@@ -9,8 +9,10 @@ server's text, every microsecond kept. MariaDB's driver builds a date before 158
 calendar (1000-01-01 arrived as 1000-01-06), so its ``DATE`` and ``DATETIME`` are read as the
 server's text and cast in Spark, whose calendar is the proleptic Gregorian one the server's is.
 
-An unconstrained PostgreSQL ``numeric`` (Spark would round it to ``decimal(38,18)``) is read as the
-server's text too, unless the flow compares or splits on it (its watermark, key or partition column).
+An unconstrained PostgreSQL ``numeric`` (Spark would round it to ``decimal(38,18)``) and a
+``numeric(p,s)``/``DECIMAL(p,s)`` wider than Spark's 38 digits (Spark would cut its fraction) are
+read as the server's text too, unless the flow compares or splits on them (its watermark, key or
+partition column).
 A dataset whose recorded schema (an earlier run's) has such a column in Spark's own mapping keeps
 it: its earlier files and tables hold that type, and a schema policy would see a change.
 
@@ -113,4 +115,17 @@ def _read_as(column: T.StructField, client: str, dialect: Dialect, compared: Col
         and column.dataType == T.DecimalType(38, 18)
         and (column.metadata or {}).get("scale") == 0  # the driver's answer for a numeric without a scale
     )
-    return "STRING" if unconstrained and column.name not in compared else None
+    return "STRING" if (unconstrained or _too_wide(column, client)) and column.name not in compared else None
+
+
+def _too_wide(column: T.StructField, client: str) -> bool:
+    """A ``numeric(p,s)``/``DECIMAL(p,s)`` wider than Spark's 38 digits, which Spark reads as
+    ``decimal(38, s')`` with fewer fraction digits than the column's ``s`` (``numeric(50,10)`` as
+    ``decimal(38,0)``: 1.0123456789 would arrive as 1). Read as the server's text instead."""
+    scale = (column.metadata or {}).get("scale")
+    return (
+        isinstance(column.dataType, T.DecimalType)
+        and client in ("numeric", "decimal")
+        and isinstance(scale, int)
+        and scale != column.dataType.scale
+    )

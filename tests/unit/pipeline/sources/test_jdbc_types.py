@@ -60,3 +60,18 @@ def test_mariadb_datetime_is_a_wall_time_its_timestamp_an_instant():
     assert read.custom_schema == "`at` STRING, `lasted` STRING"
     assert read.casts == {"at": "timestamp_ntz"}
     assert read.kept == {}  # a MariaDB TIME is not PostgreSQL's: its text only
+
+
+def test_a_decimal_wider_than_sparks_38_digits_is_read_as_its_text():
+    """Spark reads a numeric(50,10) as decimal(38,0), its fraction cut; the column's scale (10)
+    says so. A numeric(38,10) that Spark reads right keeps its type."""
+    table = T.StructType(
+        [
+            field("wide", T.DecimalType(38, 0), "numeric", 10),
+            field("fits", T.DecimalType(38, 10), "numeric", 10),
+            field("maria", T.DecimalType(38, 3), "decimal", 30),
+        ]
+    )
+    assert reading(table, POSTGRESQL).custom_schema == "`wide` STRING, `maria` STRING"
+    assert reading(table, POSTGRESQL).kept == {"wide": "numeric"}
+    assert reading(table, MYSQL).custom_schema == "`wide` STRING, `maria` STRING"
