@@ -66,7 +66,9 @@ def columns(conn: Any, table: str) -> list[tuple[str, str]]:
     found = []
     for column, kind, precision, scale, full in rows:
         kind = str(kind).lower()
-        if kind == "decimal":
+        if kind == "decimal" and int(precision) > 38:
+            spark = "string"  # wider than Spark's decimals: its text, every digit (README, "Types")
+        elif kind == "decimal":
             spark = f"decimal({precision},{scale})"
         elif "unsigned" in str(full).lower() and kind in _UNSIGNED:
             spark = _UNSIGNED[kind]
@@ -131,7 +133,9 @@ def text(value: Any) -> str | bytes | None:
         return None
     if isinstance(value, dt.datetime):
         return value.isoformat(sep=" ")
-    if isinstance(value, (dt.date, Decimal)):
+    if isinstance(value, Decimal):
+        return format(value, "f")  # 0 of a DECIMAL(65,30) is '0.000…', not str()'s '0E-30'
+    if isinstance(value, dt.date):
         return str(value)
     if isinstance(value, (bytes, bytearray)):
         return bytes(value)

@@ -29,7 +29,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from psycopg import sql
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -150,7 +150,7 @@ class JdbcDataWriter(DataWriter):
             mode = "append"
             if dialect.name == "mysql":
                 df = sent_exactly(df)
-        elif dialect is POSTGRESQL and pgtypes.kept_any(df.schema):
+        elif dialect is POSTGRESQL and (pgtypes.kept_any(df.schema) or pgtypes.dated_any(df.schema)):
             kinds = [
                 (f.name, pgtypes.column_type(f.dataType, f.metadata, arrays=True)) for f in df.schema.fields
             ]
@@ -161,6 +161,7 @@ class JdbcDataWriter(DataWriter):
                     conn.execute(sql.SQL("CREATE TABLE {} ({})").format(ident, pgtypes.columns_sql(kinds)))
                 options["stringtype"] = "unspecified"
                 mode = "append"
+                df = dates_as_text(df)
         df.write.format("jdbc").options(**options).option("dbtable", table).mode(mode).save()
 
     def _target(self) -> JdbcTarget:
@@ -494,24 +495,45 @@ def as_json_text(df: DataFrame) -> DataFrame:
 
 def sent_exactly(df: DataFrame) -> DataFrame:
     """``df`` as MariaDB's driver sends it without a change: a float as a double (its own shortest
-    text, ``3.4028235E38`` for the largest, is past what a ``FLOAT`` holds and refused), a time
-    stamp as its text (a ``java.sql.Timestamp`` before 1582-10-15 is a Julian date, days off;
-    an instant's text is its UTC time, the session's zone)."""
-    casts: dict[type[T.DataType], str] = {
-        T.FloatType: "double",
-        T.TimestampType: "string",
-        T.TimestampNTZType: "string",
-    }
+    text, ``3.4028235E38`` for the largest, is past what a ``FLOAT`` holds and refused), a date or
+    time stamp as its text (a ``java.sql`` one before 1582-10-15 is a Julian date: 1000-01-01 days
+    off, the ten days that calendar skips moved ten days on; an instant's text is its UTC time, the
+    session's zone)."""
+    return _cast(
+        df,
+        {
+            T.FloatType: "double",
+            T.DateType: "string",
+            T.TimestampType: "string",
+            T.TimestampNTZType: "string",
+        },
+    )
+
+
+def dates_as_text(df: DataFrame) -> DataFrame:
+    """``df`` with its dates and time stamps as their text, which a PostgreSQL server told to read
+    text as the column's type (``stringtype=unspecified``) reads in its calendar, the proleptic
+    Gregorian one Spark's is: a ``java.sql`` date before 1582-10-15 is a Julian one, and the ten
+    days that calendar skips (1582-10-05 to 14) would arrive ten days on. An instant's text carries
+    its offset, whatever the server session's zone."""
+    instant = "yyyy-MM-dd HH:mm:ss.SSSSSSxxx"
+    return _cast(df, {T.DateType: "string", T.TimestampNTZType: "string", T.TimestampType: instant})
+
+
+def _cast(df: DataFrame, casts: dict[type[T.DataType], str]) -> DataFrame:
+    """``df`` with each column of a type in ``casts`` cast to the type named there, or formatted
+    with the date pattern given there (one with a space); field metadata kept."""
     if not any(type(f.dataType) in casts for f in df.schema.fields):
         return df
-    return df.select(
-        *[
-            F.col(f"`{f.name}`").cast(casts[type(f.dataType)]).alias(f.name)
-            if type(f.dataType) in casts
-            else F.col(f"`{f.name}`")
-            for f in df.schema.fields
-        ]
-    )
+
+    def sent(f: T.StructField) -> Column:
+        column, to = F.col(f"`{f.name}`"), casts.get(type(f.dataType))
+        if to is None:
+            return column
+        value = F.date_format(column, to) if " " in to else column.cast(to)
+        return value.alias(f.name, metadata=f.metadata)
+
+    return df.select(*[sent(f) for f in df.schema.fields])
 
 
 def refuse_nul_text(df: DataFrame, dialect: Dialect) -> DataFrame:

@@ -52,6 +52,13 @@ def kept_any(schema: T.StructType) -> bool:
     return any((f.metadata or {}).get(SQL_TYPE) for f in schema.fields)
 
 
+def dated_any(schema: T.StructType) -> bool:
+    """Whether ``schema`` has a date or time stamp (sent as text: :func:`portal.pipeline.destinations.jdbc.dates_as_text`)."""
+    return any(
+        isinstance(f.dataType, (T.DateType, T.TimestampType, T.TimestampNTZType)) for f in schema.fields
+    )
+
+
 def columns_sql(columns: Sequence[tuple[str, str | None]]) -> sql.Composed:
     """``"name" TYPE, ...`` of a CREATE TABLE."""
     return sql.SQL(", ").join(

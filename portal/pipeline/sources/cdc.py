@@ -96,8 +96,11 @@ _BUILT_IN = 16384
 def spark_type(type_oid: int, typmod: int) -> T.DataType:
     """The Spark type a column's text value is cast to (text for the types not listed)."""
     if type_oid == 1700:  # numeric(p, s); unconstrained numeric as Spark's widest decimal
+        precision = ((typmod - 4) >> 16) & 0xFFFF
+        if typmod >= 4 and precision > 38:
+            return T.StringType()  # wider than Spark's decimals: the server's text, every digit
         if typmod >= 4:
-            return T.DecimalType(((typmod - 4) >> 16) & 0xFFFF, (typmod - 4) & 0xFFFF)
+            return T.DecimalType(precision, (typmod - 4) & 0xFFFF)
         return T.DecimalType(38, 18)
     return _TYPES.get(type_oid, T.StringType())
 
@@ -114,7 +117,7 @@ _KEPT = {
 
 def kept_sql_type(type_oid: int, typmod: int, sql_type: str) -> str | None:
     """The source's own column type where Spark has none that holds it (jsonb, uuid, time,
-    interval, arrays, varchar(n), an unconstrained numeric wider than decimal(38,18)): a PostgreSQL
+    interval, arrays, varchar(n), a numeric unconstrained or wider than Spark's 38 digits): a PostgreSQL
     destination takes the server's text into a column of that type, exactly. None: Spark's type."""
     if type_oid >= _BUILT_IN:
         return None

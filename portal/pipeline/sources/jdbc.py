@@ -239,6 +239,15 @@ class JdbcSource(Source):
                 f"source.jdbc.tables: cannot read table '{table}': {root_cause(exc)[:300]}"
             ) from exc
 
+    def _wide_decimals(self, table: str, schema: T.StructType) -> set[str]:
+        """The decimal columns of ``table`` wider than Spark's 38 digits, asked of the catalog
+        only when Spark's schema leaves it open (:func:`portal.pipeline.sources.jdbc_types.capped`)."""
+        query = jdbc_types.precision_query(table, self.dialect) if jdbc_types.capped(schema) else None
+        if query is None:
+            return set()
+        rows = self._read(f"({query}) AS fp_precision", customSchema="c STRING, p INT").collect()
+        return {str(r["c"]) for r in rows}
+
     def _stats(self, query: str, with_watermark: bool) -> dict[str, Any]:
         """The one row of a planning query.  PostgreSQL is asked directly: a Spark job for one row costs
         150-200 ms on a 2-core machine, as much as extracting a small increment, where a connection
@@ -445,9 +454,11 @@ class JdbcSource(Source):
         compared = {delta, *s["keys"], s["partition"]} - {None}
         recorded = self.jobspec.previous_schemas.get(work_unit.dataset_urn)
         earlier = T.StructType.fromJson(json.loads(recorded)) if recorded else None
-        read = jdbc_types.reading(jdbc.schema, self.dialect, compared, earlier)
+        wide = self._wide_decimals(table, jdbc.schema)
+        read = jdbc_types.reading(jdbc.schema, self.dialect, compared, earlier, wide)
         if read.custom_schema:  # Spark's mapping would change a value: read those columns as they are
-            jdbc = reader.option("customSchema", read.custom_schema).load()
+            printed = read.query(query, jdbc.columns, self.dialect)
+            jdbc = reader.option("dbtable", printed).option("customSchema", read.custom_schema).load()
         jdbc = read.keep(jdbc)
         # A judged login's (a user-made node's, a flow's own) Arrow connections must land where the
         # probe of landed() proved it: the same server, database, user and password.

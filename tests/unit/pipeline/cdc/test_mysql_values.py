@@ -1,6 +1,6 @@
 """Every MariaDB column type arrives through change data capture as the server holds it: integers
 signed and unsigned at their limits, DECIMAL at its precision's edge, FLOAT/DOUBLE at their finite
-edges, text with every awkward character, dates from the year 1000 to 9999, TIME beyond a day and
+edges, DECIMAL(65,30) as its text (past Spark's 38 digits), text with every awkward character, dates from the year 1000 to 9999, TIME beyond a day and
 negative, DATETIME/TIMESTAMP with microseconds, YEAR, ENUM, SET (empty too), JSON and UUID. Read by
 the snapshot (in key chunks, and whole for a table without a key) and from the binlog (inserts, an
 update, a delete), into a Parquet change log and merged into PostgreSQL, each value read back equals
@@ -32,16 +32,18 @@ COLUMNS = {  # name: MariaDB type
     "ti": "tinyint", "tiu": "tinyint unsigned", "si": "smallint", "siu": "smallint unsigned",
     "mi": "mediumint", "miu": "mediumint unsigned", "i": "int", "iu": "int unsigned",
     "bi": "bigint", "biu": "bigint unsigned", "d12": "decimal(12,2)", "d38": "decimal(38,10)",
+    "d65": "decimal(65,30)",
     "f": "float", "db": "double", "c": "char(10)", "vc": "varchar(100)", "tx": "text",
     "mt": "mediumtext", "flag": "boolean", "dd": "date", "tm": "time(6)", "dtm": "datetime(6)",
     "ts": "timestamp(6) NULL DEFAULT NULL", "yr": "year", "en": "enum('a','b c','x''y')",
     "st": "set('r','g','b')", "js": "json", "uu": "uuid",
 }  # fmt: skip
 NINES = "9" * 28 + "." + "9" * 10
+WIDEST = "9" * 35 + "." + "9" * 30  # MariaDB's widest DECIMAL, past Spark's 38 digits
 FLT_MAX, FLT_MIN = 3.4028234663852886e38, 1.1754943508222875e-38
 LOW = {
     "ti": -128, "tiu": 0, "si": -32768, "siu": 0, "mi": -8388608, "miu": 0, "i": -(2**31), "iu": 0,
-    "bi": -(2**63), "biu": 0, "d12": "-9999999999.99", "d38": "-" + NINES, "f": -FLT_MAX,
+    "bi": -(2**63), "biu": 0, "d12": "-9999999999.99", "d38": "-" + NINES, "d65": "-" + WIDEST, "f": -FLT_MAX,
     "db": -1.7976931348623157e308, "c": "it's", "vc": "quote \" and ' and \\ back\\slash",
     "tx": "line\nbreak\ttab\r\nend", "mt": "🙂 中文 é", "flag": 0, "dd": "1000-01-01",
     "tm": "-838:59:59", "dtm": "1000-01-01 00:00:00", "ts": "1970-01-01 00:00:01", "yr": 1901,
@@ -51,14 +53,14 @@ LOW = {
 HIGH = {
     "ti": 127, "tiu": 255, "si": 32767, "siu": 65535, "mi": 8388607, "miu": 16777215,
     "i": 2**31 - 1, "iu": 2**32 - 1, "bi": 2**63 - 1, "biu": 2**64 - 1, "d12": "9999999999.99",
-    "d38": NINES, "f": FLT_MAX, "db": 1.7976931348623157e308, "c": "NULL", "vc": "\\N", "tx": "",
+    "d38": NINES, "d65": WIDEST, "f": FLT_MAX, "db": 1.7976931348623157e308, "c": "NULL", "vc": "\\N", "tx": "",
     "mt": "", "flag": 1, "dd": "9999-12-31", "tm": "838:59:59.999999",
     "dtm": "9999-12-31 23:59:59.999999", "ts": "2038-01-19 03:14:07.999999", "yr": 2155,
     "en": "x'y", "st": "r,g,b", "js": "[]", "uu": "ffffffff-ffff-ffff-ffff-ffffffffffff",
 }  # fmt: skip
 SMALL = {
     "ti": -1, "tiu": 1, "si": 0, "siu": 1, "mi": -1, "miu": 1, "i": 0, "iu": 2**31,
-    "bi": -1, "biu": 2**63, "d12": "-0.01", "d38": "0.0000000001", "f": FLT_MIN,
+    "bi": -1, "biu": 2**63, "d12": "-0.01", "d38": "0.0000000001", "d65": "0", "f": FLT_MIN,
     "db": 2.2250738585072014e-308, "c": " lead", "vc": "tab\there", "tx": "中文\\n",
     "mt": "\\0 is no NUL", "flag": 2, "dd": "1969-12-31", "tm": "-00:00:00.000001",
     "dtm": "1969-12-31 23:59:59.999999", "ts": "2000-02-29 12:00:00.5", "yr": 2000,
@@ -71,7 +73,8 @@ LATE = {
 # What README "Types" says a column becomes: (Parquet, PostgreSQL).
 KINDS = {
     "tiu": ("int32", "integer"), "iu": ("int64", "bigint"), "biu": ("decimal128(20, 0)", "numeric"),
-    "d38": ("decimal128(38, 10)", "numeric"), "f": ("float", "real"), "flag": ("int32", "integer"),
+    "d38": ("decimal128(38, 10)", "numeric"), "d65": ("string", "text"), "f": ("float", "real"),
+    "flag": ("int32", "integer"),
     "tm": ("string", "text"), "dtm": ("timestamp[us]", "timestamp without time zone"),
     "ts": ("timestamp[us, tz=UTC]", "timestamp with time zone"), "yr": ("int32", "integer"),
     "st": ("string", "text"),
@@ -138,6 +141,8 @@ def mariadb_rows(conn: Any, table: str, names: list[str]) -> dict[int, dict[str,
             row["ts"] = row["ts"].replace(tzinfo=dt.UTC)
         if row["biu"] is not None:
             row["biu"] = Decimal(row["biu"])
+        if isinstance(row["d65"], Decimal):  # past Spark's decimals: its text, every digit
+            row["d65"] = format(row["d65"], "f")
     return found
 
 

@@ -28,21 +28,40 @@ PG_TABLE = T.StructType(
 
 def test_a_postgresql_table_is_read_as_its_values_are():
     read = reading(PG_TABLE, POSTGRESQL)
-    assert read.custom_schema == "`at` TIMESTAMP_NTZ, `lasted` STRING, `amount` STRING"
+    assert read.custom_schema == "`at` STRING, `at_zone` STRING, `lasted` STRING, `amount` STRING"
     assert read.kept == {"lasted": "time", "doc": "jsonb", "amount": "numeric"}
+    # time stamps printed by the server and cast back in Spark's calendar: a wall time stays one,
+    # an instant is printed in UTC
+    assert read.casts == {"at": "timestamp_ntz", "at_zone": "timestamp"}
+    assert read.texts == {
+        "at": 'CAST("at" AS text) AS "at"',
+        "at_zone": "CAST(\"at_zone\" AT TIME ZONE 'UTC' AS text) || 'Z' AS \"at_zone\"",
+    }
+
+
+def test_the_printed_columns_replace_theirs_in_what_spark_reads():
+    read = reading(PG_TABLE, POSTGRESQL)
+    query = read.query("(SELECT t.* FROM s t) AS fp_wu", PG_TABLE.fieldNames(), POSTGRESQL)
+    assert query == (
+        """(SELECT "id", CAST("at" AS text) AS "at", CAST("at_zone" AT TIME ZONE 'UTC' AS text) || 'Z' AS "at_zone","""
+        ' "lasted", "doc", "amount", "price" FROM (SELECT t.* FROM s t) AS fp_wu) AS fp_text'
+    )
+    assert reading(T.StructType([PG_TABLE["id"]]), POSTGRESQL).query("q", ["id"], POSTGRESQL) == "q"
 
 
 def test_a_column_the_flow_compares_on_keeps_its_number_type():
     read = reading(PG_TABLE, POSTGRESQL, compared={"amount"})
-    assert read.custom_schema == "`at` TIMESTAMP_NTZ, `lasted` STRING"
+    assert read.custom_schema == "`at` STRING, `at_zone` STRING, `lasted` STRING"
     assert "amount" not in read.kept
 
 
 def test_a_dataset_recorded_in_sparks_own_mapping_keeps_it():
-    """Its earlier files and tables hold those types, and a schema policy would see a change."""
+    """Its earlier files and tables hold those types, and a schema policy would see a change; an
+    instant read as the server's text is still an instant, so that reading goes on."""
     recorded = T.StructType([T.StructField(f.name, f.dataType) for f in PG_TABLE.fields if f.name != "doc"])
     read = reading(PG_TABLE, POSTGRESQL, recorded=recorded)
-    assert read.custom_schema is None
+    assert read.custom_schema == "`at_zone` STRING"
+    assert read.casts == {"at_zone": "timestamp"}
     assert read.kept == {"doc": "jsonb"}  # its Spark type is text either way
 
 
@@ -59,6 +78,7 @@ def test_mariadb_datetime_is_a_wall_time_its_timestamp_an_instant():
     # calendar: the driver's Julian one would move a date before 1582
     assert read.custom_schema == "`at` STRING, `lasted` STRING"
     assert read.casts == {"at": "timestamp_ntz"}
+    assert read.texts == {"at": "CAST(`at` AS CHAR) AS `at`"}
     assert read.kept == {}  # a MariaDB TIME is not PostgreSQL's: its text only
 
 

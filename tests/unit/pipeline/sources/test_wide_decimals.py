@@ -1,7 +1,9 @@
-"""A PostgreSQL ``numeric`` wider than Spark's 38 digits arrives as it left: Spark's JDBC reader
-would read ``numeric(50,10)`` as ``decimal(38,0)`` and 1.0123456789 would arrive as 1, silently.
-It is read as the server's text, by Spark's reader and the Arrow one alike, into Parquet as that
-text and into a created PostgreSQL table as ``numeric`` again, every digit kept."""
+"""A PostgreSQL ``numeric`` or MariaDB ``DECIMAL`` wider than Spark's 38 digits arrives as it left:
+Spark's JDBC reader would read ``numeric(50,10)`` as ``decimal(38,0)`` and 1.0123456789 would
+arrive as 1, silently, and a 45-digit value of a ``numeric(45,0)`` would fail the run without
+naming its column. It is read as the server's text, by Spark's reader and the Arrow one alike,
+into Parquet as that text and into a created PostgreSQL table as ``numeric`` again, every digit
+kept."""
 
 from __future__ import annotations
 
@@ -11,14 +13,17 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from pyspark.sql import SparkSession
 
+from tests.builders.servers import mysql
 from tests.unit.pipeline.helpers import data_files, run_and_publish, spec
 
 JDBC = "portal.pipeline.sources.jdbc.JdbcSource"
 VALUES = ["1.0123456789", "-0.0000000001", "1234567890123456789012345678901234567890.0123456789"]
+WHOLE = ["1" + "0" * 43 + "1", "0", "-" + "9" * 45]  # numeric(45,0): Spark says decimal(38,0)
 
 
 @pytest.mark.parametrize("arrow", ["true", "false"])
@@ -26,10 +31,10 @@ def test_a_numeric_50_10_keeps_every_digit_into_parquet_and_postgresql(
     spark: SparkSession, pg: psycopg.Connection, pg_database: dict[str, Any], tmp_path: Path, arrow: str
 ) -> None:
     source = f"wide_{uuid.uuid4().hex[:6]}"
-    pg.execute(f"CREATE TABLE {source} (id int PRIMARY KEY, amount numeric(50,10))")
-    pg.execute(
-        f"INSERT INTO {source} VALUES " + ", ".join(f"({i}, {v})" for i, v in enumerate(VALUES, 1))  # noqa: S608
-    )
+    pg.execute(f"CREATE TABLE {source} (id int PRIMARY KEY, amount numeric(50,10), whole numeric(45,0))")
+    rows = ", ".join(f"({i}, {v}, {w})" for i, (v, w) in enumerate(zip(VALUES, WHOLE, strict=True), 1))
+    pg.execute(f"INSERT INTO {source} VALUES {rows}")  # noqa: S608
+    want = [(i, Decimal(v), Decimal(w)) for i, (v, w) in enumerate(zip(VALUES, WHOLE, strict=True), 1)]
     common = {
         "source.class": JDBC,
         "source.jdbc.url": pg_database["url"],
@@ -42,9 +47,7 @@ def test_a_numeric_50_10_keeps_every_digit_into_parquet_and_postgresql(
     states = run_and_publish(spark, spec(tmp_path / "p", parquet), {})
     assert [s.get("error") for s in states] == [None], states
     rows = [r for f in data_files(tmp_path / "out" / source) for r in pq.read_table(f).to_pylist()]
-    assert sorted((r["id"], Decimal(r["amount"])) for r in rows) == [
-        (i, Decimal(v)) for i, v in enumerate(VALUES, 1)
-    ]
+    assert sorted((r["id"], Decimal(r["amount"]), Decimal(r["whole"])) for r in rows) == want
 
     target = f"{source}_copy"
     into_pg = {
@@ -56,11 +59,42 @@ def test_a_numeric_50_10_keeps_every_digit_into_parquet_and_postgresql(
     }
     states = run_and_publish(spark, spec(tmp_path / "q", into_pg), {})
     assert [s.get("error") for s in states] == [None], states
-    kind = pg.execute(
+    kinds = pg.execute(
         "SELECT format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid = %s::regclass"
-        " AND attname = 'amount'",
+        " AND attname IN ('amount', 'whole')",
         (target,),
-    ).fetchone()
-    assert kind == ("numeric",), kind
-    got = pg.execute(f"SELECT id, amount FROM {target} ORDER BY id").fetchall()  # noqa: S608
-    assert got == [(i, Decimal(v)) for i, v in enumerate(VALUES, 1)]
+    ).fetchall()
+    assert kinds == [("numeric",), ("numeric",)], kinds
+    got = pg.execute(f"SELECT id, amount, whole FROM {target} ORDER BY id").fetchall()  # noqa: S608
+    assert got == want
+
+
+def test_a_mariadb_decimal_65_keeps_every_digit(
+    spark: SparkSession, mysql_database: dict[str, Any], tmp_path: Path
+):
+    source = f"wide_my_{uuid.uuid4().hex[:6]}"
+    widest = "9" * 35 + "." + "9" * 30
+    create = f"CREATE TABLE {source} (id int PRIMARY KEY, amount decimal(65,30), whole decimal(65,0), small decimal(38,0))"
+    rows = f"(1, {widest}, {'9' * 65}, {'9' * 38}), (2, 0, -1, 0)"
+    mysql(f"{create}; INSERT INTO {source} VALUES {rows}", mysql_database["db"])  # noqa: S608
+    props = {
+        "source.class": JDBC,
+        "source.jdbc.url": mysql_database["url"],
+        "source.conn.username": "root",
+        "source.jdbc.tables": source,
+        "extract.is.full": "true",
+        "writer.output.format": "parquet",
+        "data.publisher.final.dir": str(tmp_path / "out"),
+    }
+    states = run_and_publish(spark, spec(tmp_path, props), {})
+    assert [s.get("error") for s in states] == [None], states
+
+    copy = pa.concat_tables([pq.read_table(f) for f in data_files(tmp_path / "out" / source)])
+    # the widest as their text; a decimal(38,0), which Spark holds, stays a decimal
+    assert [str(copy.schema.field(c).type) for c in ("amount", "whole", "small")] == [
+        "string",
+        "string",
+        "decimal128(38, 0)",
+    ]
+    got = sorted((r["id"], Decimal(r["amount"]), Decimal(r["whole"]), r["small"]) for r in copy.to_pylist())
+    assert got == [(1, Decimal(widest), Decimal("9" * 65), Decimal("9" * 38)), (2, 0, -1, 0)]

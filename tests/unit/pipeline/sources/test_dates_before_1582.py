@@ -1,0 +1,142 @@
+"""Dates and time stamps before the Gregorian reform arrive as they left (issue #48). JDBC drivers
+build ``java.sql`` dates, whose calendar is the Julian one before 1582-10-15: the ten days it skips
+(1582-10-05 to 14) arrived ten days on, read or written. Here each reader (Spark's JDBC reader and
+the Arrow path, from PostgreSQL and MariaDB) and each JDBC writer (PostgreSQL, MariaDB) carries them,
+as the servers' proleptic Gregorian calendar and Spark's have them; a value Spark has no date for
+fails the read naming its column."""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pymysql
+import pytest
+
+from tests.builders.servers import MYSQL_HOST, MYSQL_PORT
+from tests.unit.pipeline.helpers import data_files, run_and_publish, spec
+
+JDBC = "portal.pipeline.sources.jdbc.JdbcSource"
+WANT = [
+    (1, dt.date(1582, 10, 10), dt.datetime(1582, 10, 5, 12, 0, 0, 500000), dt.datetime(1582, 10, 14, 23, 0)),
+    (2, dt.date(1000, 1, 1), dt.datetime(1000, 1, 1), dt.datetime(1000, 1, 1)),
+    (3, dt.date(1582, 10, 15), dt.datetime(1582, 10, 4, 23, 59, 59, 999999), dt.datetime(1582, 10, 15)),
+]
+PG_ROWS = (
+    "(1, '1582-10-10', '1582-10-05 12:00:00.5', '1582-10-14 23:00:00+00'),"
+    " (2, '1000-01-01', '1000-01-01 00:00:00', '1000-01-01 00:00:00+00'),"
+    " (3, '1582-10-15', '1582-10-04 23:59:59.999999', '1582-10-15 00:00:00+00')"
+)
+
+
+def mariadb(db: str, statement: str) -> list[tuple[Any, ...]]:
+    conn = pymysql.connect(host=MYSQL_HOST, port=MYSQL_PORT, user="root", password="", database=db)
+    with conn, conn.cursor() as cur:
+        cur.execute(statement)
+        rows = list(cur.fetchall())
+        conn.commit()
+        return rows
+
+
+def naive(row: tuple[Any, ...]) -> tuple[Any, ...]:
+    """An instant as its UTC wall time, so every destination's answer compares alike."""
+    return tuple(
+        v.astimezone(dt.UTC).replace(tzinfo=None) if isinstance(v, dt.datetime) and v.tzinfo else v
+        for v in row
+    )
+
+
+def destination(
+    kind: str, table: str, tmp_path: Path, pg_database: dict[str, Any], mysql_database: dict[str, Any]
+):
+    if kind == "parquet":
+        return {"writer.output.format": "parquet", "data.publisher.final.dir": str(tmp_path / "out")}
+    url, user = (
+        (pg_database["url"], pg_database["user"]) if kind == "postgresql" else (mysql_database["url"], "root")
+    )
+    return {
+        "writer.output.format": "jdbc",
+        "writer.jdbc.url": url,
+        "writer.jdbc.username": user,
+        "writer.jdbc.table": table,
+    }
+
+
+def read_back(kind: str, table: str, source: str, tmp_path: Path, pg: Any, mysql_database: dict[str, Any]):
+    if kind == "parquet":
+        copy = pa.concat_tables([pq.read_table(p) for p in data_files(tmp_path / "out" / source)])
+        return sorted(naive(tuple(r.values())) for r in copy.select(["id", "d", "ts", "tstz"]).to_pylist())
+    if kind == "postgresql":
+        return [naive(r) for r in pg.execute(f"SELECT id, d, ts, tstz FROM {table} ORDER BY id").fetchall()]  # noqa: S608
+    select = f"SELECT id, d, ts, tstz FROM {table} ORDER BY id"  # noqa: S608
+    return [naive(r) for r in mariadb(mysql_database["db"], select)]
+
+
+@pytest.mark.parametrize("arrow", ["true", "false"])
+@pytest.mark.parametrize("kind", ["parquet", "postgresql", "mariadb"])
+def test_the_days_the_julian_calendar_skips_arrive_from_postgresql(
+    spark, pg, pg_database, mysql_database, tmp_path: Path, kind: str, arrow: str
+):
+    source = f"gap_{uuid.uuid4().hex[:6]}"
+    pg.execute(f"CREATE TABLE {source} (id int PRIMARY KEY, d date, ts timestamp, tstz timestamptz)")
+    pg.execute(f"INSERT INTO {source} VALUES {PG_ROWS}")  # noqa: S608
+    props = {
+        "source.class": JDBC,
+        "source.jdbc.url": pg_database["url"],
+        "source.conn.username": pg_database["user"],
+        "source.jdbc.tables": source,
+        "extract.is.full": "true",
+        "source.jdbc.arrow": arrow,
+        **destination(kind, f"{source}_copy", tmp_path, pg_database, mysql_database),
+    }
+    states = run_and_publish(spark, spec(tmp_path, props), {})
+    assert [s.get("error") for s in states] == [None], states
+
+    assert read_back(kind, f"{source}_copy", source, tmp_path, pg, mysql_database) == WANT
+
+
+@pytest.mark.parametrize("kind", ["parquet", "postgresql"])
+def test_the_days_the_julian_calendar_skips_arrive_from_mariadb(
+    spark, pg, pg_database, mysql_database, tmp_path: Path, kind: str
+):
+    source, db = f"gapm_{uuid.uuid4().hex[:6]}", mysql_database["db"]
+    mariadb(db, f"CREATE TABLE {source} (id int PRIMARY KEY, d date, ts datetime(6), tstz datetime(6))")
+    rows = ", ".join(f"({i}, '{d}', '{ts}', '{tstz}')" for i, d, ts, tstz in WANT)
+    mariadb(db, f"INSERT INTO {source} VALUES {rows}")  # noqa: S608
+    props = {
+        "source.class": JDBC,
+        "source.jdbc.url": mysql_database["url"],
+        "source.conn.username": "root",
+        "source.jdbc.tables": source,
+        "extract.is.full": "true",
+        **destination(kind, f"{source}_copy", tmp_path, pg_database, mysql_database),
+    }
+    states = run_and_publish(spark, spec(tmp_path, props), {})
+    assert [s.get("error") for s in states] == [None], states
+
+    assert read_back(kind, f"{source}_copy", source, tmp_path, pg, mysql_database) == WANT
+
+
+def test_a_date_spark_has_none_for_fails_the_read_naming_its_column(spark, pg, pg_database, tmp_path: Path):
+    source = f"gap_bc_{uuid.uuid4().hex[:6]}"
+    pg.execute(f"CREATE TABLE {source} (id int PRIMARY KEY, born date)")
+    pg.execute(f"INSERT INTO {source} VALUES (1, '2000-01-01'), (2, 'infinity')")  # noqa: S608
+    props = {
+        "source.class": JDBC,
+        "source.jdbc.url": pg_database["url"],
+        "source.conn.username": pg_database["user"],
+        "source.jdbc.tables": source,
+        "extract.is.full": "true",
+        "source.jdbc.arrow": "false",
+        "writer.output.format": "parquet",
+        "data.publisher.final.dir": str(tmp_path / "out"),
+    }
+    states = run_and_publish(spark, spec(tmp_path, props), {})
+
+    [error] = [s.get("error") for s in states]
+    assert "column 'born' holds 'infinity', which Spark's date cannot hold" in str(error)
+    assert not (tmp_path / "out" / source).exists()
