@@ -16,6 +16,7 @@ import pyarrow.parquet as pq
 import pymysql
 import pytest
 
+from tests.builders.props import change_log_merged_into
 from tests.builders.servers import MYSQL_HOST, MYSQL_PORT
 from tests.mariadb_binlog import binlog_mariadb, own_schema  # noqa: F401 (fixture)
 
@@ -96,14 +97,7 @@ def test_binary_columns_arrive_byte_for_byte_in_parquet_and_postgresql_and_maria
             "source.jdbc.url": store["url"],
             "source.conn.username": "root",
             "source.cdc.tables": f"{db}.blobs",
-            "writer.output.format": "jdbc",
-            "writer.jdbc.url": pg_database["url"],
-            "writer.jdbc.username": pg_database["user"],
-            "writer.jdbc.table": target,
-            "writer.write.mode": "merge",
-            "extract.primary.key.fields": "id",
-            "extract.delta.fields": "_cdc_position",
-            "writer.merge.delete.column": "_cdc_deleted",
+            **change_log_merged_into(pg_database["url"], pg_database["user"], target),
         },
         flow_id=32,
         job_name="merged",

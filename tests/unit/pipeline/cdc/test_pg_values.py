@@ -19,6 +19,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from tests.builders.props import change_log_merged_into
 from tests.pg_logical import logical_pg, own_database  # noqa: F401 (fixture)
 from tests.values import COLUMNS, PARQUET, ROWS, assert_same_row, column_types, create_sql, texts
 
@@ -48,14 +49,7 @@ def test_every_value_arrives_as_it_left_in_postgresql_and_parquet(
         tmp_path / "merged",
         {
             **common,
-            "writer.output.format": "jdbc",
-            "writer.jdbc.url": pg_database["url"],
-            "writer.jdbc.username": pg_database["user"],
-            "writer.jdbc.table": target,
-            "writer.write.mode": "merge",
-            "extract.primary.key.fields": "id",
-            "extract.delta.fields": "_cdc_position",
-            "writer.merge.delete.column": "_cdc_deleted",
+            **change_log_merged_into(pg_database["url"], pg_database["user"], target),
         },
         flow_id=41,
     )

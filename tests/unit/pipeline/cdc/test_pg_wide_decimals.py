@@ -12,6 +12,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from tests.builders.props import change_log_merged_into, into_parquet
 from tests.pg_logical import logical_pg, own_database  # noqa: F401 (fixture)
 
 from ..helpers import data_files, run_and_publish, spec
@@ -34,22 +35,8 @@ def test_a_numeric_wider_than_38_digits_keeps_every_digit(spark, logical_pg, tmp
             "source.conn.username": "postgres",
             "source.cdc.tables": "shop.w",
         }
-        merged = {
-            **common,
-            "writer.output.format": "jdbc",
-            "writer.jdbc.url": pg_database["url"],
-            "writer.jdbc.username": pg_database["user"],
-            "writer.jdbc.table": target,
-            "writer.write.mode": "merge",
-            "extract.primary.key.fields": "id",
-            "extract.delta.fields": "_cdc_position",
-            "writer.merge.delete.column": "_cdc_deleted",
-        }
-        files = {
-            **common,
-            "writer.output.format": "parquet",
-            "data.publisher.final.dir": str(tmp_path / "out"),
-        }
+        merged = {**common, **change_log_merged_into(pg_database["url"], pg_database["user"], target)}
+        files = {**common, **into_parquet(tmp_path / "out")}
         jobs = {
             "merged": spec(tmp_path / "merged", merged, flow_id=61),
             "files": spec(tmp_path / "files", files, flow_id=62, job_name="files"),

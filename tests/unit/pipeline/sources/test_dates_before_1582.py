@@ -17,10 +17,10 @@ import pyarrow.parquet as pq
 import pymysql
 import pytest
 
+from tests.builders.props import into_parquet, into_table, whole_table
 from tests.builders.servers import MYSQL_HOST, MYSQL_PORT
 from tests.unit.pipeline.helpers import data_files, run_and_publish, spec
 
-JDBC = "portal.pipeline.sources.jdbc.JdbcSource"
 WANT = [
     (1, dt.date(1582, 10, 10), dt.datetime(1582, 10, 5, 12, 0, 0, 500000), dt.datetime(1582, 10, 14, 23, 0)),
     (2, dt.date(1000, 1, 1), dt.datetime(1000, 1, 1), dt.datetime(1000, 1, 1)),
@@ -52,18 +52,12 @@ def naive(row: tuple[Any, ...]) -> tuple[Any, ...]:
 
 def destination(
     kind: str, table: str, tmp_path: Path, pg_database: dict[str, Any], mysql_database: dict[str, Any]
-):
+) -> dict[str, str]:
     if kind == "parquet":
-        return {"writer.output.format": "parquet", "data.publisher.final.dir": str(tmp_path / "out")}
-    url, user = (
-        (pg_database["url"], pg_database["user"]) if kind == "postgresql" else (mysql_database["url"], "root")
-    )
-    return {
-        "writer.output.format": "jdbc",
-        "writer.jdbc.url": url,
-        "writer.jdbc.username": user,
-        "writer.jdbc.table": table,
-    }
+        return into_parquet(tmp_path / "out")
+    if kind == "postgresql":
+        return into_table(pg_database["url"], pg_database["user"], table)
+    return into_table(mysql_database["url"], "root", table)
 
 
 def read_back(kind: str, table: str, source: str, tmp_path: Path, pg: Any, mysql_database: dict[str, Any]):
@@ -85,12 +79,7 @@ def test_the_days_the_julian_calendar_skips_arrive_from_postgresql(
     pg.execute(f"CREATE TABLE {source} (id int PRIMARY KEY, d date, ts timestamp, tstz timestamptz)")
     pg.execute(f"INSERT INTO {source} VALUES {PG_ROWS}")  # noqa: S608
     props = {
-        "source.class": JDBC,
-        "source.jdbc.url": pg_database["url"],
-        "source.conn.username": pg_database["user"],
-        "source.jdbc.tables": source,
-        "extract.is.full": "true",
-        "source.jdbc.arrow": arrow,
+        **whole_table(pg_database["url"], pg_database["user"], source, **{"source.jdbc.arrow": arrow}),
         **destination(kind, f"{source}_copy", tmp_path, pg_database, mysql_database),
     }
     states = run_and_publish(spark, spec(tmp_path, props), {})
@@ -108,11 +97,7 @@ def test_the_days_the_julian_calendar_skips_arrive_from_mariadb(
     rows = ", ".join(f"({i}, '{d}', '{ts}', '{tstz}')" for i, d, ts, tstz in WANT)
     mariadb(db, f"INSERT INTO {source} VALUES {rows}")  # noqa: S608
     props = {
-        "source.class": JDBC,
-        "source.jdbc.url": mysql_database["url"],
-        "source.conn.username": "root",
-        "source.jdbc.tables": source,
-        "extract.is.full": "true",
+        **whole_table(mysql_database["url"], "root", source),
         **destination(kind, f"{source}_copy", tmp_path, pg_database, mysql_database),
     }
     states = run_and_publish(spark, spec(tmp_path, props), {})
@@ -126,14 +111,8 @@ def test_a_date_spark_has_none_for_fails_the_read_naming_its_column(spark, pg, p
     pg.execute(f"CREATE TABLE {source} (id int PRIMARY KEY, born date)")
     pg.execute(f"INSERT INTO {source} VALUES (1, '2000-01-01'), (2, 'infinity')")  # noqa: S608
     props = {
-        "source.class": JDBC,
-        "source.jdbc.url": pg_database["url"],
-        "source.conn.username": pg_database["user"],
-        "source.jdbc.tables": source,
-        "extract.is.full": "true",
-        "source.jdbc.arrow": "false",
-        "writer.output.format": "parquet",
-        "data.publisher.final.dir": str(tmp_path / "out"),
+        **whole_table(pg_database["url"], pg_database["user"], source, **{"source.jdbc.arrow": "false"}),
+        **into_parquet(tmp_path / "out"),
     }
     states = run_and_publish(spark, spec(tmp_path, props), {})
 

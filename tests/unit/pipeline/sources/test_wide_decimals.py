@@ -18,10 +18,10 @@ import pyarrow.parquet as pq
 import pytest
 from pyspark.sql import SparkSession
 
+from tests.builders.props import into_parquet, into_table, whole_table
 from tests.builders.servers import mysql
 from tests.unit.pipeline.helpers import data_files, run_and_publish, spec
 
-JDBC = "portal.pipeline.sources.jdbc.JdbcSource"
 VALUES = ["1.0123456789", "-0.0000000001", "1234567890123456789012345678901234567890.0123456789"]
 WHOLE = ["1" + "0" * 43 + "1", "0", "-" + "9" * 45]  # numeric(45,0): Spark says decimal(38,0)
 
@@ -35,28 +35,15 @@ def test_a_numeric_50_10_keeps_every_digit_into_parquet_and_postgresql(
     rows = ", ".join(f"({i}, {v}, {w})" for i, (v, w) in enumerate(zip(VALUES, WHOLE, strict=True), 1))
     pg.execute(f"INSERT INTO {source} VALUES {rows}")  # noqa: S608
     want = [(i, Decimal(v), Decimal(w)) for i, (v, w) in enumerate(zip(VALUES, WHOLE, strict=True), 1)]
-    common = {
-        "source.class": JDBC,
-        "source.jdbc.url": pg_database["url"],
-        "source.conn.username": pg_database["user"],
-        "source.jdbc.tables": source,
-        "source.jdbc.arrow": arrow,
-        "extract.is.full": "true",
-    }
-    parquet = {**common, "writer.output.format": "parquet", "data.publisher.final.dir": str(tmp_path / "out")}
+    common = whole_table(pg_database["url"], pg_database["user"], source, **{"source.jdbc.arrow": arrow})
+    parquet = {**common, **into_parquet(tmp_path / "out")}
     states = run_and_publish(spark, spec(tmp_path / "p", parquet), {})
     assert [s.get("error") for s in states] == [None], states
     rows = [r for f in data_files(tmp_path / "out" / source) for r in pq.read_table(f).to_pylist()]
     assert sorted((r["id"], Decimal(r["amount"]), Decimal(r["whole"])) for r in rows) == want
 
     target = f"{source}_copy"
-    into_pg = {
-        **common,
-        "writer.output.format": "jdbc",
-        "writer.jdbc.url": pg_database["url"],
-        "writer.jdbc.username": pg_database["user"],
-        "writer.jdbc.table": target,
-    }
+    into_pg = {**common, **into_table(pg_database["url"], pg_database["user"], target)}
     states = run_and_publish(spark, spec(tmp_path / "q", into_pg), {})
     assert [s.get("error") for s in states] == [None], states
     kinds = pg.execute(
@@ -77,15 +64,7 @@ def test_a_mariadb_decimal_65_keeps_every_digit(
     create = f"CREATE TABLE {source} (id int PRIMARY KEY, amount decimal(65,30), whole decimal(65,0), small decimal(38,0))"
     rows = f"(1, {widest}, {'9' * 65}, {'9' * 38}), (2, 0, -1, 0)"
     mysql(f"{create}; INSERT INTO {source} VALUES {rows}", mysql_database["db"])  # noqa: S608
-    props = {
-        "source.class": JDBC,
-        "source.jdbc.url": mysql_database["url"],
-        "source.conn.username": "root",
-        "source.jdbc.tables": source,
-        "extract.is.full": "true",
-        "writer.output.format": "parquet",
-        "data.publisher.final.dir": str(tmp_path / "out"),
-    }
+    props = {**whole_table(mysql_database["url"], "root", source), **into_parquet(tmp_path / "out")}
     states = run_and_publish(spark, spec(tmp_path, props), {})
     assert [s.get("error") for s in states] == [None], states
 
