@@ -21,15 +21,25 @@ DISCOVERY_MAX_FILES = 200  # data files, Iceberg tables and SQLite tables listed
 DISCOVERY_MAX_ENTRIES = 20_000  # files and folders looked at under a files node's root
 DISCOVERY_MAX_COLUMNS = 5000  # JDBC: columns read from the catalog, all tables together
 
-# Column types a watermark can follow as a cursor (ordered, compared with < and >, and exact), by
-# their first word in any of the dialects shown (PostgreSQL, MariaDB, SQLite, Spark, Iceberg,
-# Arrow): integers and moments. Not `numeric`/`decimal` (a money column grows with nothing) nor a
-# float (inexact); `point`, `interval` or `struct<a:bigint>` are not ordered although they contain
-# such a word.
+# Column types a watermark can follow as a cursor (ordered, compared with < and >, and exact), as
+# the dialects shown name them (PostgreSQL, MariaDB, SQLite, Spark, Iceberg, Arrow): integers and
+# moments, the whole name matched. Not `numeric`/`decimal` (a money column grows with nothing) nor
+# a float (inexact); `point`, `interval`, `struct<a:bigint>`, an array (`integer[]`, `timestamp[]`)
+# or a range (`int4range`, `daterange`) are not ordered although they begin with such a word. A
+# type's modifiers may follow: a width or precision (`int(11)`, `datetime(6)`), `unsigned`, a time
+# zone (`timestamp with time zone`) or Arrow's unit (`timestamp[us, tz=UTC]`, `date32[day]`).
+_MODIFIERS = r"(?:\s*\(\s*\d+\s*\))?(?:\s+(?:unsigned|zerofill|with(?:out)?\s+time\s+zone))*"
+_ARROW_UNIT = r"(?:\[[^\[\]]+\])?"  # a unit, never the empty brackets of an array
 _INTEGER = re.compile(
-    r"^(?!interval)(?:u?int|tinyint|smallint|mediumint|bigint|integer|\w*serial|long)", re.I
+    r"(?:u?int(?:2|4|8|16|32|64)?|tinyint|smallint|mediumint|bigint|integer|\w*serial\d?|long)" + _MODIFIERS,
+    re.IGNORECASE,
 )
-_MOMENT = re.compile(r"^(?:timestamp|datetime|smalldatetime|date)", re.IGNORECASE)
+_MOMENT = re.compile(
+    r"(?:timestamp(?:_ntz|_ltz|tz)?(?:_ns)?|datetime2?|smalldatetime|date(?:32|64)?)"
+    + _ARROW_UNIT
+    + _MODIFIERS,
+    re.IGNORECASE,
+)
 
 
 @dataclass
@@ -52,14 +62,16 @@ class Column:
     def watermark_suitable(self) -> bool:
         """Of a type a cursor can follow: an integer, a date or a timestamp."""
         kind = self.type.strip()
-        return bool(_INTEGER.match(kind) or _MOMENT.match(kind))
+        return bool(_INTEGER.fullmatch(kind) or _MOMENT.fullmatch(kind))
 
     @property
     def watermark_verdict(self) -> str:
         """The one thing discovery's "Watermark?" column says of this column."""
-        if self.in_file:
-            moment = _MOMENT.match(self.type.strip())
-            return f"{_moment_word(self.type)}: files follow their modification time" if moment else "no"
+        if self.in_file:  # a files source follows the files' modification time, never a column
+            moment = _MOMENT.fullmatch(self.type.strip())
+            return (
+                f"no: a {_moment_word(self.type)}; files follow their modification time" if moment else "no"
+            )
         return f"yes: {self.candidate}" if self.candidate else "no"
 
     @property
@@ -118,11 +130,11 @@ def mark_candidates(columns: list[Column]) -> list[Column]:
     single_key = sum(1 for column in columns if column.key_position) == 1
     for column in columns:
         kind = column.type.strip()
-        if _INTEGER.match(kind) and column.identity:
+        if _INTEGER.fullmatch(kind) and column.identity:
             column.candidate = "identity column"  # also serial and auto_increment
-        elif _INTEGER.match(kind) and single_key and column.key_position:
+        elif _INTEGER.fullmatch(kind) and single_key and column.key_position:
             column.candidate = "integer primary key"
-        elif _MOMENT.match(kind):
+        elif _MOMENT.fullmatch(kind):
             column.candidate = _moment_word(kind)
     return columns
 

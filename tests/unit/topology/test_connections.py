@@ -93,7 +93,7 @@ def test_a_granted_user_tests_a_files_node_and_discovers_its_files(client, grant
     ]
     assert [c.name for c in datasets["snapshot.parquet"].watermark_columns] == ["id", "updated"]
     snapshot = {c.name: c.watermark_verdict for c in datasets["snapshot.parquet"].columns}
-    assert snapshot == {"id": "no", "updated": "timestamp: files follow their modification time"}
+    assert snapshot == {"id": "no", "updated": "no: a timestamp; files follow their modification time"}
     assert "hunter2" not in found.content.decode() and "leak.csv" not in found.content.decode()
 
 
@@ -148,7 +148,10 @@ def warehouse():
                 "CREATE TABLE public.ledger (region text, entry integer, seq bigint GENERATED ALWAYS AS "
                 "IDENTITY, batch serial, booked date, amount numeric(12,2), PRIMARY KEY (region, entry))"
             )
-            db.execute("CREATE TABLE public.points (id uuid PRIMARY KEY, spot point, lasted interval)")
+            db.execute(
+                "CREATE TABLE public.points (id uuid PRIMARY KEY, spot point, lasted interval,"
+                " stamps timestamp[], ids bigint[], stay daterange, span int8range)"
+            )
         yield found.jdbc_url, found.user
 
 
@@ -208,7 +211,14 @@ def test_a_jdbc_node_lists_its_schemas_and_its_tables_with_columns_and_types(
         "booked": "yes: date",
         "amount": "no",
     }
-    assert tables["public.points"].watermark_columns == []  # point, interval: not ordered
+    points = tables["public.points"]  # point, interval, arrays and ranges: not ordered, no cursor
+    assert [c.type for c in points.columns][-4:] == [
+        "timestamp without time zone[]",
+        "bigint[]",
+        "daterange",
+        "int8range",
+    ]
+    assert points.watermark_columns == [] and points.watermark_candidates == []
     page = response.content.decode()
     assert "Primary key: <code>region</code>, <code>entry</code>" in page
     assert '<td data-label="Watermark?">yes: identity column</td>' in page

@@ -36,8 +36,8 @@ def test_a_parquet_footer_shows_decimals_with_precision_and_marks_its_moments(tm
     assert shown == {
         "id": ("int64", "no"),
         "amount": ("decimal(12,2)", "no"),
-        "sold_at": ("timestamp[us, tz=UTC]", "timestamp: files follow their modification time"),
-        "day": ("date32[day]", "date: files follow their modification time"),
+        "sold_at": ("timestamp[us, tz=UTC]", "no: a timestamp; files follow their modification time"),
+        "day": ("date32[day]", "no: a date; files follow their modification time"),
     }
 
 
@@ -49,6 +49,8 @@ def test_money_and_floats_are_no_cursor_timestamps_and_ids_are():
             Column("ratio", "double precision"),
             Column("updated_at", "timestamp with time zone"),
             Column("quantity", "integer"),
+            Column("seen_at", "timestamp with time zone[]"),
+            Column("stay", "daterange"),
         ]
     )
     verdicts = {c.name: (c.watermark_suitable, c.watermark_verdict) for c in columns}
@@ -58,6 +60,8 @@ def test_money_and_floats_are_no_cursor_timestamps_and_ids_are():
         "ratio": (False, "no"),
         "updated_at": (True, "yes: timestamp"),
         "quantity": (True, "no"),  # of a cursor's type, but nothing says it grows
+        "seen_at": (False, "no"),  # an array of timestamps: not ordered
+        "stay": (False, "no"),  # a range of dates: not ordered
     }
 
 
