@@ -62,7 +62,9 @@ def table_pattern_problems(job: JobSpecPlan) -> list[str]:
                 f"source.jdbc.tables: the pattern '{entry}' matches no table of data node '{node.name}' "
                 f"({len(tables)} table(s) there; a pattern without a schema matches the default schema's tables)"
             )
-    job.datasets = jdbc_tables.resolve(entries, tables, props.get_list(jdbc_tables.EXCLUDE_KEY))
+    url = str((node.properties or {}).get("url") or "").lower()
+    dialect = "postgresql" if url.startswith("jdbc:postgresql:") else ""  # the worker's names (quoted)
+    job.datasets = jdbc_tables.resolve(entries, tables, props.get_list(jdbc_tables.EXCLUDE_KEY), dialect)
     return problems
 
 

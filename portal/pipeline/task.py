@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import re
 import threading
 import time
 import traceback
@@ -88,9 +89,16 @@ def _mask_secrets(text: str, props: Properties) -> str:
     return text
 
 
+_PYTHON_WORKER = "An exception was thrown from the Python worker"
+_RAISED = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception): .*)$", re.M)
+
+
 def describe_exception(exc: BaseException, props: Properties) -> str:
     """A short, secret-free message for an unexpected (Spark/JDBC) exception."""
     text = str(exc).strip() or type(exc).__name__
+    if _PYTHON_WORKER in text:  # the error is the traceback's last line, after hundreds of others
+        raised = _RAISED.findall(text)
+        text = raised[-1] if raised else text
     text = text.split("\n== ")[0].split("\n\tat ")[0].strip()
     text = _mask_secrets(" ".join(text.split())[:800], props)
     return f"{type(exc).__name__}: {text}" if not isinstance(exc, PipelineError) else text

@@ -511,27 +511,46 @@ def sent_exactly(df: DataFrame) -> DataFrame:
 
 
 def dates_as_text(df: DataFrame) -> DataFrame:
-    """``df`` with its dates and time stamps as their text, which a PostgreSQL server told to read
-    text as the column's type (``stringtype=unspecified``) reads in its calendar, the proleptic
-    Gregorian one Spark's is: a ``java.sql`` date before 1582-10-15 is a Julian one, and the ten
-    days that calendar skips (1582-10-05 to 14) would arrive ten days on. An instant's text carries
-    its offset, whatever the server session's zone."""
-    instant = "yyyy-MM-dd HH:mm:ss.SSSSSSxxx"
-    return _cast(df, {T.DateType: "string", T.TimestampNTZType: "string", T.TimestampType: instant})
+    """``df`` with its dates and time stamps (arrays of them too) as their text, which a PostgreSQL
+    server told to read text as the column's type (``stringtype=unspecified``) reads in its
+    calendar, the proleptic Gregorian one Spark's is: a ``java.sql`` date before 1582-10-15 is a
+    Julian one, and the ten days that calendar skips (1582-10-05 to 14) would arrive ten days on.
+    An instant's text carries its offset, whatever the server session's zone."""
+
+    def text(column: Column, dtype: T.DataType) -> Column:
+        if isinstance(dtype, T.ArrayType):  # an array literal: the server has no text[] to date[] cast
+            elements = F.transform(
+                column,
+                lambda e: F.when(e.isNull(), F.lit("NULL")).otherwise(
+                    F.concat(F.lit('"'), text(e, dtype.elementType), F.lit('"'))
+                ),
+            )
+            return F.concat(F.lit("{"), F.array_join(elements, ","), F.lit("}"))
+        if type(dtype) is T.TimestampType:
+            return F.date_format(column, "yyyy-MM-dd HH:mm:ss.SSSSSSxxx")
+        return column.cast("string")
+
+    if not pgtypes.dated_any(df.schema):
+        return df
+    return df.select(
+        *[
+            text(F.col(f"`{f.name}`"), f.dataType).alias(f.name, metadata=f.metadata)
+            if pgtypes.dated(f.dataType)
+            else F.col(f"`{f.name}`")
+            for f in df.schema.fields
+        ]
+    )
 
 
 def _cast(df: DataFrame, casts: dict[type[T.DataType], str]) -> DataFrame:
-    """``df`` with each column of a type in ``casts`` cast to the type named there, or formatted
-    with the date pattern given there (one with a space); field metadata kept."""
+    """``df`` with each column of a type in ``casts`` cast to the type named there; field metadata
+    kept."""
     if not any(type(f.dataType) in casts for f in df.schema.fields):
         return df
 
     def sent(f: T.StructField) -> Column:
         column, to = F.col(f"`{f.name}`"), casts.get(type(f.dataType))
-        if to is None:
-            return column
-        value = F.date_format(column, to) if " " in to else column.cast(to)
-        return value.alias(f.name, metadata=f.metadata)
+        return column if to is None else column.cast(to).alias(f.name, metadata=f.metadata)
 
     return df.select(*[sent(f) for f in df.schema.fields])
 

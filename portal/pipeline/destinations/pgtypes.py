@@ -52,11 +52,17 @@ def kept_any(schema: T.StructType) -> bool:
     return any((f.metadata or {}).get(SQL_TYPE) for f in schema.fields)
 
 
+def dated(dtype: T.DataType) -> bool:
+    """A date or time stamp, or an array of them: sent as text
+    (:func:`portal.pipeline.destinations.jdbc.dates_as_text`)."""
+    if isinstance(dtype, T.ArrayType):
+        return dated(dtype.elementType)
+    return isinstance(dtype, (T.DateType, T.TimestampType, T.TimestampNTZType))
+
+
 def dated_any(schema: T.StructType) -> bool:
-    """Whether ``schema`` has a date or time stamp (sent as text: :func:`portal.pipeline.destinations.jdbc.dates_as_text`)."""
-    return any(
-        isinstance(f.dataType, (T.DateType, T.TimestampType, T.TimestampNTZType)) for f in schema.fields
-    )
+    """Whether a field of ``schema`` is :func:`dated`."""
+    return any(dated(f.dataType) for f in schema.fields)
 
 
 def columns_sql(columns: Sequence[tuple[str, str | None]]) -> sql.Composed:

@@ -249,8 +249,52 @@ def _convert(batch: Any, schema: T.StructType, jvm_zone: str) -> Any:
             array = array.cast(pa.timestamp("us", tz="UTC"))
         else:
             array = array.cast(_arrow_type(dtype))
+        if isinstance(dtype, (T.DateType, T.TimestampType, T.TimestampNTZType)):
+            _refuse_out_of_range(field.name, dtype, array)
         arrays.append(array)
     return pa.RecordBatch.from_arrays(arrays, names=schema.fieldNames())
+
+
+# Spark's dates and time stamps run from 0001-01-01 to 9999-12-31, as days and microseconds since
+# 1970: PostgreSQL's infinity arrives from the server's binary form as a number far outside them
+# (the driver shifts the server's 2000 epoch to 1970 and wraps), a date before the common era as a
+# year 0 or less.
+_DAYS = (-719_162, 2_932_896)
+_MICROS = (-62_135_596_800_000_000, 253_402_300_799_999_999)
+_SHIFT = {"D": 10_957, "us": 946_684_800_000_000}  # 2000-01-01 since 1970-01-01
+_BITS = {"D": 32, "us": 64}
+
+
+def _refuse_out_of_range(name: str, dtype: T.DataType, array: Any) -> None:
+    """Fail the read naming the column and the value where one is outside Spark's range, as the JDBC
+    reader's cast does (:meth:`portal.pipeline.sources.jdbc_types.Reading.keep`): never a wrapped
+    number."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    unit = "D" if isinstance(dtype, T.DateType) else "us"
+    low, high = _DAYS if unit == "D" else _MICROS
+    numbers = array.cast(pa.int32() if unit == "D" else pa.int64())
+    bounds = pc.min_max(numbers)
+    least, most = bounds["min"].as_py(), bounds["max"].as_py()
+    if least is None or low <= least <= most <= high:
+        return
+    value = least if least < low else most
+    raise ValueError(
+        f"column '{name}' holds '{_shown(value, unit)}', which Spark's {dtype.simpleString()} cannot hold"
+        " (it runs from 0001-01-01 to 9999-12-31)"
+    )
+
+
+def _shown(value: int, unit: str) -> str:
+    """The server's text of an out-of-range value: ``infinity``, or the date (year 0 is 1 BC)."""
+    import numpy as np
+
+    wrap = 1 << _BITS[unit]
+    server = (value - _SHIFT[unit] + wrap // 2) % wrap - wrap // 2  # back to the server's epoch
+    if server in (wrap // 2 - 1, -(wrap // 2)):
+        return "infinity" if server > 0 else "-infinity"
+    return str(np.datetime64(value, unit)).replace("T", " ")
 
 
 def _arrow_type(dtype: T.DataType) -> Any:

@@ -67,6 +67,9 @@ _DURATION = re.compile(r"^(?P<n>\d+(\.\d+)?)\s*(?P<unit>[smhd]?)$")
 _UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
 NUMERIC = (T.ByteType, T.ShortType, T.IntegerType, T.LongType, T.DecimalType)
 TEMPORAL = (T.TimestampType, T.TimestampNTZType, T.DateType)
+# Spark splits a read on a column between bounds it takes as 64-bit numbers: a key beyond them (a
+# numeric(45,0)'s) is read in one piece.
+_LONG = (-(2**63), 2**63 - 1)
 
 
 def _ident(name: str, key: str) -> str:
@@ -304,7 +307,7 @@ class JdbcSource(Source):
                 f"source.jdbc.tables: cannot list the tables to match {entries}: {root_cause(exc)[:300]}"
             ) from exc
         catalog = [jdbc_tables.Table(r["s"] or "", r["t"], bool(r["d"])) for r in rows]
-        return jdbc_tables.resolve(entries, catalog, exclude)
+        return jdbc_tables.resolve(entries, catalog, exclude, self.dialect.name)
 
     def _plan_table(self, table: str, s: dict[str, Any]) -> list[WorkUnit]:  # noqa: C901
         schema = self._table_schema(table)
@@ -438,8 +441,9 @@ class JdbcSource(Source):
         select = f"SELECT t.*{extra_cols} FROM {table} t{condition}"  # noqa: S608
         query = f"({cancelling.tagged(select, self.statement_tag)}) AS fp_wu"
         reader = self.spark.read.format("jdbc").options(**self._options()).option("dbtable", query)
-        slices = None
-        if s["partition"] and p.get("k_min") is not None and p["k_max"] > p["k_min"]:
+        slices, split_on = None, None
+        if s["partition"] and p.get("k_min") is not None and _LONG[0] <= p["k_min"] < p["k_max"] < _LONG[1]:
+            split_on = s["partition"]
             parts = (
                 self.props.get_int("source.jdbc.num.partitions") or self.spark.sparkContext.defaultParallelism
             )
@@ -455,10 +459,13 @@ class JdbcSource(Source):
         recorded = self.jobspec.previous_schemas.get(work_unit.dataset_urn)
         earlier = T.StructType.fromJson(json.loads(recorded)) if recorded else None
         wide = self._wide_decimals(table, jdbc.schema)
-        read = jdbc_types.reading(jdbc.schema, self.dialect, compared, earlier, wide)
-        if read.custom_schema:  # Spark's mapping would change a value: read those columns as they are
-            printed = read.query(query, jdbc.columns, self.dialect)
-            jdbc = reader.option("dbtable", printed).option("customSchema", read.custom_schema).load()
+        zone = arrow_pg.jvm_zone(self.spark)
+        read = jdbc_types.reading(jdbc.schema, self.dialect, compared, earlier, wide, split_on, zone)
+        if read.custom_schema or read.texts:  # Spark's mapping would change a value: read them as they are
+            reread = reader.option("dbtable", read.query(query, jdbc.columns, self.dialect))
+            jdbc = (
+                reread.option("customSchema", read.custom_schema) if read.custom_schema else reread
+            ).load()
         jdbc = read.keep(jdbc)
         # A judged login's (a user-made node's, a flow's own) Arrow connections must land where the
         # probe of landed() proved it: the same server, database, user and password.

@@ -18,6 +18,7 @@ dropped one is no longer planned (its watermark stays in the state store).
 from __future__ import annotations
 
 import fnmatch
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -25,6 +26,7 @@ TABLES_KEY = "source.jdbc.tables"
 EXCLUDE_KEY = "source.jdbc.tables.exclude"
 OWN_TABLES = "fp_stg_*"
 _GLOB = frozenset("*?[")
+_PLAIN = re.compile(r"^[a-z_][a-z0-9_$]*$")  # a PostgreSQL identifier that needs no quotes
 
 
 @dataclass(frozen=True)
@@ -39,6 +41,14 @@ class Table:
     def qualified(self) -> str:
         return f"{self.schema}.{self.name}" if self.schema else self.name
 
+    def written(self, qualified: bool, dialect: str) -> str:
+        """The dataset's name as SQL names the table: on PostgreSQL a part other than a plain
+        lower-case identifier is quoted (the server would fold ``WideCase`` to ``widecase``)."""
+        parts = [self.schema, self.name] if qualified and self.schema else [self.name]
+        if dialect == "postgresql":
+            parts = [p if _PLAIN.match(p) else '"' + p.replace('"', '""') + '"' for p in parts]
+        return ".".join(parts)
+
 
 def is_pattern(entry: str) -> bool:
     return any(c in _GLOB for c in entry)
@@ -48,32 +58,37 @@ def has_patterns(entries: Iterable[str]) -> bool:
     return any(is_pattern(e) for e in entries)
 
 
-def _matches(pattern: str, table: Table) -> str | None:
+def _matches(pattern: str, table: Table, dialect: str) -> str | None:
     """The dataset name ``table`` gets from ``pattern`` (None: no match)."""
     if fnmatch.fnmatchcase(table.name, OWN_TABLES):
         return None
     if "." in pattern:
-        return table.qualified if fnmatch.fnmatchcase(table.qualified, pattern) else None
+        return table.written(True, dialect) if fnmatch.fnmatchcase(table.qualified, pattern) else None
     if table.default_schema and fnmatch.fnmatchcase(table.name, pattern):
-        return table.name
+        return table.written(False, dialect)
     return None
 
 
-def matching(pattern: str, tables: Iterable[Table]) -> list[str]:
+def matching(pattern: str, tables: Iterable[Table], dialect: str = "") -> list[str]:
     """The datasets one pattern matches, sorted."""
-    return sorted({name for t in tables if (name := _matches(pattern, t)) is not None})
+    return sorted({name for t in tables if (name := _matches(pattern, t, dialect)) is not None})
 
 
-def resolve(entries: list[str], tables: Iterable[Table], exclude: list[str]) -> list[str]:
+def resolve(entries: list[str], tables: Iterable[Table], exclude: list[str], dialect: str = "") -> list[str]:
     """The datasets of ``entries`` (names kept as written and in their order, then each pattern's
-    matches, sorted), without duplicates and without what ``exclude`` names or matches."""
+    matches, sorted, as SQL names them on ``dialect``), without duplicates and without what
+    ``exclude`` names or matches (as written or as the catalog spells it)."""
     tables = list(tables)
     result: list[str] = []
     for entry in entries:
-        for name in matching(entry, tables) if is_pattern(entry) else [entry]:
+        for name in matching(entry, tables, dialect) if is_pattern(entry) else [entry]:
             if name not in result:
                 result.append(name)
-    return [n for n in result if not any(fnmatch.fnmatchcase(n, x) for x in exclude)]
+    return [n for n in result if not any(_excluded(n, x) for x in exclude)]
+
+
+def _excluded(name: str, pattern: str) -> bool:
+    return fnmatch.fnmatchcase(name, pattern) or fnmatch.fnmatchcase(name.replace('"', ""), pattern)
 
 
 def catalog_query(dialect: str) -> str:

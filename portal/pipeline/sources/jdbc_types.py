@@ -16,7 +16,9 @@ its column.
 An unconstrained PostgreSQL ``numeric`` (Spark would round it to ``decimal(38,18)``) and a
 ``numeric(p,s)``/``DECIMAL(p,s)`` wider than Spark's 38 digits (Spark would cut its fraction, or
 fail at a value of more than 38 digits without naming the column) are read as the server's text
-too, unless the flow compares or splits on them (its watermark, key or partition column). Spark's
+too; an unconstrained one only where the flow does not compare or split on it (its watermark, key
+or partition column), a wider one unless Spark splits the read on it (its bounds are numbers there; a
+watermark or key is compared as the server's text, on the server). Spark's
 schema does not say a column's precision: a decimal at Spark's 38 whose scale is the column's may be
 wider, which only the catalog says (:func:`capped`, :func:`precision_query`).
 A dataset whose recorded schema (an earlier run's) has such a column in Spark's own mapping keeps
@@ -33,7 +35,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from dataclasses import dataclass, field
 
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -53,6 +55,19 @@ _CALENDAR = {
     },
     "mysql": {"date": ("date", "CAST({} AS CHAR)"), "datetime": ("timestamp_ntz", "CAST({} AS CHAR)")},
 }
+# PostgreSQL's arrays of them, which Spark's reader builds element by element the same way: read as
+# text arrays (Spark's own reading of a text[]), cast back element by element.
+_CALENDAR_ARRAYS = {
+    "postgresql": {
+        "_date": ("array<date>", "CAST({} AS text[])"),
+        "_timestamp": ("array<timestamp_ntz>", "CAST({} AS text[])"),
+        "_timestamptz": (
+            "array<timestamp>",
+            "CASE WHEN {0} IS NULL THEN NULL ELSE ARRAY(SELECT CAST(e AT TIME ZONE 'UTC' AS text) || 'Z'"
+            " FROM unnest({0}) WITH ORDINALITY AS u(e, o) ORDER BY o) END",
+        ),
+    },
+}
 # The Spark type each reading ends in, to tell whether it changes a recorded column's type.
 _ENDS_AS = {
     "STRING": T.StringType(),
@@ -61,6 +76,9 @@ _ENDS_AS = {
     "date": T.DateType(),
     "timestamp_ntz": T.TimestampNTZType(),
     "timestamp": T.TimestampType(),
+    "array<date>": T.ArrayType(T.DateType()),
+    "array<timestamp_ntz>": T.ArrayType(T.TimestampNTZType()),
+    "array<timestamp>": T.ArrayType(T.TimestampType()),
 }
 # PostgreSQL types read as text that a PostgreSQL destination keeps (each has an equality operator).
 _PG_KEPT = {"jsonb", "uuid", "interval", "inet", "cidr", "macaddr", "macaddr8", "time", "timetz"}
@@ -77,6 +95,9 @@ class Reading:
     casts: dict[str, str] = field(default_factory=dict)
     # The SQL that prints each of those columns, by column (its name quoted in it).
     texts: dict[str, str] = field(default_factory=dict)
+    # Wall times a dataset recorded as instants (Spark's own mapping: the wall time in the JVM's zone),
+    # by column: that zone.
+    zoned: dict[str, str] = field(default_factory=dict)
 
     def query(self, subquery: str, columns: list[str], dialect: Dialect) -> str:
         """``subquery`` (``(SELECT ...) AS alias``) with :attr:`texts` in place of their columns:
@@ -92,15 +113,26 @@ class Reading:
         for name, spark_type in self.casts.items():
             text = F.col(f"`{name.replace('`', '``')}`")
             value = text.try_cast(spark_type)
+            if spark_type.startswith("array<"):
+                lost = F.exists(F.zip_with(text, value, _not_held), lambda held: held)
+                shown = F.array_join(text, ", ", "NULL")
+            else:
+                lost, shown = _not_held(text, value), text
             message = F.concat(
-                F.lit(f"column '{name}' holds '"), text, F.lit(f"', which Spark's {spark_type} cannot hold")
+                F.lit(f"column '{name}' holds '"), shown, F.lit(f"', which Spark's {spark_type} cannot hold")
             )
-            df = df.withColumn(
-                name, F.when(text.isNotNull() & value.isNull(), F.raise_error(message)).otherwise(value)
-            )
+            if name in self.zoned:
+                value = F.to_utc_timestamp(value, self.zoned[name])
+            df = df.withColumn(name, F.when(lost, F.raise_error(message)).otherwise(value))
         for name, sql_type in self.kept.items():
             df = df.withMetadata(name, {**_metadata(df, name), SQL_TYPE: sql_type})
         return df
+
+
+def _not_held(text: Column, value: Column) -> Column:
+    """Whether Spark's cast lost the server's text: no value for it (``infinity``), or a date
+    before the common era (Spark's reading of ``0001-12-31 BC`` drops the era)."""
+    return text.isNotNull() & (value.isNull() | text.endswith(" BC"))
 
 
 def _quoted(name: str, dialect: Dialect) -> str:
@@ -150,23 +182,34 @@ def reading(
     compared: Collection[str] = (),
     recorded: T.StructType | None = None,
     wide: Collection[str] = (),
+    split_on: str | None = None,
+    zone: str = "UTC",
 ) -> Reading:
     """The reading of a table whose columns Spark's JDBC reader gives as ``schema``; ``compared``:
     the columns the flow compares or splits on, which keep a numeric type; ``recorded``: the
     dataset's schema as an earlier run recorded it (its columns keep the types they had);
-    ``wide``: the decimal columns the catalog says are wider than 38 digits."""
+    ``wide``: the decimal columns the catalog says are wider than 38 digits; ``split_on``: the
+    column Spark's reader splits the read on; ``zone``: the JVM's, in which Spark's own mapping reads
+    a wall time as an instant."""
     custom: list[tuple[str, str]] = []
     kept: dict[str, str] = {}
     casts: dict[str, str] = {}
     texts: dict[str, str] = {}
+    zoned: dict[str, str] = {}
     earlier = {f.name: f.dataType for f in recorded.fields} if recorded else {}
     for column in schema.fields:
         client = str((column.metadata or {}).get(CLIENT_TYPE, "")).lower()
-        read_as = _read_as(column, client, dialect, compared, column.name in wide)
-        calendar = _CALENDAR.get(dialect.name, {}).get(client) if read_as == "STRING" else None
+        read_as = _read_as(column, client, dialect, compared, column.name in wide, split_on)
+        if read_as == "STRING":
+            calendar = _CALENDAR.get(dialect.name, {}).get(client)
+        else:
+            calendar = _CALENDAR_ARRAYS.get(dialect.name, {}).get(client)
         ends_as = _ENDS_AS.get(calendar[0] if calendar else read_as or "")
-        if read_as and earlier.get(column.name) == column.dataType != ends_as:
-            continue  # recorded in Spark's own mapping: the dataset keeps it
+        if (read_as or calendar) and earlier.get(column.name) == column.dataType != ends_as:
+            if not (calendar and ends_as == T.TimestampNTZType()):
+                continue  # recorded in Spark's own mapping: the dataset keeps it
+            # a wall time recorded as Spark's instant: that instant, in the servers' calendar
+            calendar, zoned[column.name] = ("timestamp", calendar[1]), zone
         if read_as:
             custom.append((column.name, read_as))
         if calendar:
@@ -179,11 +222,16 @@ def reading(
         elif read_as == "STRING" and client == "numeric":
             kept[column.name] = "numeric"  # any precision: the server's text fits it
     text = ", ".join(f"`{name.replace('`', '``')}` {kind}" for name, kind in custom)
-    return Reading(text or None, kept, casts, texts)
+    return Reading(text or None, kept, casts, texts, zoned)
 
 
 def _read_as(
-    column: T.StructField, client: str, dialect: Dialect, compared: Collection[str], wide: bool = False
+    column: T.StructField,
+    client: str,
+    dialect: Dialect,
+    compared: Collection[str],
+    wide: bool = False,
+    split_on: str | None = None,
 ) -> str | None:
     """The Spark type to read ``column`` as instead of Spark's own (None: Spark's is right)."""
     wider = dialect.read_as.get(column.dataType.typeName())
@@ -199,8 +247,11 @@ def _read_as(
         and column.dataType == T.DecimalType(38, 18)
         and (column.metadata or {}).get("scale") == 0  # the driver's answer for a numeric without a scale
     )
-    too_wide = wide or _too_wide(column, client)
-    return "STRING" if (unconstrained or too_wide) and column.name not in compared else None
+    if unconstrained:  # a watermark's, key's or split's values are compared as numbers in Spark
+        return "STRING" if column.name not in compared else None
+    if (wide or _too_wide(column, client)) and column.name != split_on:
+        return "STRING"  # every digit; Spark's decimal would cut it or fail at it
+    return None
 
 
 def _too_wide(column: T.StructField, client: str) -> bool:

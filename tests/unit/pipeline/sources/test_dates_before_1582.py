@@ -11,11 +11,13 @@ import datetime as dt
 import uuid
 from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pymysql
 import pytest
+from pyspark.sql import types as T
 
 from tests.builders.props import into_parquet, into_table, whole_table
 from tests.builders.servers import MYSQL_HOST, MYSQL_PORT
@@ -106,16 +108,83 @@ def test_the_days_the_julian_calendar_skips_arrive_from_mariadb(
     assert read_back(kind, f"{source}_copy", source, tmp_path, pg, mysql_database) == WANT
 
 
-def test_a_date_spark_has_none_for_fails_the_read_naming_its_column(spark, pg, pg_database, tmp_path: Path):
+@pytest.mark.parametrize("kind", ["parquet", "postgresql"])
+def test_arrays_of_dates_and_time_stamps_arrive_from_postgresql(
+    spark, pg, pg_database, mysql_database, tmp_path: Path, kind: str
+):
+    source = f"gap_arr_{uuid.uuid4().hex[:6]}"
+    pg.execute(f"CREATE TABLE {source} (id int PRIMARY KEY, ds date[], ts timestamp[], tstz timestamptz[])")
+    pg.execute(
+        f"INSERT INTO {source} VALUES (1, '{{1582-10-10,NULL,1000-01-01}}', '{{\"1582-10-05 12:00:00.5\"}}',"  # noqa: S608
+        " '{\"1582-10-14 23:00:00+00\"}'), (2, '{}', NULL, '{}')"
+    )
+    props = {
+        **whole_table(pg_database["url"], pg_database["user"], source),
+        **destination(kind, f"{source}_copy", tmp_path, pg_database, mysql_database),
+    }
+    states = run_and_publish(spark, spec(tmp_path, props), {})
+    assert [s.get("error") for s in states] == [None], states
+
+    if kind == "parquet":
+        copy = pa.concat_tables([pq.read_table(p) for p in data_files(tmp_path / "out" / source)])
+        got = sorted((r["id"], r["ds"], r["ts"], r["tstz"]) for r in copy.to_pylist())
+    else:
+        got = pg.execute(f"SELECT id, ds, ts, tstz FROM {source}_copy ORDER BY id").fetchall()  # noqa: S608
+        typed = f"SELECT pg_typeof(ds)::text, pg_typeof(tstz)::text FROM {source}_copy LIMIT 1"  # noqa: S608
+        kinds = pg.execute(typed).fetchone()
+        assert kinds == ("date[]", "timestamp with time zone[]")
+    [(_, days, walls, instants), empty] = got
+    assert days == [dt.date(1582, 10, 10), None, dt.date(1000, 1, 1)]
+    assert walls == [dt.datetime(1582, 10, 5, 12, 0, 0, 500000)]
+    assert [i.astimezone(dt.UTC).replace(tzinfo=None) for i in instants] == [dt.datetime(1582, 10, 14, 23)]
+    assert empty == (2, [], None, [])  # an empty array is not NULL
+
+
+@pytest.mark.parametrize("arrow", ["true", "false"])
+@pytest.mark.parametrize(("value", "shown"), [("infinity", "infinity"), ("0001-12-31 BC", "0001-12-31 BC")])
+def test_a_date_spark_has_none_for_fails_the_read_naming_its_column(
+    spark, pg, pg_database, tmp_path: Path, arrow: str, value: str, shown: str
+):
+    """Spark's dates run from 0001-01-01: an ``infinity`` or a date before the common era would
+    arrive as a wrapped number (Arrow) or without its era (Spark's reading drops ``BC``)."""
     source = f"gap_bc_{uuid.uuid4().hex[:6]}"
     pg.execute(f"CREATE TABLE {source} (id int PRIMARY KEY, born date)")
-    pg.execute(f"INSERT INTO {source} VALUES (1, '2000-01-01'), (2, 'infinity')")  # noqa: S608
+    pg.execute(f"INSERT INTO {source} VALUES (1, '2000-01-01'), (2, %s)", (value,))  # noqa: S608
     props = {
-        **whole_table(pg_database["url"], pg_database["user"], source, **{"source.jdbc.arrow": "false"}),
+        **whole_table(pg_database["url"], pg_database["user"], source, **{"source.jdbc.arrow": arrow}),
         **into_parquet(tmp_path / "out"),
     }
     states = run_and_publish(spark, spec(tmp_path, props), {})
 
     [error] = [s.get("error") for s in states]
-    assert "column 'born' holds 'infinity', which Spark's date cannot hold" in str(error)
+    if arrow == "true" and value != "infinity":
+        shown = "0000-12-31"  # the Arrow reader's proleptic year 0 is 1 BC
+    assert f"column 'born' holds '{shown}', which Spark's date cannot hold" in str(error)
     assert not (tmp_path / "out" / source).exists()
+
+
+def test_a_dataset_recorded_with_sparks_instants_keeps_them_in_the_servers_calendar(
+    spark, pg, pg_database, tmp_path: Path
+):
+    """An earlier release recorded a wall-time ``timestamp`` as an instant (Spark's own mapping, the
+    wall time in the JVM's zone): the dataset keeps that type, its values no longer moved by the
+    driver's Julian calendar."""
+    source = f"gap_rec_{uuid.uuid4().hex[:6]}"
+    pg.execute(f"CREATE TABLE {source} (id int PRIMARY KEY, ts timestamp)")
+    pg.execute(f"INSERT INTO {source} VALUES (1, '1582-10-05 12:00:00'), (2, '2024-06-01 08:00:00')")  # noqa: S608
+    recorded = T.StructType([T.StructField("id", T.IntegerType()), T.StructField("ts", T.TimestampType())])
+    props = {
+        **whole_table(pg_database["url"], pg_database["user"], source, **{"source.jdbc.arrow": "false"}),
+        **into_parquet(tmp_path / "out"),
+    }
+    job = spec(tmp_path, props, previous_schemas={source: recorded.json()})
+    states = run_and_publish(spark, job, {})
+    assert [s.get("error") for s in states] == [None], states
+
+    copy = pa.concat_tables([pq.read_table(p) for p in data_files(tmp_path / "out" / source)])
+    assert copy.schema.field("ts").type == pa.timestamp("us", tz="UTC")  # the recorded instant
+    zone = ZoneInfo(spark.sparkContext._jvm.java.util.TimeZone.getDefault().getID())
+    wall = [dt.datetime(1582, 10, 5, 12), dt.datetime(2024, 6, 1, 8)]
+    assert sorted(r["ts"] for r in copy.to_pylist()) == [
+        w.replace(tzinfo=zone).astimezone(dt.UTC) for w in wall
+    ]

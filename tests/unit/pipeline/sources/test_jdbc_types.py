@@ -56,13 +56,15 @@ def test_a_column_the_flow_compares_on_keeps_its_number_type():
 
 
 def test_a_dataset_recorded_in_sparks_own_mapping_keeps_it():
-    """Its earlier files and tables hold those types, and a schema policy would see a change; an
-    instant read as the server's text is still an instant, so that reading goes on."""
+    """Its earlier files and tables hold those types, and a schema policy would see a change; a
+    time stamp read as the server's text keeps the recorded instant (a wall time: in the JVM's
+    zone, as Spark's own mapping read it), in the servers' calendar."""
     recorded = T.StructType([T.StructField(f.name, f.dataType) for f in PG_TABLE.fields if f.name != "doc"])
-    read = reading(PG_TABLE, POSTGRESQL, recorded=recorded)
-    assert read.custom_schema == "`at_zone` STRING"
-    assert read.casts == {"at_zone": "timestamp"}
-    assert read.kept == {"doc": "jsonb"}  # its Spark type is text either way
+    read = reading(PG_TABLE, POSTGRESQL, recorded=recorded, zone="Europe/Paris")
+    assert read.custom_schema == "`at` STRING, `at_zone` STRING"
+    assert read.casts == {"at": "timestamp", "at_zone": "timestamp"}
+    assert read.zoned == {"at": "Europe/Paris"}
+    assert read.kept == {"doc": "jsonb"}  # its Spark type is text either way; `lasted` stays a 1970 time
 
 
 def test_mariadb_datetime_is_a_wall_time_its_timestamp_an_instant():

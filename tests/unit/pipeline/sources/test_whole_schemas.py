@@ -99,3 +99,23 @@ def test_a_mariadb_pattern_matches_the_database_of_the_url(
     assert {u: s["records_extracted"] for u, s in second.items()} == {"ws_x": 0, "ws_y": 0, "ws_z": 1}
     assert set(state["watermarks"]) == {"ws_x", "ws_y", "ws_z"}
     assert [r.v for r in read(spark, tmp_path / "lake" / "ws_z").collect()] == ["z"]
+
+
+def test_a_pattern_reads_mixed_case_tables_by_their_quoted_names(
+    spark: SparkSession, pg: psycopg.Connection, pg_database: dict[str, Any], tmp_path: Path
+) -> None:
+    """PostgreSQL folds an unquoted name to lower case: ``Ws_Mixed.Orders`` matched by a pattern is
+    read (and named as a dataset) as ``"Ws_Mixed"."Orders"``."""
+    pg.execute('DROP SCHEMA IF EXISTS "Ws_Mixed" CASCADE')
+    pg.execute('CREATE SCHEMA "Ws_Mixed"')
+    _table(pg, '"Ws_Mixed"."Orders"', range(1, 3))
+    _table(pg, '"Ws_Mixed".plain', range(1, 2))
+    state: dict[str, dict[str, str]] = {"watermarks": {}, "schemas": {}}
+    props = _props(pg_database["url"], pg_database["user"], tmp_path, "Ws_Mixed.*")
+
+    found = run(spark, spec(tmp_path, props, 1), state)
+
+    assert {u: (s.get("error"), s["records_extracted"]) for u, s in found.items()} == {
+        '"Ws_Mixed"."Orders"': (None, 2),
+        '"Ws_Mixed".plain': (None, 1),
+    }

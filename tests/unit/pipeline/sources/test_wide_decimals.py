@@ -77,3 +77,33 @@ def test_a_mariadb_decimal_65_keeps_every_digit(
     ]
     got = sorted((r["id"], Decimal(r["amount"]), Decimal(r["whole"]), r["small"]) for r in copy.to_pylist())
     assert got == [(1, Decimal(widest), Decimal("9" * 65), Decimal("9" * 38)), (2, 0, -1, 0)]
+
+
+@pytest.mark.parametrize("arrow", ["true", "false"])
+def test_a_numeric_45_0_keeps_every_digit_as_watermark_and_key(
+    spark: SparkSession, pg: psycopg.Connection, pg_database: dict[str, Any], tmp_path: Path, arrow: str
+) -> None:
+    """Compared on the server as its text, never cut to Spark's 38 digits; its values beyond
+    64 bits are no bounds Spark can split the read on, so it is read in one piece."""
+    source = f"wide_key_{uuid.uuid4().hex[:6]}"
+    pg.execute(f"CREATE TABLE {source} (k numeric(45,0) PRIMARY KEY, w numeric(45,0), v text)")
+    big = 10**44
+    pg.execute(f"INSERT INTO {source} VALUES ({big + 1}, {big + 1}, 'a'), ({big + 2}, {big + 2}, 'b')")  # noqa: S608
+    target = f"{source}_copy"
+    props = {
+        **whole_table(pg_database["url"], pg_database["user"], source, **{"source.jdbc.arrow": arrow}),
+        "extract.is.full": "false",
+        "extract.delta.fields": "w",
+        "extract.primary.key.fields": "k",
+        **into_table(pg_database["url"], pg_database["user"], target, **{"writer.write.mode": "merge"}),
+    }
+    marks: dict[str, str] = {}
+    for execution in (1, 2):
+        states = run_and_publish(spark, spec(tmp_path / str(execution), props, execution), marks)
+        assert [s.get("error") for s in states] == [None], states
+        if execution == 1:
+            pg.execute(f"UPDATE {source} SET w = {big + 3}, v = 'b2' WHERE k = {big + 2}")  # noqa: S608
+
+    assert marks[source] == str(big + 3)
+    got = pg.execute(f"SELECT k, v FROM {target} ORDER BY k").fetchall()  # noqa: S608
+    assert got == [(Decimal(big + 1), "a"), (Decimal(big + 2), "b2")]
