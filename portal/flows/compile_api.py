@@ -12,6 +12,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from portal.accounts.access import Principal
 from portal.accounts.requests import api_user
 from portal.api_fields import StringMapField
 from portal.flows import services
@@ -57,9 +58,9 @@ class CompiledFlowSerializer(serializers.Serializer):
     compiledAt = serializers.DateTimeField(allow_null=True, required=False)
 
 
-def _shown(dag: dict) -> dict:
-    """The DAG with its jobs' properties as the portal shows them (:mod:`portal.flows.shown`)."""
-    jobs = [{**job, "properties": shown_properties(job["properties"])} for job in dag.get("jobs") or []]
+def _shown(dag: dict, user: Principal) -> dict:
+    """The DAG with its jobs' properties as the portal shows them to `user` (:mod:`portal.flows.shown`)."""
+    jobs = [{**job, "properties": shown_properties(job["properties"], user)} for job in dag.get("jobs") or []]
     return {**dag, "jobs": jobs}
 
 
@@ -71,9 +72,9 @@ class FlowJobsView(APIView):
         flow = flow_for(request.user, flowGroup, flowName)
         stored = CompiledJobDag.objects.filter(flow=flow).first()
         if stored is None:  # a flow saved before the compiler existed
-            return Response({**_shown(compile_flow(flow).to_dict()), "compiledAt": None})
+            return Response({**_shown(compile_flow(flow).to_dict(), request.user), "compiledAt": None})
         verdict = {"status": flow.compilation_status, "message": flow.compilation_message}
-        return Response({**_shown(stored.dag), **verdict, "compiledAt": stored.compiled_at})
+        return Response({**_shown(stored.dag, request.user), **verdict, "compiledAt": stored.compiled_at})
 
 
 class CompileFlowView(APIView):
@@ -93,7 +94,9 @@ class CompileFlowView(APIView):
             flow.full_clean(validate_unique=False)
         except DjangoValidationError as error:
             raise api_validation_error(error) from None
-        return Response({**_shown(services.preview(flow, user=request.user).to_dict()), "compiledAt": None})
+        return Response(
+            {**_shown(services.preview(flow, user=request.user).to_dict(), request.user), "compiledAt": None}
+        )
 
 
 urlpatterns = [

@@ -46,6 +46,7 @@ from portal.orchestration.models import (
 )
 from portal.orchestration.pagination import CappedPaginator
 from portal.orchestration.state import joblogs, logview
+from portal.orchestration.state import tries as job_tries
 from portal.pipeline import backfills as backfill_bounds
 from portal.quotas.services import QuotaExceeded
 
@@ -90,6 +91,7 @@ def execution_list(request: AuthenticatedRequest) -> HttpResponse:
     )
     executions = filterset.qs if filterset.is_valid() else FlowExecution.objects.none()
     page = CappedPaginator(executions, PAGE_SIZE).get_page(request.GET.get("page"))
+    job_tries.count_earlier(page)  # the rows say which runs needed more than one try
     context = {
         "filter": filterset,
         "since_value": _local_input(filterset, "since"),
@@ -398,7 +400,7 @@ def flow_executions(request: AuthenticatedRequest, flow_group: str, flow_name: s
     """One flow's recent executions: the fragment the flow page includes
     (it loads itself from here), or a page of its own without htmx."""
     flow = status.visible_flow(request.user, flow_group, flow_name)
-    executions = list(
+    executions = job_tries.count_earlier(
         status.executions_visible_to(request.user)
         .filter(flow=flow)
         .order_by("-execution_id", "-pk")[:FLOW_PAGE_SIZE]

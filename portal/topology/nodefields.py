@@ -155,15 +155,23 @@ class CredentialView:
         key are said in words, not shown as blobs (the API keeps them whole, to send back); the
         server's folder a files or Iceberg node lives in is staff's to see (the server's layout):
         everyone else reads paths relative to the node's root, as its flows and outputs name them."""
-        shown = {key: _in_words(key, value) for key, value in self.properties(node).items()}
-        staff = bool(getattr(self.user, "is_staff", False))
-        key = nodekinds.root_key(node.kind)
-        if not staff and key and _on_the_server(shown.get(key)):
-            shown[key] = SERVER_ROOT
-        return shown
+        return {
+            key: root_shown(self.user, node.kind, key, _in_words(key, value))
+            for key, value in self.properties(node).items()
+        }
 
 
 SERVER_ROOT = "(a folder on the portal's server: its path is shown to staff; flows name paths inside it)"
+
+
+def root_shown(user: Principal | None, kind: str, key: str, value: Any) -> Any:
+    """`value` of a `kind` node's property `key` as `user` reads it on a page or in a compiled
+    job: the node's root, when it is a folder on the portal's server, is staff's to see (the
+    server's layout); anyone else reads SERVER_ROOT. Other properties are returned as they are."""
+    root = nodekinds.root_key(kind)
+    if getattr(user, "is_staff", False) or not root or key != root or not _on_the_server(value):
+        return value
+    return SERVER_ROOT
 
 
 def without_root(user: Principal, node: DataNode, text: str) -> str:

@@ -5,6 +5,7 @@ reads it next, in paths relative to the nodes' roots; at 1280 and 375 px."""
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -116,8 +117,22 @@ def test_a_user_sees_the_failed_try_beside_the_retry_and_the_datasets_own_lineag
     flow = ui.make_flow(alice, "orders")
     execution, job = retried_run(flow, lake)
 
-    # The execution page: COMMITTED, and both tries, the failed one with its reason.
-    page.goto(f"/executions/e2e/orders/{execution.execution_id}/")
+    # The flows list: the last run committed, after an earlier try; on to the flow's page, whose
+    # executions card says so too.
+    page.goto("/flows/")
+    row = page.locator('tr[data-flow="e2e/orders"]')
+    expect(row.locator('[data-test="earlier-tries"]')).to_have_text("after 1 earlier try")
+    ui.screenshot(page, "tries-flow-list-1280")
+    row.get_by_role("link", name="e2e/orders").click()
+    run = page.locator("#flow-executions tbody tr", has=page.locator('[data-test="earlier-tries"]'))
+    expect(run).to_have_count(1)
+    expect(run).to_contain_text("COMMITTED")
+    expect(run.locator('[data-test="earlier-tries"]')).to_have_text("after 1 earlier try")
+    ui.screenshot(page, "tries-flow-card-1280")
+
+    # The run's page: COMMITTED, and both tries, the failed one with its reason.
+    run.get_by_role("link").first.click()
+    expect(page).to_have_url(re.compile(rf"/executions/e2e/orders/{execution.execution_id}/$"))
     tries = page.locator('[data-test="tries"] [data-test="try"]')
     expect(tries).to_have_count(2)
     expect(tries.first).to_contain_text("first try")
@@ -134,7 +149,9 @@ def test_a_user_sees_the_failed_try_beside_the_retry_and_the_datasets_own_lineag
 
     # The dataset's page: its source, where it went, who reads it; no server path, the watermark
     # as a time and a short file name with the stored value on hover.
-    page.goto(f"/monitoring/datasets/e2e/orders/{job.job_name}/orders/")
+    page.goto("/flows/e2e/orders/")
+    page.get_by_role("table", name=re.compile("Datasets of")).get_by_role("link", name="orders").click()
+    expect(page).to_have_url(re.compile(r"/monitoring/datasets/e2e/orders/"))
     expect(page.locator('[data-test="lineage-source"]')).to_contain_text("landing:orders")
     expect(page.locator('[data-test="delivered-to"]')).to_contain_text("lake:e2e/orders")
     expect(page.locator('[data-test="feeds"]')).to_contain_text("e2e/report")
@@ -148,7 +165,13 @@ def test_a_user_sees_the_failed_try_beside_the_retry_and_the_datasets_own_lineag
     page.set_viewport_size({"width": 375, "height": 812})
     no_sideways_scroll(page)
     ui.screenshot(page, "dataset-lineage-375")
-    page.goto(f"/executions/e2e/orders/{execution.execution_id}/")
+    page.goto("/flows/e2e/orders/")
+    expect(page.locator('#flow-executions [data-test="earlier-tries"]')).to_be_visible()
+    no_sideways_scroll(page)
+    ui.screenshot(page, "tries-flow-card-375")
+    page.locator("#flow-executions tbody tr", has=page.locator('[data-test="earlier-tries"]')).get_by_role(
+        "link"
+    ).first.click()
     expect(page.locator('[data-test="tries"] [data-test="try"]')).to_have_count(2)
     no_sideways_scroll(page)
     ui.screenshot(page, "tries-375")

@@ -40,7 +40,16 @@ _RUN_FIELDS = (
     "started_at",
     "ended_at",
 )
-_DELIVERY_FIELDS = ("id", "execution_id", "job_name", "parents", "status", "processed_count", "spec")
+_DELIVERY_FIELDS = (
+    "id",
+    "execution_id",
+    "job_name",
+    "parents",
+    "status",
+    "processed_count",
+    "spec",
+    "attempt",
+)
 
 
 def note_run(execution: FlowExecution) -> None:
@@ -61,6 +70,9 @@ class FlowGlance:
     runs: list[FlowExecution] = field(default_factory=list)  # oldest first: newest on the right
     delivered: dict[str, int] = field(default_factory=dict)  # the last run's, by destination
     next_run: datetime | None = None
+    # The tries the last run's jobs made before their current ones: a COMMITTED that needed a
+    # retry says so (orchestration.state.tries.count_earlier, from the same jobs' query here).
+    earlier_tries: int = 0
 
     @property
     def last(self) -> FlowExecution | None:
@@ -114,15 +126,15 @@ def _newest(flow_id: int, per_flow: int) -> QuerySet[FlowExecution]:
     return FlowExecution.objects.only(*_RUN_FIELDS).filter(pk__in=top).order_by()
 
 
-def _delivered_by(executions: Iterable[FlowExecution]) -> dict[int, dict[str, int]]:
-    """Records delivered per destination, per execution (models.delivered), in one query."""
+def _jobs_by(executions: Iterable[FlowExecution]) -> dict[int, list[JobExecution]]:
+    """The jobs of each execution, with what the glance needs of them, in one query."""
     ids = [execution.pk for execution in executions]
     if not ids:
         return {}
     jobs: dict[int, list[JobExecution]] = {pk: [] for pk in ids}
     for job in JobExecution.objects.filter(execution_id__in=ids).only(*_DELIVERY_FIELDS).order_by():
         jobs[job.execution_id].append(job)
-    return {pk: delivered(found) for pk, found in jobs.items()}
+    return jobs
 
 
 def next_run(flow: FlowConfig) -> datetime | None:
@@ -154,17 +166,18 @@ def for_flows(flows: Iterable[FlowConfig], per_flow: int = STRIP_LENGTH) -> list
     flows = list(flows)
     runs = recent_runs([flow.pk for flow in flows], per_flow)
     lasts = [found[-1] for found in runs.values() if found]
-    delivered_by = _delivered_by(lasts)
+    jobs_by = _jobs_by(lasts)
     glances = []
     for flow in flows:
         found = runs.get(flow.pk, [])
-        last = found[-1] if found else None
+        jobs = jobs_by.get(found[-1].pk, []) if found else []
         glances.append(
             FlowGlance(
                 flow=flow,
                 runs=found,
-                delivered=delivered_by.get(last.pk, {}) if last else {},
+                delivered=delivered(jobs) if jobs else {},
                 next_run=next_run(flow),
+                earlier_tries=sum(max(job.attempt - 1, 0) for job in jobs),
             )
         )
     return glances

@@ -9,12 +9,21 @@ are unbounded, its history is not."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
+from django.db.models import F, Sum
 from django.utils import timezone
 
-from portal.orchestration.models import JOB_FINISHED, JobExecution, JobState, JobStatus, TryCause
+from portal.orchestration.models import (
+    JOB_FINISHED,
+    FlowExecution,
+    JobExecution,
+    JobState,
+    JobStatus,
+    TryCause,
+)
 
 # Retries and redeliveries are bounded by the flow's job.retry.count and JOB_MAX_REDELIVERIES;
 # resumes are not, so the oldest tries beyond this many go.
@@ -101,4 +110,22 @@ def tries_of(job: JobExecution) -> list[Try]:
                 current=True,
             )
         )
+    return found
+
+
+def count_earlier(executions: Iterable[FlowExecution]) -> list[FlowExecution]:
+    """`executions`, each with `earlier_tries` set: how many tries its jobs made before their
+    current ones (one query for them all). A list of runs says with it that a COMMITTED run
+    committed only after a failed try, as Airflow's grid shows a task's try number; the tries
+    themselves are on the execution page. Counted from the jobs' attempt numbers, so tries
+    beyond TRIES_KEPT that were forgotten still count."""
+    found = list(executions)
+    counts = dict(
+        JobExecution.objects.filter(execution__in=[e.pk for e in found], attempt__gt=1)
+        .values("execution")
+        .annotate(earlier=Sum(F("attempt") - 1))
+        .values_list("execution", "earlier")
+    )
+    for execution in found:
+        execution.earlier_tries = int(counts.get(execution.pk) or 0)  # type: ignore[attr-defined]
     return found

@@ -14,7 +14,7 @@ from portal.orchestration import services
 from portal.orchestration.models import DatasetState, DatasetStateHistory
 from portal.orchestration.state.joblogs import JobLog
 from tests.factories import FlowConfigFactory
-from tests.unit.orchestration.factories import FlowExecutionFactory
+from tests.unit.orchestration.factories import FlowExecutionFactory, JobExecutionFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -87,10 +87,12 @@ def test_a_replay_from_the_first_record_reads_so_in_words(owner, flow):
     execution = FlowExecutionFactory(
         flow=flow, status="COMMITTED", trigger="BACKFILL", backfill={"orders": {"low": None, "high": "100"}}
     )
+    JobExecutionFactory(execution=execution, job_name="hop1", status="COMMITTED", high_watermark="100")
     browser = Client()
     browser.force_login(owner)
     page = browser.get(f"/executions/sales/orders/{execution.execution_id}/").content.decode()
     assert "from the first record, up to and including <code>100</code>" in page and "None" not in page
+    assert "the first record → <code>100</code>" in page  # the job's own watermarks, not "— → 100"
 
 
 def test_a_task_log_line_from_the_first_record_has_no_none(settings, tmp_path):

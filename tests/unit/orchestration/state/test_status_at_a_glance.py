@@ -85,6 +85,22 @@ def test_a_flows_strip_holds_its_newest_runs_oldest_first_and_its_last_run_deliv
     assert never_glance.runs == [] and never_glance.last is None and not never_glance.last_pruned
 
 
+def test_a_last_run_that_needed_a_retry_says_so_on_the_flow_list(owner):
+    """A COMMITTED reached on a job's second try is not shown as a plain COMMITTED: the list
+    says how many tries came before (Airflow shows the try number), from the jobs it reads anyway."""
+    retried, smooth = (FlowConfigFactory(owner=owner, flow_name=name) for name in ("retried", "smooth"))
+    runs = history(retried, [ExecutionStatus.COMMITTED])
+    JobExecutionFactory(execution=runs[-1], job_name="load", status=JobStatus.COMMITTED, attempt=2)
+    calm = history(smooth, [ExecutionStatus.COMMITTED])
+    JobExecutionFactory(execution=calm[-1], job_name="load", status=JobStatus.COMMITTED, attempt=1)
+
+    retried_glance, smooth_glance = glance.for_flows([retried, smooth])
+    assert (retried_glance.earlier_tries, smooth_glance.earlier_tries) == (1, 0)
+
+    page = client_for(owner).get("/flows/").content.decode()
+    assert page.count('data-test="earlier-tries"') == 1 and "after 1 earlier try" in page
+
+
 def test_a_page_of_busy_flows_costs_the_same_queries_as_a_page_of_one(owner, django_assert_max_num_queries):
     lonely = FlowConfigFactory(owner=owner, flow_group="aaa", flow_name="lonely", schedule="0 2 * * *")
     history(lonely, [ExecutionStatus.COMMITTED])

@@ -17,6 +17,7 @@ from portal.orchestration.models import Action, ActionKind, JobExecution, JobSta
 from portal.orchestration.state import statestore, tries
 from portal.orchestration.worker import executor
 from tests.builders.api import api_client_for
+from tests.factories import FlowConfigFactory
 from tests.unit.orchestration.factories import two_hop_flow
 
 pytestmark = pytest.mark.django_db
@@ -81,6 +82,34 @@ def test_a_failed_try_stays_beside_the_retry_that_committed(owner):
         (2, "COMMITTED", "worker-b"),
     ]
     assert first["tries"][0]["startTime"] and first["tries"][0]["endTime"]
+
+
+def test_the_lists_of_runs_say_a_run_needed_an_earlier_try(owner):
+    """The flow page's executions card and the Executions page, where one looks first, tell a
+    retried run from one that went through at once (Airflow's try number), in one query."""
+    flow = two_hop_flow(owner, properties={"job.retry.count": "1", "job.retry.backoff.seconds": "30"})
+    job = first_job(flow, owner)
+    worker_runs(job, "worker-a", JobStatus.FAILED, "Connection refused by db-1:5432")
+    retry_now(job)
+    worker_runs(job, "worker-b", JobStatus.COMMITTED)
+    other = FlowConfigFactory(
+        owner=owner, flow_group="demo", flow_name="smooth", source="a", destinations=["c"]
+    )
+    smooth = first_job(other, owner)
+    worker_runs(smooth, "worker-a", JobStatus.COMMITTED)
+
+    counted = {e.flow_name: e.earlier_tries for e in tries.count_earlier([job.execution, smooth.execution])}
+    assert counted == {flow.flow_name: 1, "smooth": 0}
+
+    browser = Client()
+    browser.force_login(owner)
+    card = browser.get(f"/executions/{flow.flow_group}/{flow.flow_name}/", headers={"HX-Request": "true"})
+    listing = browser.get("/executions/").content.decode()
+    for page in (card.content.decode(), listing):
+        assert page.count('data-test="earlier-tries"') == 1
+        assert "after 1 earlier try" in page
+    quiet = browser.get(f"/executions/{flow.flow_group}/smooth/", headers={"HX-Request": "true"})
+    assert 'data-test="earlier-tries"' not in quiet.content.decode()
 
 
 def test_a_try_whose_worker_died_is_kept_as_failed_and_the_next_says_it_was_redelivered(owner):
