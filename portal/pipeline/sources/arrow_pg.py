@@ -294,7 +294,8 @@ def _shown(value: int, unit: str) -> str:
     server = (value - _SHIFT[unit] + wrap // 2) % wrap - wrap // 2  # back to the server's epoch
     if server in (wrap // 2 - 1, -(wrap // 2)):
         return "infinity" if server > 0 else "-infinity"
-    return str(np.datetime64(value, unit)).replace("T", " ")
+    moment = np.datetime64(value, "D") if unit == "D" else np.datetime64(value, "us")
+    return str(moment).replace("T", " ")
 
 
 def _arrow_type(dtype: T.DataType) -> Any:
