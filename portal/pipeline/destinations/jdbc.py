@@ -476,6 +476,13 @@ class JdbcPublishCommitStep(SecretBearingStep):
             )
 
 
+# JSON text keeps a time stamp's microseconds (Spark's default format stops at milliseconds).
+_EXACT_JSON = {
+    "timestampFormat": "yyyy-MM-dd'T'HH:mm:ss.SSSSSSXXX",
+    "timestampNTZFormat": "yyyy-MM-dd'T'HH:mm:ss.SSSSSS",
+}
+
+
 def as_json_text(df: DataFrame) -> DataFrame:
     """``df`` with its arrays, maps and structs as their JSON text: MariaDB and SQLite have no such
     column types (Spark's writer fails the run, "Can't get JDBC type for array<int>"), and JSON keeps
@@ -485,7 +492,7 @@ def as_json_text(df: DataFrame) -> DataFrame:
         return df
     return df.select(
         *[
-            F.to_json(F.col(f"`{f.name}`")).alias(f.name)
+            F.to_json(F.col(f"`{f.name}`"), _EXACT_JSON).alias(f.name)
             if isinstance(f.dataType, nested)
             else F.col(f"`{f.name}`")
             for f in df.schema.fields

@@ -157,7 +157,8 @@ def test_a_table_named_with_sql_never_names_a_target(
     state: dict[str, dict[str, str]] = {"watermarks": {}, "schemas": {}}
     states = run(spark, spec(tmp_path, props, 1), state)
     assert states["tq.orders_eu"]["status"] == SUCCEEDED
-    assert "not a valid SQL identifier" in states[f"tq.{attack}"]["error"]
+    quoted = attack.replace('"', '""')  # the pattern names it as SQL must: quoted, its quote doubled
+    assert "not a valid SQL identifier" in states[f'tq."{quoted}"']["error"]
     refused = states["tq.orders_$x"]["error"]
     assert "'writer.jdbc.table'" in refused and "cannot name a table after 'orders_$x'" in refused, refused
     assert pg.execute("SELECT id, city FROM safe_orders_eu ORDER BY id").fetchall() == [

@@ -188,3 +188,27 @@ def test_a_dataset_recorded_with_sparks_instants_keeps_them_in_the_servers_calen
     assert sorted(r["ts"] for r in copy.to_pylist()) == [
         w.replace(tzinfo=zone).astimezone(dt.UTC) for w in wall
     ]
+
+
+def test_arrays_of_time_stamps_reach_mariadb_as_json_with_every_microsecond(
+    spark, pg, pg_database, mysql_database, tmp_path: Path
+):
+    """MariaDB has no array type: an array is its JSON text, whose time stamps keep their
+    microseconds (Spark's JSON would stop at milliseconds)."""
+    source = f"gap_json_{uuid.uuid4().hex[:6]}"
+    pg.execute(f"CREATE TABLE {source} (id int PRIMARY KEY, ds date[], ts timestamp[], tstz timestamptz[])")
+    arrays = ("{1582-10-10,NULL}", '{"1582-10-05 12:00:00.000001"}', '{"2038-01-19 03:14:08.000001+00"}')
+    pg.execute(f"INSERT INTO {source} VALUES (1, %s, %s, %s)", arrays)  # noqa: S608
+    props = {
+        **whole_table(pg_database["url"], pg_database["user"], source),
+        **destination("mariadb", f"{source}_copy", tmp_path, pg_database, mysql_database),
+    }
+    states = run_and_publish(spark, spec(tmp_path, props), {})
+    assert [s.get("error") for s in states] == [None], states
+
+    [row] = mariadb(mysql_database["db"], f"SELECT ds, ts, tstz FROM {source}_copy")  # noqa: S608
+    assert row == (
+        '["1582-10-10",null]',
+        '["1582-10-05T12:00:00.000001"]',
+        '["2038-01-19T03:14:08.000001Z"]',
+    )
