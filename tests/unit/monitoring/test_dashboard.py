@@ -35,8 +35,9 @@ def test_counts_by_status_today_and_in_24_hours(signed_in, flow, settings):
     make_execution(flow, status="COMMITTED", created=now - timedelta(minutes=1))
     make_execution(flow, status="COMMITTED", created=now - timedelta(minutes=2))
     make_execution(flow, status="FAILED", created=now - timedelta(minutes=3))
-    # Before midnight but within 24 h (when it is not just after midnight): counts for 24 h only.
-    yesterday = min(midnight - timedelta(minutes=5), now - timedelta(hours=23))
+    # Before midnight but within 24 h: counts for 24 h only. In the last minutes before midnight
+    # five minutes before the last midnight is more than 24 h ago: then an hour after it, today's.
+    yesterday = max(midnight - timedelta(minutes=5), now - timedelta(hours=23))
     make_execution(flow, status="COMMITTED", created=yesterday)
     make_execution(flow, status="COMMITTED", created=now - timedelta(days=3))  # neither
     html = signed_in.get(URL).content.decode()
